@@ -1,0 +1,1 @@
+"""The Lens HTTP API (``lens serve``)."""

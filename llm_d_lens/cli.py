@@ -1,0 +1,86 @@
+"""The ``lens`` command.
+
+Command groups live beside their domain (``llm_d_lens/<domain>/cli.py``, each exposing a Typer
+``app``) and are imported only when invoked, so ``lens hardware ...`` never pays for the web
+server, Kubernetes or HTTP clients. Errors are :class:`LensError`s rendered here, once: a
+message on stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from llm_d_lens.errors import LensError
+
+#: command group -> (module with a Typer ``app``, help line)
+GROUPS: dict[str, tuple[str, str]] = {
+    "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    app = typer.Typer(
+        name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
+        pretty_exceptions_enable=False, add_completion=False,
+    )
+    for name, (module, help_text) in GROUPS.items():
+        if only is not None and name != only:
+            continue
+        group = importlib.import_module(module).app
+        app.add_typer(group, name=name, help=help_text)
+
+    if only is None or only == "serve":
+
+        @app.command("serve")
+        def serve(
+            host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+            port: int = typer.Option(8080, help="Port to listen on."),
+        ) -> None:
+            """Serve the Lens API (/api/v1/...)."""
+            import uvicorn
+
+            from llm_d_lens.api.app import create_app
+
+            uvicorn.run(create_app(), host=host, port=port, log_level="info")
+
+    return app
+
+
+def _group_of(argv: list[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in GROUPS or arg == "serve" else None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    import click
+
+    args = sys.argv[1:] if argv is None else argv
+    app = build_app(_group_of(args))
+    try:
+        result = app(args=args, prog_name="lens", standalone_mode=False)
+    except LensError as exc:
+        _report(exc)
+        return 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("Aborted.", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return result if isinstance(result, int) else 0
+
+
+def _report(exc: LensError) -> None:
+    message = exc.message if exc.message.startswith(exc.code) else f"{exc.code}: {exc.message}"
+    typer.echo(f"error: {message}", err=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

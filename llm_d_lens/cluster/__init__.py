@@ -1,0 +1,1 @@
+"""Cluster inventory: nodes, ResourceSlices and pods turned into devices per hardware profile."""

@@ -1,0 +1,1 @@
+"""Evaluate: llm-d-benchmark configuration, workload profiles and telemetry coverage checks."""

@@ -1,0 +1,1 @@
+"""Hardware profiles: the contract every domain reads (schema, models, discovery, registry, resolution)."""

@@ -1,0 +1,273 @@
+"""``lens hardware``: what is registered, what a name resolves to, and whether a profile is valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
+from llm_d_lens.output import OutputFormat, emit
+
+app = typer.Typer(no_args_is_help=True)
+
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+
+
+def _summary(profile: Any, origins: list[Any]) -> dict[str, Any]:
+    modes = profile.effective_modes()
+    return {
+        "id": profile.id,
+        "display_name": profile.display_name,
+        "vendor": profile.vendor,
+        "request_model": profile.request_model,
+        "access_modes": {name: mode.request_model for name, mode in modes.items()},
+        "benchmark_profile": profile.benchmark_profile,
+        "upstream": [f"{variant}/{vendor}" for variant, vendor in profile.label_pairs],
+        "overlay_dirs": profile.overlay_dirs,
+        "origins": [str(o) for o in origins],
+        "sources": sorted({"bundled" if o.kind == "bundled" else o.location for o in origins}),
+    }
+
+
+@app.command("list")
+def list_profiles(output: OutputFormat = OutputOption) -> None:
+    """Every registered hardware profile."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = get_registry()
+    rows = [_summary(p, registry.origins(p.id)) for p in registry.profiles()]
+
+    def table(rows: list[dict[str, Any]]) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"{len(rows)} hardware profiles (registry {registry.version_hash()})")
+        for column in ("id", "name", "request model / access modes", "llm-d variant/vendor", "benchmark", "from"):
+            t.add_column(column)
+        for r in rows:
+            modes = ", ".join(f"{m} ({rm})" for m, rm in r["access_modes"].items())
+            t.add_row(r["id"], r["display_name"], modes, ", ".join(r["upstream"]),
+                      r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"]))
+        return t
+
+    emit(rows, output, table)
+
+
+@app.command("show")
+def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
+    """One profile, by id or any alias (accelerator key, benchmark profile)."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = get_registry()
+    profile = registry.get(key)
+    data = profile.model_dump(mode="json")
+
+    def table(data: dict[str, Any]) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"{profile.display_name} ({profile.id})", show_header=False)
+        t.add_column("field", style="bold")
+        t.add_column("value")
+        for field, value in _summary(profile, registry.origins(profile.id)).items():
+            shown = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else (
+                ", ".join(map(str, value)) if isinstance(value, list) else str(value))
+            t.add_row(field, shown)
+        t.add_row("aliases", ", ".join(profile.aliases))
+        t.add_row("device classes", ", ".join(profile.device_classes) or "-")
+        t.add_row("resource prefixes", ", ".join(profile.resource_prefixes) or "-")
+        t.add_row("node labels", ", ".join(f"{k}={v}" for k, v in profile.node_label_selector.items()) or "-")
+        t.add_row("overlay root", profile.deployment.overlay_root)
+        if profile.driver:
+            t.add_row("drivers", ", ".join(f"{m}: {d.manifest_ref} {d.chart_version or ''}".strip()
+                                          for m, d in profile.driver.modes.items()))
+        return t
+
+    emit(data, output, table)
+
+
+@app.command("validate")
+def validate(
+    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Profile JSON files."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Check profile files against the contract and the registered hardware; every error at once."""
+    results = [_validate_one(path) for path in files]
+
+    def table(results: list[dict[str, Any]]) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        parts = []
+        for r in results:
+            if r["valid"]:
+                parts.append(Text(f"✓ {r['file']}: profile {r['id']!r} is valid", style="green"))
+            else:
+                parts.append(Text(f"✗ {r['file']}: {len(r['issues'])} problem(s)", style="red bold"))
+                for issue in r["issues"]:
+                    value = f" (value: {issue['shown']})" if "shown" in issue else ""
+                    parts.append(Text(f"    {issue['path']}: {issue['message']}{value}"))
+        return Group(*parts)
+
+    emit(results, output, table)
+    if not all(r["valid"] for r in results):
+        raise typer.Exit(1)
+
+
+def _validate_one(path: Path) -> dict[str, Any]:
+    from llm_d_lens.hardware.errors import render_value
+    from llm_d_lens.hardware.loader import load_profile_file
+
+    def issue_dict(issue: Any) -> dict[str, Any]:
+        out = issue.to_dict()
+        if issue.has_value:
+            out["shown"] = render_value(issue.value)
+        return out
+
+    try:
+        profile = load_profile_file(path)
+    except ProfileInvalid as exc:
+        return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues]}
+    conflict = _conflict_with_registered(profile, path)
+    if conflict is not None:
+        issue = {"path": "$", "message": conflict.message, "value": conflict.details.get("value")}
+        return {"file": str(path), "valid": False, "id": profile.id, "issues": [issue]}
+    return {"file": str(path), "valid": True, "id": profile.id, "issues": []}
+
+
+def _conflict_with_registered(profile: Any, path: Path) -> RegistrationConflict | None:
+    """Would this profile collide with installed hardware? A new version of itself never does."""
+    from llm_d_lens.hardware.discovery import DiscoveredProfile, canonical
+    from llm_d_lens.hardware.errors import ProfileOrigin
+    from llm_d_lens.hardware.registry import Registry, get_registry
+
+    try:
+        installed = get_registry()
+    except LensError:
+        return None
+    others = [
+        DiscoveredProfile(p, canonical(p.model_dump(mode="json")), installed.origins(p.id))
+        for p in installed.profiles() if p.id != profile.id
+    ]
+    candidate = DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), [ProfileOrigin("file", str(path))])
+    try:
+        Registry([*others, candidate])
+    except RegistrationConflict as exc:
+        return exc
+    return None
+
+
+@app.command("resolve")
+def resolve(
+    device_class: list[str] = typer.Option([], "--device-class", help="A DRA DeviceClass name."),
+    resource: list[str] = typer.Option([], "--resource", help="An extended resource name."),
+    label: list[str] = typer.Option([], "--label", help="KEY=VALUE; repeat to give a label set matched together."),
+    key: list[str] = typer.Option([], "--key", help="An id, accelerator key or benchmark profile (explicit: unknown is an error)."),
+    aic_system: list[str] = typer.Option([], "--aic-system", help="An AIC system name."),
+    dra_driver: list[str] = typer.Option([], "--dra-driver", help="A ResourceSlice driver name."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """What a device class, resource, label set, key or AIC system name resolves to."""
+    from llm_d_lens.hardware.resolution import Resolver
+
+    resolver = Resolver()
+    results = []
+    for k in key:
+        profile = resolver.require(k)
+        results.append(resolver.match_key(k).to_dict() | {"id": profile.id})
+    results += [resolver.match_device_class(c).to_dict() for c in device_class]
+    results += [resolver.match_resource(r).to_dict() for r in resource]
+    results += [resolver.match_dra_driver(d).to_dict() for d in dra_driver]
+    if label:
+        results.append(resolver.match_labels(_parse_labels(label)).to_dict())
+    results += [resolver.match_aic_system(s).to_dict() for s in aic_system]
+    if not results:
+        raise typer.BadParameter("give at least one of --device-class, --resource, --label, --key, --aic-system, --dra-driver")
+
+    def table(results: list[dict[str, Any]]) -> Any:
+        from rich.table import Table
+
+        t = Table()
+        for column in ("query", "key", "status", "id", "matched by", "detail"):
+            t.add_column(column)
+        style = {"supported": "green", "unsupported": "yellow", "ambiguous": "red"}
+        for r in results:
+            detail = r["detail"] or (f"{r['matched_value']}" if r["matched_value"] else "")
+            if r["status"] == "ambiguous":
+                detail = f"{detail} (candidates: {', '.join(r['candidates'])})"
+            t.add_row(r["query"], r["key"], f"[{style[r['status']]}]{r['status']}[/]", r["id"] or "-",
+                      r["matched_by"] or "-", detail)
+        return t
+
+    emit(results, output, table)
+
+
+def _parse_labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--label {item!r}: expected KEY=VALUE")
+        labels[name] = value
+    return labels
+
+
+@app.command("doctor")
+def doctor(output: OutputFormat = OutputOption) -> None:
+    """Discover everything, import every provider, and report what failed and why."""
+    from llm_d_lens.hardware.discovery import discover
+    from llm_d_lens.hardware.registry import Registry, set_registry
+    from llm_d_lens.hardware.settings import PluginSettings
+
+    settings = PluginSettings.from_env()
+    found = discover(settings)
+    report: dict[str, Any] = {"profiles": [], "failures": [], "skipped": [f.to_dict() for f in found.skipped],
+                              "conflict": None, "settings": {"autoload": settings.autoload,
+                              "allow": sorted(settings.allow) if settings.allow is not None else None,
+                              "block": sorted(settings.block)}}
+    try:
+        registry = Registry.from_discovery(found)
+    except RegistrationConflict as exc:
+        report["conflict"] = {"message": exc.message, **exc.details}
+        registry = None
+    if registry is not None:
+        set_registry(registry)
+        registry.load_all_providers()
+        for p in registry.profiles():
+            provider = registry.provider(p.id) if not _failed(registry, p.id) else None
+            report["profiles"].append({"id": p.id, "origins": [str(o) for o in registry.origins(p.id)],
+                                       "provider": type(provider).__name__ if provider is not None else None})
+        report["version_hash"] = registry.version_hash()
+    report["failures"] = [f.to_dict() for f in (registry.failures if registry else found.failures)]
+    report["ok"] = not report["failures"] and report["conflict"] is None
+
+    def table(report: dict[str, Any]) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        parts: list[Any] = []
+        t = Table(title=f"{len(report['profiles'])} hardware profiles registered")
+        for column in ("id", "provider", "from"):
+            t.add_column(column)
+        for p in report["profiles"]:
+            t.add_row(p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"]))
+        parts.append(t)
+        if report["conflict"]:
+            parts.append(Text(f"✗ {report['conflict']['message']}", style="red bold"))
+        for f in report["failures"]:
+            parts.append(Text(f"✗ {f['group']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
+        for s in report["skipped"]:
+            parts.append(Text(f"- skipped {s['name']!r} from {s['distribution']}: {s['reason']}", style="yellow"))
+        if report["ok"]:
+            parts.append(Text("✓ no problems found", style="green bold"))
+        return Group(*parts)
+
+    emit(report, output, table)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+def _failed(registry: Any, profile_id: str) -> bool:
+    return any(f.profile_id == profile_id and f.group.endswith("providers") for f in registry.failures)

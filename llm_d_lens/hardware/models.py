@@ -1,0 +1,322 @@
+"""The hardware profile contract, as typed models.
+
+These models are the single source of truth: ``schema.json`` is generated from them
+(``make schema``) and a test fails when the committed file drifts. Rules a JSON Schema cannot
+express (cross-field checks, regular expressions that must compile, pinned versions) live in
+``rules.py`` and are reported with the same shape of error.
+
+Every object forbids unknown keys, so a typo in a vendor's profile is an error, not a silently
+ignored field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: The profile format versions this Lens reads. A profile omitting ``schema_version`` is version 1.
+SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
+
+RequestModel = Literal["dra", "extended-resource", "none"]
+AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius"]
+Aggregation = Literal["sum", "avg", "max", "min"]
+TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
+Quantity = Literal[
+    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity"
+]
+
+ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+LABEL_KEY_PATTERN = r"^([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$"
+
+
+class Contract(BaseModel):
+    """Base of every contract object: unknown keys are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+NonEmptyStr = str
+LabelMap = dict[str, str]
+
+
+class UpstreamLabels(Contract):
+    """One ``llm-d.ai/accelerator-variant`` / ``llm-d.ai/accelerator-vendor`` pair an overlay may set."""
+
+    variant: str = Field(min_length=1, description="Value of llm-d.ai/accelerator-variant.")
+    vendor: str = Field(min_length=1, description="Value of llm-d.ai/accelerator-vendor.")
+
+
+class Toleration(Contract):
+    key: str = Field(min_length=1)
+    operator: Literal["Exists", "Equal"] = "Exists"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+
+class DeploymentMode(Contract):
+    """How a pod asks for this hardware in one access mode."""
+
+    request_model: RequestModel
+    device_class: str | None = Field(default=None, description="DRA DeviceClass name (dra modes).")
+    claim_request_name: str | None = Field(default=None, description="Request name inside the ResourceClaimTemplate (dra modes).")
+    resource_names: list[str] = Field(default_factory=list, description="Extended resource names (extended-resource modes).")
+    supports_pci_allowlist: bool | None = Field(default=None, description="Overrides deployment.supports_pci_allowlist for this mode.")
+    pci_attribute_domain: str | None = None
+    pci_attribute: str | None = None
+    node_selector: LabelMap = Field(default_factory=dict, description="Added to deployment.node_selector in this mode.")
+    benchmark_profile: str | None = Field(default=None, description="llm-d-benchmark profile for this mode when it differs from the profile's.")
+    benchmark_profiles_by_resource: LabelMap = Field(
+        default_factory=dict,
+        description="llm-d-benchmark profile per extended resource name, for vendors whose benchmark profile follows the resource.",
+    )
+
+
+class Deployment(Contract):
+    """Where the upstream overlay lives and how Lens fits its request shape."""
+
+    overlay_root: str = Field(
+        min_length=1,
+        description="Path under the llm-d source; may use {guide}, {variant} (the upstream_variant) and {model_server}.",
+    )
+    arch: str = Field(min_length=1)
+    device_class: str = ""
+    claim_request_name: str = ""
+    resource_name: str = ""
+    node_selector: LabelMap = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    supports_pci_allowlist: bool = False
+    pci_attribute_domain: str = ""
+    pci_attribute: str = ""
+    runtime_image: str | None = Field(default=None, description="Image used when the overlay's image comes from a managed repository.")
+    managed_image_repositories: list[str] = Field(default_factory=list)
+    runtime_class_matchers: list[str] = Field(
+        default_factory=list, description="Regular expressions matched against a cluster's RuntimeClass names and handlers."
+    )
+    modes: dict[str, DeploymentMode] | None = Field(
+        default=None,
+        description="One entry per access mode. When absent, request_model and the deployment's top-level fields form the single mode.",
+    )
+
+
+class DaemonSetMatcher(Contract):
+    """Finds the DaemonSet a driver mode runs as; every given field must match."""
+
+    name: str | None = None
+    name_contains: str | None = None
+    namespace: str | None = None
+    labels: LabelMap = Field(default_factory=dict)
+
+
+class DriverMode(Contract):
+    manifest_ref: str = Field(min_length=1, description="Helm chart name, or the kustomize ref to apply.")
+    chart_version: str | None = Field(default=None, description="A pinned, released version: no 'latest', no ranges.")
+    repo: str | None = None
+    namespace: str | None = None
+    release_name: str | None = None
+    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict, description="Vendor-specific; only the vendor's provider reads these.")
+    min_kubernetes_version: str | None = None
+
+
+class Driver(Contract):
+    installer: Literal["helm", "kustomize"]
+    modes: dict[str, DriverMode] = Field(min_length=1)
+
+
+class Presence(Contract):
+    node_label_selector: LabelMap = Field(min_length=1)
+    ensure_refs: list[str] = Field(default_factory=list, description="NFD NodeFeatureRule refs applied before waiting.")
+    timeout_seconds: int = Field(default=90, gt=0, le=3600)
+
+
+class MetricSource(Contract):
+    """Where one common quantity comes from in the vendor's exporter, and how to convert it."""
+
+    metrics: list[str] = Field(min_length=1, description="Exporter metric names.")
+    combine: Literal["first", "sum", "divide"] = Field(
+        default="first",
+        description="first: the first listed metric present; sum: add them; divide: the first divided by the second.",
+    )
+    matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
+    unit: SourceUnit
+    scale: float = Field(default=1.0, strict=False)
+    output_unit: OutputUnit
+    aggregation: Aggregation = "max"
+    tile_aggregation: TileAggregation = "none"
+
+
+class LabelSchema(Contract):
+    """Exporter label names for each common label; a list gives alternative spellings, first wins."""
+
+    node: str | list[str] | None = None
+    device: str | list[str] | None = None
+    uuid: str | list[str] | None = None
+    pci_bus_id: str | list[str] | None = None
+    serial: str | list[str] | None = None
+    tile: str | list[str] | None = None
+    partition: str | list[str] | None = None
+    model: str | list[str] | None = None
+    pod: str | list[str] | None = None
+    namespace: str | list[str] | None = None
+    container: str | list[str] | None = None
+
+
+class Allocation(Contract):
+    drivers: list[str] = Field(default_factory=list, description="DRA driver names whose allocations belong to this hardware.")
+    pci_attributes: list[str] = Field(default_factory=list, description="Device attributes carrying the PCI bus id.")
+    node_labels: list[str] = Field(default_factory=list)
+    device_name_pattern: str | None = None
+    resource_id_pattern: str | None = Field(default=None, description="Regular expression with a named group 'pci'.")
+
+
+class Telemetry(Contract):
+    provider_id: str = Field(min_length=1)
+    device_metrics: dict[str, str] = Field(default_factory=dict, description="Quantity -> PromQL expression.")
+    device_metric_sources: dict[Quantity, MetricSource] = Field(default_factory=dict)
+    label_schema: LabelSchema = Field(default_factory=LabelSchema)
+    allocation_join: AllocationJoin = "none"
+    allocation: Allocation | None = None
+    source_label: str | None = None
+    scrape_path: str | None = None
+    pod_metrics: dict[str, str | list[str]] = Field(default_factory=dict)
+    modes: dict[str, AllocationJoin] = Field(default_factory=dict, description="Access mode -> allocation join.")
+
+
+class DiscoveryCommand(Contract):
+    command: list[str] = Field(min_length=1)
+    parser: Literal["json", "csv", "text"] = "json"
+    fields: LabelMap = Field(default_factory=dict)
+
+
+class MemoryModel(Contract):
+    memory_gib: float = Field(gt=0, strict=False)
+
+
+class Planning(Contract):
+    aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
+    discovery: DiscoveryCommand | None = None
+    memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
+
+
+class MemoryLabel(Contract):
+    label: str = Field(min_length=1)
+    unit: Literal["MiB", "GiB", "bytes", "quantity"]
+    per: Literal["device", "node"] = "device"
+
+
+class PartitionSelector(Contract):
+    """Marks DRA devices that are partitions of a physical device (e.g. MIG), by one attribute."""
+
+    attribute: str = Field(min_length=1)
+    values: list[str] = Field(min_length=1)
+
+
+class Inventory(Contract):
+    """What the cluster inventory reads for this hardware, beyond the identity fields."""
+
+    dra_drivers: list[str] = Field(default_factory=list, description="ResourceSlice spec.driver names that publish this hardware.")
+    product_labels: list[str] = Field(default_factory=list, description="Node labels carrying the product name.")
+    memory_labels: list[MemoryLabel] = Field(default_factory=list)
+    count_labels: list[str] = Field(default_factory=list, description="Node labels carrying the physical device count.")
+    partition_resource_patterns: list[str] = Field(
+        default_factory=list, description="Regular expressions for extended resources that are partitions, not whole devices."
+    )
+    dra_product_attributes: list[str] = Field(default_factory=list)
+    dra_memory_capacities: list[str] = Field(default_factory=list)
+    dra_partition: PartitionSelector | None = None
+
+
+class UI(Contract):
+    icon: str | None = None
+    labels: LabelMap = Field(default_factory=dict)
+
+
+class HardwareProfile(Contract):
+    """One accelerator, declared once, read by every domain."""
+
+    schema_version: int = Field(default=1, description="Profile format version; see SUPPORTED_SCHEMA_VERSIONS.")
+    id: str = Field(pattern=ID_PATTERN, description="Canonical id; also the entry-point name.")
+    display_name: str = Field(min_length=1)
+    vendor: str = Field(min_length=1)
+    accelerator_keys: list[str] = Field(default_factory=list)
+    benchmark_profile: str | None = Field(description="llm-d-benchmark accelerator.profile; null when llm-d-benchmark has none.")
+    evaluation_profile: str | None = None
+    upstream_variant: str = Field(min_length=1, description="The upstream overlay directory under modelserver/.")
+    upstream_vendor: str = Field(min_length=1, description="The llm-d.ai/accelerator-vendor label.")
+    upstream_labels: list[UpstreamLabels] = Field(
+        default_factory=list,
+        description="Every variant/vendor label pair this hardware's overlays use; defaults to (upstream_variant, upstream_vendor).",
+    )
+    request_model: RequestModel
+    device_classes: list[str] = Field(default_factory=list)
+    resource_prefixes: list[str] = Field(default_factory=list)
+    node_label_selector: LabelMap = Field(
+        default_factory=dict, description='Node labels that mark this hardware; the value "*" means the label only has to exist.'
+    )
+    access_modes: list[str] = Field(min_length=1)
+    deployment: Deployment
+    driver: Driver | None = None
+    presence: Presence | None = None
+    telemetry: Telemetry | None = None
+    inventory: Inventory = Field(default_factory=Inventory)
+    planning: Planning = Field(default_factory=Planning)
+    ui: UI | None = None
+
+    # -- derived views: every consumer reads these instead of re-deriving them -----------------
+
+    @property
+    def label_pairs(self) -> list[tuple[str, str]]:
+        """The (variant, vendor) label pairs this hardware's upstream overlays carry."""
+        if self.upstream_labels:
+            return [(p.variant, p.vendor) for p in self.upstream_labels]
+        return [(self.upstream_variant, self.upstream_vendor)]
+
+    @property
+    def overlay_dirs(self) -> list[str]:
+        return [self.upstream_variant]
+
+    @property
+    def aliases(self) -> list[str]:
+        """Every name a user may type for this hardware, canonical id first."""
+        names = [self.id, *self.accelerator_keys, self.benchmark_profile, self.evaluation_profile]
+        seen: list[str] = []
+        for name in names:
+            if name and name not in seen:
+                seen.append(name)
+        return seen
+
+    def effective_modes(self) -> dict[str, DeploymentMode]:
+        """The deployment mode of every access mode.
+
+        Where ``deployment.modes`` is absent (the guide's minimal template), the top-level
+        ``request_model`` and deployment fields form the single access mode.
+        """
+        if self.deployment.modes is not None:
+            return dict(self.deployment.modes)
+        if len(self.access_modes) != 1:
+            return {}
+        d = self.deployment
+        mode = DeploymentMode(
+            request_model=self.request_model,
+            device_class=d.device_class or None,
+            claim_request_name=d.claim_request_name or None,
+            resource_names=[d.resource_name] if d.resource_name else [],
+        )
+        return {self.access_modes[0]: mode}
+
+    def mode(self, name: str | None = None) -> tuple[str, DeploymentMode]:
+        """The named access mode, or the first declared one."""
+        modes = self.effective_modes()
+        if name is None:
+            name = self.access_modes[0]
+        return name, modes[name]
+
+    def pci_allowlist(self, mode_name: str) -> tuple[bool, str, str]:
+        """(supported, attribute domain, attribute) for a mode, falling back to the deployment's."""
+        mode = self.effective_modes()[mode_name]
+        d = self.deployment
+        supported = d.supports_pci_allowlist if mode.supports_pci_allowlist is None else mode.supports_pci_allowlist
+        return supported, mode.pci_attribute_domain or d.pci_attribute_domain, mode.pci_attribute or d.pci_attribute

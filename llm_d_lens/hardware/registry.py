@@ -1,0 +1,243 @@
+"""The registry: every registered profile, indexed by each name and identity a domain looks up.
+
+Built once per process from :func:`discovery.discover`. Building it is where identity conflicts
+fail fast: two profiles claiming the same device class, DRA driver, overlapping resource prefix,
+alias, overlay directory or upstream label pair can't both be registered without one shadowing
+the other.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.hardware.discovery import DiscoveredProfile, Discovery, LoadFailure, ProviderRef, discover
+from llm_d_lens.hardware.errors import (
+    AcceleratorNotRegistered,
+    AlreadyRegistered,
+    PluginLoadFailed,
+    ProfileOrigin,
+    RegistrationConflict,
+)
+from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.settings import PluginSettings
+
+
+@dataclass
+class IdentityIndex:
+    """Exact-match indexes, each value a profile id. Filled with conflict checks."""
+
+    aliases: dict[str, str] = field(default_factory=dict)  # lower-cased name -> id
+    device_classes: dict[str, str] = field(default_factory=dict)
+    dra_drivers: dict[str, str] = field(default_factory=dict)
+    overlay_dirs: dict[str, str] = field(default_factory=dict)
+    label_pairs: dict[tuple[str, str], str] = field(default_factory=dict)
+    # resource prefixes grouped by domain (the part before "/"), longest first
+    prefixes_by_domain: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # node_label_selector: (key, value) and key-only ("*") postings
+    selector_pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    selector_keys: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Registry:
+    def __init__(self, discovered: Iterable[DiscoveredProfile], providers: dict[str, ProviderRef] | None = None,
+                 failures: Iterable[LoadFailure] = (), skipped: Iterable[LoadFailure] = ()):
+        self._profiles: dict[str, HardwareProfile] = {}
+        self._origins: dict[str, list[ProfileOrigin]] = {}
+        self._canonical: dict[str, str] = {}
+        self.index = IdentityIndex()
+        self.failures: list[LoadFailure] = list(failures)
+        self.skipped: list[LoadFailure] = list(skipped)
+        self._provider_refs: dict[str, ProviderRef] = dict(providers or {})
+        self._providers: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        for entry in discovered:
+            self._add(entry)
+
+    @classmethod
+    def from_discovery(cls, found: Discovery) -> Registry:
+        return cls(found.profiles, found.providers, found.failures, found.skipped)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _where(self, profile_id: str) -> str:
+        return ", ".join(str(o) for o in self._origins[profile_id])
+
+    def _claim(self, table: dict[Any, str], key: Any, profile: HardwareProfile, origin: str, field_name: str) -> None:
+        owner = table.get(key)
+        if owner is not None and owner != profile.id:
+            raise RegistrationConflict(field_name, key if not isinstance(key, tuple) else list(key),
+                                       (owner, self._where(owner)), (profile.id, origin))
+        table[key] = profile.id
+
+    def _add(self, entry: DiscoveredProfile) -> None:
+        profile, origin = entry.profile, ", ".join(str(o) for o in entry.origins)
+        if profile.id in self._profiles:
+            if self._canonical[profile.id] == entry.canonical:
+                self._origins[profile.id].extend(entry.origins)
+                return
+            raise RegistrationConflict("id", profile.id, (profile.id, self._where(profile.id)), (profile.id, origin))
+        index = self.index
+        for alias in self._alias_names(profile):
+            self._claim(index.aliases, alias.lower(), profile, origin, "accelerator key")
+        for cls in profile.device_classes:
+            self._claim(index.device_classes, cls, profile, origin, "device class")
+        for driver in profile.inventory.dra_drivers:
+            self._claim(index.dra_drivers, driver, profile, origin, "DRA driver")
+        for directory in profile.overlay_dirs:
+            self._claim(index.overlay_dirs, directory, profile, origin, "upstream overlay directory")
+        for pair in profile.label_pairs:
+            self._claim(index.label_pairs, pair, profile, origin, "upstream variant/vendor label pair")
+        for prefix in profile.resource_prefixes:
+            self._claim_prefix(prefix, profile, origin)
+        for key, value in profile.node_label_selector.items():
+            if value == "*":
+                index.selector_keys.setdefault(key, []).append(profile.id)
+            else:
+                index.selector_pairs.setdefault((key, value), []).append(profile.id)
+        self._profiles[profile.id] = profile
+        self._origins[profile.id] = list(entry.origins)
+        self._canonical[profile.id] = entry.canonical
+
+    @staticmethod
+    def _alias_names(profile: HardwareProfile) -> list[str]:
+        names = list(profile.aliases)
+        for mode in profile.effective_modes().values():
+            for name in (mode.benchmark_profile, *mode.benchmark_profiles_by_resource.values()):
+                if name and name not in names:
+                    names.append(name)
+        return names
+
+    def _claim_prefix(self, prefix: str, profile: HardwareProfile, origin: str) -> None:
+        domain = prefix.split("/", 1)[0]
+        bucket = self.index.prefixes_by_domain.setdefault(domain, [])
+        for other, owner in bucket:
+            if owner != profile.id and (prefix.startswith(other) or other.startswith(prefix)):
+                raise RegistrationConflict("resource prefix", prefix, (owner, f"{other!r}, {self._where(owner)}"), (profile.id, origin))
+        bucket.append((prefix, profile.id))
+        bucket.sort(key=lambda item: len(item[0]), reverse=True)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def profiles(self) -> list[HardwareProfile]:
+        return [self._profiles[k] for k in sorted(self._profiles)]
+
+    def ids(self) -> list[str]:
+        return sorted(self._profiles)
+
+    def origins(self, profile_id: str) -> list[ProfileOrigin]:
+        return list(self._origins[profile_id])
+
+    def __contains__(self, key: str) -> bool:
+        return key.lower() in self.index.aliases
+
+    def __len__(self) -> int:
+        return len(self._profiles)
+
+    def get(self, key: str) -> HardwareProfile:
+        """The profile an explicit name refers to; unknown names raise ``ACCELERATOR_NOT_REGISTERED``."""
+        profile_id = self.index.aliases.get(key.strip().lower())
+        if profile_id is not None:
+            return self._profiles[profile_id]
+        for failure in self.failures:
+            if failure.profile_id == key or failure.name == key:
+                raise PluginLoadFailed(f"hardware {key!r} is not available: {failure}", details=failure.to_dict())
+        raise AcceleratorNotRegistered(key, self.nearest(key))
+
+    def nearest(self, key: str, n: int = 3) -> list[str]:
+        close = difflib.get_close_matches(key.strip().lower(), sorted(self.index.aliases), n=n, cutoff=0.5)
+        return close or self.ids()
+
+    def version_hash(self) -> str:
+        """Changes whenever a profile is added, removed or edited; lets API clients cache."""
+        digest = hashlib.sha256()
+        for profile_id in sorted(self._canonical):
+            digest.update(profile_id.encode())
+            digest.update(b"\0")
+            digest.update(self._canonical[profile_id].encode())
+            digest.update(b"\0")
+        return digest.hexdigest()[:16]
+
+    # -- providers --------------------------------------------------------------------------
+
+    def register_provider(self, profile_id: str, provider: Any) -> None:
+        if profile_id not in self._profiles:
+            raise AcceleratorNotRegistered(profile_id, self.nearest(profile_id), kind="hardware profile for this provider")
+        with self._lock:
+            if profile_id in self._providers or profile_id in self._provider_refs:
+                raise AlreadyRegistered(f"a provider for {profile_id!r} is already registered")
+            self._providers[profile_id] = provider
+
+    def has_provider_entry(self, profile_id: str) -> bool:
+        return profile_id in self._provider_refs or profile_id in self._providers
+
+    def provider(self, key: str) -> Any:
+        """The hardware's provider, imported on first use; the default one when it declares none."""
+        profile = self.get(key)
+        with self._lock:
+            if profile.id in self._providers:
+                return self._providers[profile.id]
+            ref = self._provider_refs.get(profile.id)
+            if ref is None:
+                from llm_d_lens.hardware.providers.base import DefaultProvider
+
+                provider = DefaultProvider(profile)
+            else:
+                provider = self._load_provider(ref)
+            self._providers[profile.id] = provider
+            return provider
+
+    def _load_provider(self, ref: ProviderRef) -> Any:
+        try:
+            target = ref.entry_point.load()
+            provider = target() if isinstance(target, type) else target
+        except Exception as exc:  # a provider may raise anything on import; report it, named
+            failure = LoadFailure("llm_d_lens.hardware.providers", ref.profile_id, ref.origin.location,
+                                  f"{type(exc).__name__}: {exc}", ref.profile_id)
+            self.failures.append(failure)
+            del self._provider_refs[ref.profile_id]
+            raise PluginLoadFailed(f"provider of {ref.profile_id!r} failed to load: {failure}", details=failure.to_dict()) from None
+        return provider
+
+    def load_all_providers(self) -> list[LoadFailure]:
+        """Import every declared provider now (``lens hardware doctor``); returns new failures."""
+        before = len(self.failures)
+        for profile_id in list(self._provider_refs):
+            try:
+                self.provider(profile_id)
+            except PluginLoadFailed:
+                pass
+        return self.failures[before:]
+
+
+_registry: Registry | None = None
+_registry_lock = threading.Lock()
+
+
+def get_registry() -> Registry:
+    """The process-wide registry; discovery runs on first use, once."""
+    global _registry
+    if _registry is None:
+        with _registry_lock:
+            if _registry is None:
+                _registry = Registry.from_discovery(discover(PluginSettings.from_env()))
+    return _registry
+
+
+def set_registry(registry: Registry | None) -> None:
+    """Replace (or with None, forget) the process-wide registry; for tests and embedding."""
+    global _registry
+    with _registry_lock:
+        _registry = registry
+
+
+def get_profile(key: str) -> HardwareProfile:
+    return get_registry().get(key)
+
+
+def register_provider(profile_id: str, provider: Any) -> None:
+    get_registry().register_provider(profile_id, provider)

@@ -1,0 +1,126 @@
+"""``schema.json``: generated from the models, shipped for vendors, used to validate every payload.
+
+Run ``python -m llm_d_lens.hardware.schema --write`` (``make schema``) after changing
+``models.py``; ``test_schema.py`` fails while the committed file and the models disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any
+
+from llm_d_lens.hardware.errors import ProfileIssue
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+SCHEMA_ID = "https://llm-d.ai/lens/hardware-profile.schema.json"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def generate_schema() -> dict[str, Any]:
+    """The JSON Schema the models describe, with the dialect and id a vendor's editor needs."""
+    from llm_d_lens.hardware.models import SUPPORTED_SCHEMA_VERSIONS, HardwareProfile
+
+    body = HardwareProfile.model_json_schema(mode="validation")
+    body["properties"]["schema_version"]["enum"] = list(SUPPORTED_SCHEMA_VERSIONS)
+    return {"$schema": DIALECT, "$id": SCHEMA_ID, **body}
+
+
+def render_schema(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    return json.loads(files("llm_d_lens.hardware").joinpath("schema.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema())
+
+
+def json_path(parts: Any) -> str:
+    """``$.deployment.modes.dra.device_class`` / ``$.access_modes[0]`` from a jsonschema path."""
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if _plain(part) else f"[{json.dumps(part)}]")
+    return out
+
+
+def _plain(key: str) -> bool:
+    return key.replace("_", "a").replace("-", "a").isalnum()
+
+
+def schema_issues(payload: Any) -> list[ProfileIssue]:
+    """Every schema violation in ``payload`` (not just the first), sorted by path."""
+    unique: dict[tuple[str, str], ProfileIssue] = {}
+    for error in validator().iter_errors(payload):
+        for issue in _issues_from(error):
+            unique.setdefault((issue.path, issue.message), issue)
+    return [unique[key] for key in sorted(unique)]
+
+
+def _issues_from(error: Any) -> list[ProfileIssue]:
+    path = list(error.absolute_path)
+    kind, instance, rule = error.validator, error.instance, error.validator_value
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        return [
+            ProfileIssue(json_path([*path, key]), "unknown key", instance[key])
+            for key in instance
+            if key not in allowed
+        ]
+    if kind == "required":
+        missing = [key for key in rule if isinstance(instance, dict) and key not in instance]
+        return [ProfileIssue(json_path([*path, key]), "required field is missing", has_value=False) for key in missing]
+    if kind == "propertyNames":
+        return [ProfileIssue(json_path(path), f"key {error.instance!r} is not allowed here", error.instance)]
+    if kind == "enum" and path == ["schema_version"]:
+        return [ProfileIssue("$.schema_version", f"unsupported schema_version; this Lens reads versions {', '.join(map(str, rule))}", instance)]
+    messages = {
+        "type": lambda: f"expected {_type_name(rule)}",
+        "enum": lambda: f"must be one of {', '.join(json.dumps(v) for v in rule)}",
+        "const": lambda: f"must be {json.dumps(rule)}",
+        "pattern": lambda: f"does not match the pattern {rule}",
+        "minLength": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} characters",
+        "minItems": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} items",
+        "minProperties": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} entries",
+        "exclusiveMinimum": lambda: f"must be greater than {rule}",
+        "minimum": lambda: f"must be at least {rule}",
+        "maximum": lambda: f"must be at most {rule}",
+        "anyOf": lambda: "matches none of the allowed shapes",
+    }
+    message = messages[kind]() if kind in messages else error.message
+    return [ProfileIssue(json_path(path), message, instance)]
+
+
+def _type_name(rule: Any) -> str:
+    names = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
+             "number": "a number", "boolean": "true or false", "null": "null"}
+    if isinstance(rule, list):
+        return " or ".join(names.get(r, r) for r in rule)
+    return names.get(rule, str(rule))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    text = render_schema(generate_schema())
+    if "--write" in args:
+        target = files("llm_d_lens.hardware").joinpath("schema.json")
+        with open(str(target), "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print(f"wrote {target}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

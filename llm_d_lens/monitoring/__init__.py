@@ -1,0 +1,1 @@
+"""Monitoring: accelerator telemetry and the drivers that make devices visible."""

@@ -1,0 +1,1 @@
+"""Accelerator telemetry: vendor exporter metrics onto common names and units."""

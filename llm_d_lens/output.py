@@ -1,0 +1,45 @@
+"""One way to print results: ``--output table|json|yaml``, used by every command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+def to_jsonable(data: Any) -> Any:
+    if hasattr(data, "model_dump"):
+        return data.model_dump(mode="json", exclude_none=False)
+    if hasattr(data, "to_dict"):
+        return data.to_dict()
+    if isinstance(data, dict):
+        return {k: to_jsonable(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [to_jsonable(v) for v in data]
+    return data
+
+
+def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
+    """Print ``data`` as JSON or YAML, or render the Rich renderable ``table(data)`` returns."""
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
+    elif output is OutputFormat.yaml:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(to_jsonable(data), sort_keys=False, allow_unicode=True))
+    else:
+        console().print(table(data))
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
