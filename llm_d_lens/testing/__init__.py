@@ -1,0 +1,1 @@
+"""Test helpers shared by every domain's tests (real servers started on 127.0.0.1)."""

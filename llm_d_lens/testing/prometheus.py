@@ -1,0 +1,166 @@
+"""A real Prometheus server for tests, fed by backfill or by scraping a local endpoint.
+
+Backfill (``promtool tsdb create-blocks-from openmetrics``) makes data queryable within a fraction
+of a second at fixed timestamps, so tests are fast and deterministic; scrape mode exercises the
+whole path from an HTTP exporter. Everything binds to 127.0.0.1 on a free port, lives in a
+temporary directory, and is stopped by the context manager.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+#: A fixed evaluation time for backfilled samples (2026-01-01T00:00:00Z).
+BASE_TIMESTAMP = 1767225600
+
+
+def binaries() -> tuple[str | None, str | None]:
+    return shutil.which("prometheus"), shutil.which("promtool")
+
+
+def skip_reason() -> str | None:
+    """Why a Prometheus test cannot run here, or None. CI installs Debian's ``prometheus``."""
+    prometheus, promtool = binaries()
+    if prometheus and promtool:
+        return None
+    return "needs the prometheus and promtool binaries (Debian package 'prometheus'; .ci/run installs it)"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def to_openmetrics(samples: Iterable[tuple[str, dict[str, str], float]], timestamp: int = BASE_TIMESTAMP) -> str:
+    """OpenMetrics text of ``(metric, labels, value)`` samples, all at ``timestamp`` (seconds)."""
+    lines = []
+    for name, labels, value in samples:
+        rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+        lines.append(f"{name}{{{rendered}}} {value!r} {timestamp}" if rendered else f"{name} {value!r} {timestamp}")
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def exposition_to_openmetrics(text: str, timestamp: int = BASE_TIMESTAMP, repeat_every: int = 0, repeats: int = 1) -> str:
+    """Exporter exposition text (as a ``/metrics`` page serves it) as backfillable OpenMetrics.
+
+    Sample lines are kept exactly as written, names included: Prometheus' own text parser does not
+    add ``_total`` to a counter (DCGM's energy counter has none), so neither may this. Comments are
+    dropped (every family becomes untyped); each sample gets ``timestamp``, and, when
+    ``repeat_every`` is set, ``repeats`` copies ``repeat_every`` seconds apart.
+    """
+    series = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        head, _, tail = line.rpartition("}") if "}" in line else ("", "", line)
+        parts = tail.split()
+        if head:
+            series.append((head + "}", parts[0]))
+        else:
+            series.append((parts[0], parts[1]))
+    # every sample of a series stays together, in time order, so families are never interleaved
+    out = [f"{name} {value} {timestamp + i * repeat_every}" for name, value in series for i in range(repeats)]
+    return "\n".join(out) + "\n# EOF\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+@dataclass
+class PrometheusServer:
+    url: str
+    data_dir: Path
+    process: subprocess.Popen[bytes]
+
+    def query(self, promql: str, at: float | None = BASE_TIMESTAMP) -> list[dict]:
+        """Raw ``/api/v1/query`` result list, for assertions independent of Lens' own client."""
+        import json
+
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = str(at)
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10) as r:
+            body = json.load(r)
+        return body["data"]["result"]
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"prometheus exited with code {process.returncode} before it was ready")
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"prometheus at {url} was not ready within {timeout} s")
+
+
+@contextmanager
+def run_prometheus(
+    openmetrics: str | None = None,
+    *,
+    scrape_targets: Iterable[str] = (),
+    scrape_interval: str = "1s",
+    workdir: str | os.PathLike[str] | None = None,
+) -> Iterator[PrometheusServer]:
+    """A Prometheus on 127.0.0.1, with ``openmetrics`` backfilled and/or scraping ``targets``."""
+    prometheus, promtool = binaries()
+    if not (prometheus and promtool):
+        raise RuntimeError(skip_reason())
+    with tempfile.TemporaryDirectory(prefix="lens-prom-", dir=workdir) as tmp:
+        root = Path(tmp)
+        data = root / "data"
+        data.mkdir()
+        if openmetrics is not None:
+            source = root / "in.om"
+            source.write_text(openmetrics, encoding="utf-8")
+            subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
+                           check=True, capture_output=True, timeout=120)
+        targets = list(scrape_targets)
+        config = root / "prometheus.yml"
+        if targets:
+            rendered = ", ".join(f'"{t}"' for t in targets)
+            config.write_text(
+                f"global: {{scrape_interval: {scrape_interval}, evaluation_interval: {scrape_interval}}}\n"
+                f"scrape_configs:\n  - job_name: lens-test\n    scrape_interval: {scrape_interval}\n"
+                f"    scrape_timeout: {scrape_interval}\n    static_configs: [{{targets: [{rendered}]}}]\n",
+                encoding="utf-8",
+            )
+        else:
+            config.write_text("scrape_configs: []\n", encoding="utf-8")
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(
+            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}",
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_ready(url, process)
+            yield PrometheusServer(url, data, process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
