@@ -237,7 +237,7 @@ class UI(Contract):
 class HardwareProfile(Contract):
     """One accelerator, declared once, read by every domain."""
 
-    schema_version: int = Field(default=1, description="Profile format version; see SUPPORTED_SCHEMA_VERSIONS.")
+    schema_version: Literal[1] = Field(default=1, description="Profile format version; this Lens reads version 1.")
     id: str = Field(pattern=ID_PATTERN, description="Canonical id; also the entry-point name.")
     display_name: str = Field(min_length=1)
     vendor: str = Field(min_length=1)

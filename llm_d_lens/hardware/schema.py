@@ -23,10 +23,9 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def generate_schema() -> dict[str, Any]:
     """The JSON Schema the models describe, with the dialect and id a vendor's editor needs."""
-    from llm_d_lens.hardware.models import SUPPORTED_SCHEMA_VERSIONS, HardwareProfile
+    from llm_d_lens.hardware.models import HardwareProfile
 
     body = HardwareProfile.model_json_schema(mode="validation")
-    body["properties"]["schema_version"]["enum"] = list(SUPPORTED_SCHEMA_VERSIONS)
     return {"$schema": DIALECT, "$id": SCHEMA_ID, **body}
 
 
@@ -80,10 +79,15 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
     if kind == "required":
         missing = [key for key in rule if isinstance(instance, dict) and key not in instance]
         return [ProfileIssue(json_path([*path, key]), "required field is missing", has_value=False) for key in missing]
+    if kind == "anyOf":
+        return _any_of_issues(error, path)
     if kind == "propertyNames":
         return [ProfileIssue(json_path(path), f"key {error.instance!r} is not allowed here", error.instance)]
-    if kind == "enum" and path == ["schema_version"]:
-        return [ProfileIssue("$.schema_version", f"unsupported schema_version; this Lens reads versions {', '.join(map(str, rule))}", instance)]
+    if kind in {"enum", "const", "type"} and path == ["schema_version"]:
+        from llm_d_lens.hardware.models import SUPPORTED_SCHEMA_VERSIONS
+
+        accepted = ", ".join(map(str, SUPPORTED_SCHEMA_VERSIONS))
+        return [ProfileIssue("$.schema_version", f"unsupported schema_version; this Lens reads version {accepted}", instance)]
     messages = {
         "type": lambda: f"expected {_type_name(rule)}",
         "enum": lambda: f"must be one of {', '.join(json.dumps(v) for v in rule)}",
@@ -99,6 +103,24 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
     }
     message = messages[kind]() if kind in messages else error.message
     return [ProfileIssue(json_path(path), message, instance)]
+
+
+def _any_of_issues(error: Any, path: list[Any]) -> list[ProfileIssue]:
+    """An optional or union field: report why the branch of the value's own shape failed.
+
+    ``Driver | None`` becomes ``anyOf[object, null]``; for an object value the useful errors are
+    the object branch's (an unknown key deep inside), not "is not null".
+    """
+    wrong_type = [e for e in error.context if e.validator == "type" and list(e.absolute_path) == path]
+    relevant = [e for e in error.context if e not in wrong_type]
+    if relevant:
+        issues: list[ProfileIssue] = []
+        for sub in relevant:
+            issues.extend(_issues_from(sub))
+        return issues
+    expected = [e.validator_value for e in wrong_type]
+    flat = [t for rule in expected for t in (rule if isinstance(rule, list) else [rule])]
+    return [ProfileIssue(json_path(path), f"expected {_type_name(flat)}", error.instance)]
 
 
 def _type_name(rule: Any) -> str:

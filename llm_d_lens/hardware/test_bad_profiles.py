@@ -1,0 +1,145 @@
+"""A catalogue of bad profiles, each with the precise message a vendor sees."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llm_d_lens.hardware.conftest import bundled, deep
+from llm_d_lens.hardware.errors import ProfileInvalid
+from llm_d_lens.hardware.loader import load_profile_file, validate_payload
+from llm_d_lens.hardware.test_contract import GUIDE_FULL, GUIDE_MINIMAL
+
+
+def issues_of(payload) -> list[str]:
+    with pytest.raises(ProfileInvalid) as caught:
+        validate_payload(payload, "test.json")
+    return [str(issue) for issue in caught.value.issues]
+
+
+def edited(base: dict, *path_and_value) -> dict:
+    payload = deep(base)
+    *path, value = path_and_value
+    target = payload
+    for key in path[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return payload
+
+
+DELETE = object()
+
+CATALOGUE = [
+    ("unknown top-level key", edited(GUIDE_MINIMAL, "vendorr", "x"), '$.vendorr: unknown key (value: "x")'),
+    ("unknown nested key", edited(GUIDE_FULL, "driver", "modes", "dra", "chart", "1"), '$.driver.modes.dra.chart: unknown key (value: "1")'),
+    ("missing required field", edited(GUIDE_MINIMAL, "upstream_vendor", DELETE), "$.upstream_vendor: required field is missing"),
+    ("wrong type", edited(GUIDE_MINIMAL, "accelerator_keys", "myvendor"), '$.accelerator_keys: expected a list (value: "myvendor")'),
+    ("bad id", edited(GUIDE_MINIMAL, "id", "My Vendor"),
+     '$.id: does not match the pattern ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ (value: "My Vendor")'),
+    ("unknown request model", edited(GUIDE_MINIMAL, "request_model", "pci"),
+     '$.request_model: must be one of "dra", "extended-resource", "none" (value: "pci")'),
+    ("unsupported schema version", edited(GUIDE_MINIMAL, "schema_version", 2),
+     "$.schema_version: unsupported schema_version; this Lens reads version 1 (value: 2)"),
+    ("dra mode without device class", edited(GUIDE_FULL, "deployment", "modes", "dra", "device_class", DELETE),
+     "$.deployment.modes.dra.device_class: a dra mode must name its device_class (value: null)"),
+    ("dra mode without claim request name", edited(GUIDE_FULL, "deployment", "modes", "dra", "claim_request_name", ""),
+     '$.deployment.modes.dra.claim_request_name: a dra mode must name its claim_request_name (value: "")'),
+    ("extended-resource mode without resources", edited(GUIDE_FULL, "deployment", "modes", "plugin", "resource_names", []),
+     "$.deployment.modes.plugin.resource_names: an extended-resource mode must name its resource names (value: [])"),
+    ("top-level single mode without a resource", edited(GUIDE_MINIMAL, "deployment", "resource_name", ""),
+     "$.deployment.resource_name: an extended-resource mode must name its resource names (value: [])"),
+    ("access mode without deployment mode", edited(GUIDE_FULL, "access_modes", ["plugin", "dra", "cdi"]),
+     "$.deployment.modes.cdi: access mode 'cdi' has no deployment mode"),
+    ("two access modes and no deployment.modes", edited(GUIDE_MINIMAL, "access_modes", ["plugin", "dra"]),
+     "$.deployment.modes: required when access_modes names more than one mode"),
+    ("access mode without driver mode", edited(GUIDE_FULL, "driver", "modes", "dra", DELETE),
+     "$.driver.modes.dra: access mode 'dra' has no driver mode"),
+    ("pci allowlist without domain", edited(GUIDE_MINIMAL, "deployment", "supports_pci_allowlist", True),
+     '$.deployment.pci_attribute_domain: a PCI allowlist must name its attribute domain (value: "")'),
+    ("floating chart version", edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "latest"),
+     '$.driver.modes.plugin.chart_version: must be a pinned release version such as 1.2.3 (no latest, no ranges) (value: "latest")'),
+    ("chart version range", edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "^0.17"),
+     '$.driver.modes.plugin.chart_version: must be a pinned release version such as 1.2.3 (no latest, no ranges) (value: "^0.17")'),
+    ("helm chart without version", edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", DELETE),
+     "$.driver.modes.plugin.chart_version: a helm driver must pin its chart version (value: null)"),
+    ("unparseable kubernetes version", edited(GUIDE_FULL, "driver", "modes", "dra", "min_kubernetes_version", "one.32"),
+     '$.driver.modes.dra.min_kubernetes_version: is not a Kubernetes version such as 1.32.0 (value: "one.32")'),
+    ("regex that does not compile", edited(GUIDE_MINIMAL, "planning", {"aic_system_patterns": ["(h100"]}),
+     '$.planning.aic_system_patterns[0]: is not a valid regular expression (missing ), unterminated subpattern at position 0) (value: "(h100")'),
+    ("resource id pattern without a pci group", edited(bundled("amd"), "telemetry", "allocation", "resource_id_pattern", "^[0-9a-f:.]+$"),
+     "$.telemetry.allocation.resource_id_pattern: must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+) (value: \"^[0-9a-f:.]+$\")"),
+    ("unit that cannot convert", edited(bundled("nvidia"), "telemetry", "device_metric_sources", "power", "output_unit", "J"),
+     '$.telemetry.device_metric_sources.power.output_unit: cannot convert W to J (value: "J")'),
+    ("device_metrics using an undeclared metric", edited(bundled("nvidia"), "telemetry", "device_metrics", "power", "nv_power_watts"),
+     '$.telemetry.device_metrics.power: uses none of the metrics device_metric_sources declares (DCGM_FI_DEV_POWER_USAGE) (value: "nv_power_watts")'),
+    ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
+     '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
+    ("unknown overlay placeholder", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "guides/{guide}/{arch}"),
+     '$.deployment.overlay_root: unknown placeholder {arch}; use {guide}, {variant} or {model_server} (value: "guides/{guide}/{arch}")'),
+    ("bad prometheus matcher", edited(bundled("intel-xpu"), "telemetry", "device_metric_sources", "power", "matchers", ["card=="]),
+     '$.telemetry.device_metric_sources.power.matchers[0]: is not a PromQL label matcher such as location="gpu" (value: "card==")'),
+]
+
+
+@pytest.mark.parametrize("name,payload,expected", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_bad_profile_is_refused_with_a_precise_message(name, payload, expected):
+    assert expected in issues_of(payload)
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
+    payload = edited(GUIDE_MINIMAL, "vendorr", "x")
+    payload["accelerator_keys"] = "myvendor"
+    del payload["upstream_vendor"]
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ProfileInvalid) as caught:
+        load_profile_file(path)
+    error = caught.value
+    assert [i.path for i in error.issues] == ["$.accelerator_keys", "$.upstream_vendor", "$.vendorr"]
+    assert str(error).startswith(f"profile 'myvendor' from {path}: 3 problems")
+
+
+def test_a_file_that_is_not_json_names_the_file_and_position(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"id": "x",\n  oops}')
+    with pytest.raises(ProfileInvalid) as caught:
+        load_profile_file(path)
+    assert str(path) in str(caught.value)
+    assert "not valid JSON" in str(caught.value) and "line 2 column 3" in str(caught.value)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON)
+def test_any_json_value_yields_a_validation_error_and_nothing_else(value):
+    with pytest.raises(ProfileInvalid) as caught:
+        validate_payload(value, "fuzz.json")
+    assert caught.value.issues
+
+
+KEYS = st.sampled_from(["id", "vendor", "access_modes", "deployment", "driver", "telemetry", "planning", "inventory", "upstream_labels"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.sampled_from(["nvidia", "amd", "intel-xpu", "cpu"]), key=KEYS, value=JSON)
+def test_a_real_profile_with_one_field_fuzzed_never_raises_anything_but_profile_invalid(base, key, value):
+    payload = bundled(base)
+    payload[key] = value
+    try:
+        profile = validate_payload(payload, "fuzz.json")
+    except ProfileInvalid as exc:
+        assert all(issue.path.startswith("$") for issue in exc.issues)
+    else:
+        assert profile.id == payload["id"]
