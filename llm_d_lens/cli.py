@@ -57,8 +57,8 @@ def _group_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import click
-
+    # Typer may vendor its own click: take the exception classes from Typer itself.
+    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
     app = build_app(_group_of(args))
     try:
@@ -66,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     except LensError as exc:
         _report(exc)
         return 1
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("Aborted.", err=True)
         return 1
-    except click.ClickException as exc:
+    except click_exception as exc:
         exc.show()
         return exc.exit_code
     return result if isinstance(result, int) else 0

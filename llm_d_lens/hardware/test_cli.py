@@ -1,0 +1,132 @@
+"""`lens hardware ...`: exit codes and output, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from llm_d_lens.cli import main
+from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.hardware.test_contract import GUIDE_MINIMAL
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_as_json_carries_every_profile_id(capsys):
+    code, out, _ = run(capsys, "hardware", "list", "--output", "json")
+    assert code == 0
+    assert [p["id"] for p in json.loads(out)] == ["amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"]
+
+
+def test_list_as_a_table_names_each_hardware(capsys):
+    code, out, _ = run(capsys, "hardware", "list")
+    assert code == 0
+    for name in ("NVIDIA GPU", "AMD Instinct GPU", "Intel Gaudi", "Google Cloud TPU", "gpu/amd", "tpu-v6e/google"):
+        assert name in out
+
+
+def test_show_by_alias_as_yaml(capsys):
+    code, out, _ = run(capsys, "hardware", "show", "rocm", "-o", "yaml")
+    document = yaml.safe_load(out)
+    assert code == 0 and document["id"] == "amd" and document["upstream_variant"] == "amd"
+
+
+def test_show_unknown_exits_1_with_the_error_code_and_no_traceback(capsys):
+    code, out, err = run(capsys, "hardware", "show", "nvidai")
+    assert code == 1 and out == ""
+    assert err.startswith("error: ACCELERATOR_NOT_REGISTERED") and "nvidia" in err
+    assert "Traceback" not in err
+
+
+def test_resolve_reports_each_query(capsys):
+    code, out, _ = run(capsys, "hardware", "resolve", "--resource", "nvidia.com/mig-1g.10gb", "--resource", "example.com/x",
+                       "--label", "llm-d.ai/accelerator-variant=gpu", "--label", "llm-d.ai/accelerator-vendor=amd",
+                       "--device-class", "gaudi.intel.com", "--aic-system", "mi300x", "--output", "json")
+    rows = json.loads(out)
+    assert code == 0
+    assert [(r["query"], r["status"], r["id"]) for r in rows] == [
+        ("device_class", "supported", "intel-gaudi"),
+        ("resource", "supported", "nvidia"),
+        ("resource", "unsupported", None),
+        ("labels", "supported", "amd"),
+        ("aic_system", "supported", "amd"),
+    ]
+
+
+def test_resolve_an_unknown_explicit_key_exits_1(capsys):
+    code, _, err = run(capsys, "hardware", "resolve", "--key", "quantum")
+    assert code == 1 and "ACCELERATOR_NOT_REGISTERED" in err
+
+
+def test_resolve_with_a_malformed_label_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "hardware", "resolve", "--label", "novalue")
+    assert code == 2 and "expected KEY=VALUE" in err
+
+
+def test_validate_reports_all_errors_and_exits_1(tmp_path, capsys):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(GUIDE_MINIMAL))
+    bad = tmp_path / "bad.json"
+    payload = dict(GUIDE_MINIMAL, colour="red", request_model="magic")
+    bad.write_text(json.dumps(payload))
+    code, out, _ = run(capsys, "hardware", "validate", str(good), str(bad), "-o", "json")
+    results = json.loads(out)
+    assert code == 1
+    assert results[0] == {"file": str(good), "valid": True, "id": "myvendor", "issues": []}
+    assert [i["path"] for i in results[1]["issues"]] == ["$.colour", "$.request_model"]
+
+
+def test_validate_catches_a_conflict_with_installed_hardware(tmp_path, capsys):
+    path = tmp_path / "clash.json"
+    path.write_text(json.dumps(minimal_profile("clash", device_classes=["gpu.amd.com"])))
+    code, out, _ = run(capsys, "hardware", "validate", str(path))
+    assert code == 1
+    assert "registration conflict: device class" in out and "'amd'" in out
+
+
+def test_validate_a_missing_file(tmp_path, capsys):
+    code, out, _ = run(capsys, "hardware", "validate", str(tmp_path / "nope.json"))
+    assert code == 1 and "cannot read the file" in out
+
+
+def test_doctor_reports_six_profiles_and_no_problems(capsys):
+    code, out, _ = run(capsys, "hardware", "doctor", "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] is True
+    assert [p["id"] for p in report["profiles"]] == ["amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"]
+    assert report["failures"] == [] and report["conflict"] is None
+
+
+def test_doctor_shows_a_broken_plugin_and_exits_1(plugins, capsys):
+    plugins.make("broken-lens", version="0.0.1", module_source="def load():\n    raise ValueError('no profiles today')\n",
+                 profile_entry_points={"broken": "broken_lens_lens:load"})
+    code, out, _ = run(capsys, "hardware", "doctor")
+    assert code == 1
+    assert "broken" in out and "broken-lens 0.0.1" in out and "no profiles today" in out
+
+
+def test_hardware_commands_never_import_the_web_server_or_http_or_kubernetes_clients():
+    probe = (
+        "import sys\n"
+        "from llm_d_lens.cli import main\n"
+        "codes = [main(['hardware', 'list', '-o', 'json']), main(['hardware', 'resolve', '--resource', 'amd.com/gpu'])]\n"
+        "heavy = sorted(m for m in ('fastapi', 'uvicorn', 'httpx', 'kubernetes', 'starlette') if m in sys.modules)\n"
+        "print('HEAVY=' + ','.join(heavy), codes, file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert "HEAVY= [0, 0]" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args,code", [(["hardware", "list"], 0), (["hardware", "show", "zzz"], 1)])
+def test_the_installed_console_script(args, code):
+    result = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == code
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,201 @@
+"""Discovery through REAL entry points: throwaway distributions on sys.path (see conftest)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from llm_d_lens.hardware.conftest import bundled, minimal_profile
+from llm_d_lens.hardware.discovery import discover
+from llm_d_lens.hardware.errors import AlreadyRegistered, PluginLoadFailed, RegistrationConflict
+from llm_d_lens.hardware.registry import Registry
+from llm_d_lens.hardware.settings import PluginSettings
+
+
+def build(env: dict[str, str] | None = None) -> Registry:
+    return Registry.from_discovery(discover(PluginSettings.from_env(env or {})))
+
+
+def test_an_external_plugin_is_discovered_with_its_distribution(plugins):
+    plugins.make("acme-lens", version="2.3.1", profiles={"acme": [minimal_profile("acme")]})
+    registry = build()
+    assert "acme" in registry.ids()
+    assert [str(o) for o in registry.origins("acme")] == ["entry point 'acme' of acme-lens 2.3.1"]
+    assert registry.get("acme-npu").id == "acme"
+
+
+def test_the_same_payload_twice_is_registered_once_with_both_origins(plugins):
+    plugins.make("nvidia-extras", profiles={"nvidia": [bundled("nvidia")]})
+    registry = build()
+    assert registry.ids().count("nvidia") == 1
+    origins = [str(o) for o in registry.origins("nvidia")]
+    assert "bundled profile llm_d_lens/hardware/profiles/nvidia.json" in origins
+    assert "entry point 'nvidia' of nvidia-extras 1.0.0" in origins
+
+
+def conflict_of(plugins, payload, ep_name=None) -> RegistrationConflict:
+    plugins.make("rogue-lens", version="0.9.0", profiles={ep_name or payload["id"]: [payload]})
+    with pytest.raises(RegistrationConflict) as caught:
+        build()
+    return caught.value
+
+
+def test_same_id_with_different_content_is_a_conflict(plugins):
+    payload = bundled("amd")
+    payload["display_name"] = "Not quite AMD"
+    error = conflict_of(plugins, payload)
+    assert "registration conflict: id \"amd\"" in error.message
+    assert "bundled profile llm_d_lens/hardware/profiles/amd.json" in error.message
+    assert "entry point 'amd' of rogue-lens 0.9.0" in error.message
+
+
+@pytest.mark.parametrize("field,value,expected_field,owner", [
+    ("device_classes", ["gpu.nvidia.com"], "device class", "nvidia"),
+    ("resource_prefixes", ["amd.com/gpu-partition"], "resource prefix", "amd"),  # shadowed by amd.com/gpu
+    ("resource_prefixes", ["google.com/"], "resource prefix", "google-tpu"),  # shadows google.com/tpu
+    ("accelerator_keys", ["cuda"], "accelerator key", "nvidia"),
+    ("upstream_variant", "xpu", "upstream overlay directory", "intel-xpu"),
+    ("upstream_labels", [{"variant": "gpu", "vendor": "amd"}], "upstream variant/vendor label pair", "amd"),
+])
+def test_each_identity_conflict_names_both_profiles_the_field_and_the_value(plugins, field, value, expected_field, owner):
+    payload = minimal_profile("rogue", **{field: value})
+    if field == "upstream_labels":
+        payload["upstream_vendor"] = "amd"
+    error = conflict_of(plugins, payload)
+    assert error.field == expected_field
+    assert f"registration conflict: {expected_field}" in error.message
+    assert f"profile {owner!r}" in error.message and "profile 'rogue'" in error.message
+    assert "rogue-lens 0.9.0" in error.message
+
+
+def test_a_shared_variant_label_alone_is_not_a_conflict(plugins):
+    """`gpu` is used by NVIDIA, AMD and newer vendors: only the (variant, vendor) pair is identity."""
+    payload = minimal_profile("metax", upstream_variant="metax", upstream_vendor="metax",
+                              upstream_labels=[{"variant": "gpu", "vendor": "metax"}])
+    plugins.make("metax-lens", profiles={"metax": [payload]})
+    registry = build()
+    assert registry.index.label_pairs[("gpu", "metax")] == "metax"
+    assert registry.index.label_pairs[("gpu", "nvidia")] == "nvidia"
+
+
+def test_broken_plugins_are_isolated_and_their_failures_kept(plugins):
+    plugins.make("good-lens", profiles={"good": [minimal_profile("good")]})
+    plugins.make("importfail-lens", profile_entry_points={"boom": "importfail_lens_missing_module:load"})
+    plugins.make("raises-lens", module_source="def load():\n    raise RuntimeError('vendor bug')\n",
+                 profile_entry_points={"raiser": "raises_lens_lens:load"})
+    bad = minimal_profile("invalid")
+    bad["deployment"]["arch"] = ""
+    plugins.make("invalid-lens", profiles={"invalid": [bad]})
+    registry = build()
+    assert "good" in registry.ids()
+    reasons = {f.name: f for f in registry.failures}
+    assert set(reasons) == {"boom", "raiser", "invalid"}
+    assert "ModuleNotFoundError" in reasons["boom"].reason and reasons["boom"].distribution == "importfail-lens 1.0.0"
+    assert "RuntimeError: vendor bug" in reasons["raiser"].reason
+    assert "$.deployment.arch: must not be empty" in reasons["invalid"].reason
+    with pytest.raises(PluginLoadFailed) as caught:
+        registry.get("invalid")
+    assert "invalid-lens 1.0.0" in str(caught.value) and "$.deployment.arch" in str(caught.value)
+
+
+def test_an_entry_point_must_be_named_after_a_profile_it_returns(plugins):
+    plugins.make("misnamed-lens", profiles={"wrong-name": [minimal_profile("acme")]})
+    registry = build()
+    assert "acme" not in registry.ids()
+    assert "entry point name 'wrong-name' must equal a profile id it returns (got acme)" in registry.failures[0].reason
+
+
+PROVIDER_SOURCE = """
+IMPORTED = True
+
+class AcmeProvider:
+    instances = 0
+    def __init__(self):
+        type(self).instances += 1
+    def profile(self):
+        from llm_d_lens.hardware.registry import get_profile
+        return get_profile("acme")
+"""
+
+
+def test_providers_are_imported_lazily_and_instantiated_once(plugins, fresh_registry):
+    module = plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]}, module_source="",
+                          provider_entry_points={"acme": "acme_provider_mod:AcmeProvider"})
+    (plugins.root / "acme_provider_mod.py").write_text(PROVIDER_SOURCE)
+    plugins.modules.append("acme_provider_mod")
+    registry = fresh_registry()
+    assert module in sys.modules  # the profile loader was imported...
+    assert "acme_provider_mod" not in sys.modules  # ...the provider was not, yet
+    provider = registry.provider("acme-npu")
+    assert type(provider).__name__ == "AcmeProvider" and provider.profile().id == "acme"
+    assert registry.provider("acme") is provider and type(provider).instances == 1
+
+
+def test_registering_a_provider_twice_raises_already_registered(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]},
+                 provider_entry_points={"acme": "acme_lens_lens:Provider"},
+                 module_source="class Provider:\n    def profile(self): ...\n")
+    registry = build()
+    with pytest.raises(AlreadyRegistered, match="already registered"):
+        registry.register_provider("acme", object())
+    registry.register_provider("nvidia", object())
+    with pytest.raises(AlreadyRegistered):
+        registry.register_provider("nvidia", object())
+
+
+def test_a_provider_that_registers_itself_fails_to_load_with_that_reason(plugins, fresh_registry):
+    source = ("class Selfish:\n    def __init__(self):\n"
+              "        from llm_d_lens.hardware.registry import register_provider\n"
+              "        register_provider('acme', self)\n")
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]},
+                 provider_entry_points={"acme": "acme_lens_lens:Selfish"}, module_source=source)
+    registry = fresh_registry()
+    with pytest.raises(PluginLoadFailed, match="already registered"):
+        registry.provider("acme")
+    assert any(f.profile_id == "acme" and "AlreadyRegistered" in f.reason for f in registry.failures)
+
+
+def test_a_provider_without_a_profile_is_a_load_failure(plugins):
+    plugins.make("orphan-lens", provider_entry_points={"ghost": "orphan_lens_lens:Provider"},
+                 module_source="class Provider: ...\n")
+    registry = build()
+    assert [f.reason for f in registry.failures] == ["provider for 'ghost', but no profile with that id is registered"]
+    assert "orphan_lens_lens" not in sys.modules
+
+
+def test_hardware_without_a_provider_gets_the_default_one(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    provider = build().provider("acme")
+    assert type(provider).__name__ == "DefaultProvider" and provider.profile().id == "acme"
+
+
+def test_the_allowlist_admits_only_named_distributions(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    plugins.make("other-lens", profiles={"other": [minimal_profile("other")]})
+    registry = build({"LENS_PLUGINS_ALLOW": "Acme_Lens"})
+    assert "acme" in registry.ids() and "other" not in registry.ids()
+    assert "nvidia" in registry.ids()  # built-in hardware is never subject to the allowlist
+    assert [(s.name, s.reason) for s in registry.skipped] == [("other", "not in LENS_PLUGINS_ALLOW")]
+
+
+def test_autoload_off_loads_built_ins_only(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    registry = build({"LENS_PLUGINS_AUTOLOAD": "0"})
+    assert "acme" not in registry.ids()
+    assert registry.ids() == ["amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"]
+
+
+def test_the_block_list_removes_profiles_built_in_or_not(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    registry = build({"LENS_PROFILES_BLOCK": "acme, cpu"})
+    assert "acme" not in registry.ids() and "cpu" not in registry.ids()
+    assert "nvidia" in registry.ids()
+
+
+def test_registry_version_changes_with_content(plugins):
+    before = build().version_hash()
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    after = build().version_hash()
+    assert before != after and len(after) == 16
+    assert build().version_hash() == after
