@@ -9,6 +9,7 @@ Provider entry points are only recorded here: they are imported on first use (``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from importlib.resources import files
@@ -107,6 +108,14 @@ def discover(
         provider_entry_points = list(entry_points(group=PROVIDERS_GROUP))
     found = Discovery()
     by_id: dict[str, DiscoveredProfile] = {}
+    validated: dict[str, HardwareProfile] = {}  # canonical payload -> profile: a built-in's entry
+    # point returns its bundled JSON again, and checking it twice would double the startup cost
+
+    def check(payload: Any, source: str) -> HardwareProfile:
+        key = canonical(payload)
+        if key not in validated:
+            validated[key] = validate_payload(payload, source)
+        return validated[key]
 
     def admit(profile: HardwareProfile, payload: Any, origin: ProfileOrigin) -> None:
         text = canonical(payload)
@@ -122,7 +131,7 @@ def discover(
         for name, text, origin in _bundled_payloads():
             try:
                 payload = json.loads(text)
-                profile = validate_payload(payload, str(origin))
+                profile = check(payload, str(origin))
             except (ValueError, LensError) as exc:
                 found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc)))
                 continue
@@ -141,7 +150,7 @@ def discover(
             found.skipped.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), "blocked by LENS_PROFILES_BLOCK", ep.name))
             continue
         try:
-            loaded = _load_entry_point_profiles(ep, str(origin))
+            loaded = _load_entry_point_profiles(ep, str(origin), check)
         except _PluginError as exc:
             found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name))
             continue
@@ -174,7 +183,9 @@ class _PluginError(Exception):
     pass
 
 
-def _load_entry_point_profiles(ep: EntryPoint, source: str) -> list[tuple[HardwareProfile, Any]]:
+def _load_entry_point_profiles(
+    ep: EntryPoint, source: str, check: Callable[[Any, str], HardwareProfile]
+) -> list[tuple[HardwareProfile, Any]]:
     try:
         target = ep.load()
     except Exception as exc:  # a plugin's import may raise anything; it must not stop the others
@@ -192,7 +203,7 @@ def _load_entry_point_profiles(ep: EntryPoint, source: str) -> list[tuple[Hardwa
     loaded = []
     for payload in payloads:
         try:
-            loaded.append((validate_payload(payload, source), payload))
+            loaded.append((check(payload, source), payload))
         except ProfileInvalid as exc:
             raise _PluginError(str(exc)) from None
     ids = [profile.id for profile, _ in loaded]
