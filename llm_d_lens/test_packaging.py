@@ -1,0 +1,28 @@
+"""The wheel carries the code, the schema and the profiles, and none of the tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_wheel_ships_profiles_and_schema_but_no_tests(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    (wheel,) = tmp_path.glob("llm_d_lens-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "llm_d_lens/hardware/schema.json" in names
+    assert {f"llm_d_lens/hardware/profiles/{p}.json" for p in ("nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu", "cpu")} <= set(names)
+    assert "llm_d_lens/hardware/registry.py" in names
+    shipped_tests = [n for n in names if Path(n).name.startswith("test_") or Path(n).name == "conftest.py"]
+    assert shipped_tests == []
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[llm_d_lens.hardware.profiles]" in text and "intel-gaudi = llm_d_lens.hardware.providers.intel_gaudi:load_profiles" in text
