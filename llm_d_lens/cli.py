@@ -26,6 +26,11 @@ def build_app(only: str | None = None) -> typer.Typer:
         name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
         pretty_exceptions_enable=False, add_completion=False,
     )
+
+    @app.callback()
+    def root() -> None:
+        """Lens: the hardware layer for llm-d."""
+        # A callback keeps `lens` a group even when only one command is loaded (`lens serve`).
     for name, (module, help_text) in GROUPS.items():
         if only is not None and name != only:
             continue
