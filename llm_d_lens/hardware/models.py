@@ -29,7 +29,6 @@ Quantity = Literal[
 ]
 
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
-LABEL_KEY_PATTERN = r"^([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$"
 
 
 class Contract(BaseModel):
@@ -38,7 +37,6 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-NonEmptyStr = str
 LabelMap = dict[str, str]
 
 
