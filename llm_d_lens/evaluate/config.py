@@ -31,7 +31,8 @@ def build_config(
 ) -> BenchmarkConfig:
     if manifest is not None:
         given = [name for name, value in (("hardware", hardware), ("mode", mode), ("resource", resource),
-                                          ("workload profile", workload), ("tensor parallel", tensor_parallel))
+                                          ("workload profile", workload), ("tensor parallel", tensor_parallel),
+                                          ("replicas", replicas))
                  if value is not None]
         if given:
             raise ConfigArgumentsInvalid(f"a manifest says what it runs on; do not also give {', '.join(given)}")
@@ -40,8 +41,6 @@ def build_config(
         config = infer(parse_manifest(manifest, manifest_source), source=manifest_source)
         if guide:
             config.guide = guide
-        if replicas is not None:
-            raise ConfigArgumentsInvalid("a manifest sets its own replicas; do not also give replicas")
         return config
 
     if workload is not None and tensor_parallel is not None:
@@ -53,13 +52,15 @@ def build_config(
     if key is None:
         raise ConfigArgumentsInvalid("name the hardware (or give a workload profile whose hardware.accelerator names it, "
                                      "or a manifest to infer it from)")
-    target = select_target(key, mode or (named.access_mode if named and not hardware else None), resource)
-    if named is not None and named.accelerator is not None and hardware is not None:
+    if workload is not None and named is not None and named.accelerator is not None and hardware is not None:
         from llm_d_lens.hardware.registry import get_registry
 
-        if get_registry().get(named.accelerator).id != target.hardware.id:
+        registry = get_registry()
+        if registry.get(named.accelerator).id != registry.get(hardware).id:
             raise ConfigArgumentsInvalid(f"hardware {hardware!r} is not the hardware workload profile {workload.name!r} "
                                          f"names ({named.accelerator!r})")
+    # the profile's access_mode belongs to its hardware.accelerator, which is the hardware by now
+    target = select_target(key, mode or (named.access_mode if named else None), resource)
     if workload is not None:
         roles, model = roles_from_workload(workload.profile), workload.profile.serving.model
     else:

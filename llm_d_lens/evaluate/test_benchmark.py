@@ -159,6 +159,11 @@ def test_the_workload_profile_can_name_the_hardware_and_mode(tmp_path):
     assert config.accelerator() == {"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com"}
 
 
+def test_naming_the_same_hardware_by_another_alias_keeps_the_profiles_access_mode(tmp_path):
+    config = build_config(hardware="instinct", workload=disaggregated(tmp_path, accelerator="rocm", access_mode="dra"))
+    assert (config.target.hardware.id, config.target.mode_name) == ("amd", "dra")
+
+
 def test_a_hardware_that_contradicts_the_workload_profile_is_refused(tmp_path):
     with pytest.raises(LensError) as caught:
         build_config(hardware="nvidia", workload=disaggregated(tmp_path, accelerator="rocm"))

@@ -178,6 +178,10 @@ def test_coverage_command_exit_codes_and_json(prometheus, tmp_path, capsys):
     body = json.loads(capsys.readouterr().out)
     assert (body["reported"], body["host_rank_pairs"], body["ok"]) == ({"hosts": 2, "gpus": 8, "communicators": 3}, 12, True)
 
+    assert lens_main([*args[:-2], "--profile", "trap"]) == 0  # the table
+    table = capsys.readouterr().out
+    assert "(host, rank) pairs: 12" in table and "✓ coverage matches the profile" in table
+
     write_profile(tmp_path, "short", changed(coverage={"hosts": 2, "gpus": 16, "communicators": 3,
                                                        "source": {"matchers": {"case": "trap"}}}))
     assert lens_main([*args, "--profile", "short"]) == 1

@@ -13,6 +13,7 @@ profile's directory and the hardware registry.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from importlib.resources import files
@@ -167,8 +168,6 @@ class WorkloadProfile(Strict):
 
 
 def _shown(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, default=str)
     except (TypeError, ValueError):
