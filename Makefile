@@ -25,6 +25,10 @@ demo: $(STAMP)
 	$(BIN)/lens hardware resolve --device-class gpu.intel.com
 	$(BIN)/lens hardware resolve --resource example.com/unknown-accelerator
 	$(BIN)/lens hardware doctor
+	$(BIN)/lens evaluate config --hardware intel-xpu --tensor-parallel 2
+	$(BIN)/lens evaluate config --hardware intel-i915
+	$(BIN)/lens profiles list
+	$(BIN)/lens profiles validate
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

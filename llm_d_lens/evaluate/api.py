@@ -1,0 +1,38 @@
+"""``/api/v1/evaluate``: llm-d-benchmark scenario settings, as the CLI computes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+router = APIRouter(tags=["evaluate"])
+
+
+class ConfigRequest(BaseModel):
+    """Either ``hardware`` (with optional mode, resource, workload) or a rendered ``manifest``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hardware: str | None = Field(default=None, description="Hardware id or any alias.")
+    mode: str | None = Field(default=None, description="Access mode; the hardware's first when absent.")
+    resource: str | None = Field(default=None, description="Extended resource, for a mode that requests several.")
+    guide: str | None = Field(default=None, description="llm-d guide the scenario is named after.")
+    profile: str | None = Field(default=None, description="A built-in workload profile giving model, pools, parallelism.")
+    tensor_parallel: int | None = Field(default=None, ge=1, description="Without a profile: accelerators per pod.")
+    replicas: int | None = Field(default=None, ge=1, description="Without a profile: pods in the single pool.")
+    manifest: str | None = Field(default=None, description="A rendered multi-document YAML manifest to infer from.")
+
+
+@router.post("/evaluate/config")
+def evaluate_config(request: ConfigRequest) -> dict[str, Any]:
+    """The scenario entry, the same YAML the CLI writes, and how the hardware was chosen."""
+    from llm_d_lens.evaluate.config import build_config
+    from llm_d_lens.evaluate.profiles import SearchPath
+
+    workload = SearchPath.of().load(request.profile) if request.profile is not None else None
+    config = build_config(hardware=request.hardware, mode=request.mode, resource=request.resource, guide=request.guide,
+                          workload=workload, tensor_parallel=request.tensor_parallel, replicas=request.replicas,
+                          manifest=request.manifest)
+    return {"summary": config.summary(), "scenario": config.scenario(), "yaml": config.to_yaml()}

@@ -1,0 +1,198 @@
+"""llm-d-benchmark scenario settings for a hardware, an access mode and a workload.
+
+Everything hardware-specific is read from the profile: the benchmark profile (per mode, or per
+extended resource where the benchmark profile follows the resource), the resource name or DRA
+class, and whether a mode requests accelerators at all. llm-d-benchmark's conventions fix the
+shape: ``accelerator.type``/``profile``; ``resource`` for an extended-resource mode or
+``draDriver`` for a DRA one, never both (a DRA class is not a container resource); a ``dra`` block
+keyed by the type; a per-role accelerator count; ``count: 0`` for a run without accelerators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.evaluate.errors import AccessModeUnknown, BenchmarkUnsupported
+from llm_d_lens.evaluate.workload import Parallelism, WorkloadProfile
+from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
+
+DEFAULT_GUIDE = "optimized-baseline"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The hardware side of a benchmark: which profile, which access mode, which resource."""
+
+    hardware: HardwareProfile
+    mode_name: str
+    mode: DeploymentMode
+    resource: str | None = None
+
+    @property
+    def uses_accelerators(self) -> bool:
+        return self.mode.request_model != "none"
+
+    def benchmark_profile(self) -> str | None:
+        by_resource = self.mode.benchmark_profiles_by_resource.get(self.resource or "")
+        return by_resource or self.mode.benchmark_profile or self.hardware.benchmark_profile
+
+
+@dataclass(frozen=True)
+class Role:
+    """One worker pool as llm-d-benchmark sees it: replicas, parallelism, accelerators per pod."""
+
+    accelerators: int
+    replicas: int | None = None
+    parallelism: Parallelism | None = None
+
+
+@dataclass
+class BenchmarkConfig:
+    target: Target
+    roles: dict[str, Role]
+    guide: str
+    model: str | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+    def accelerator(self) -> dict[str, Any]:
+        """The scenario's ``accelerator`` block; refuses hardware llm-d-benchmark has no profile for."""
+        if not self.target.uses_accelerators:
+            return {"count": 0}
+        profile = self.target.benchmark_profile()
+        if profile is None:
+            raise BenchmarkUnsupported(_no_profile_message(self.target))
+        block: dict[str, Any] = {"type": profile, "profile": profile}
+        if self.target.mode.request_model == "dra":
+            block["draDriver"] = self.target.mode.device_class
+        else:
+            block["resource"] = self.target.resource
+        return block
+
+    def dra(self) -> dict[str, Any] | None:
+        if self.target.mode.request_model != "dra":
+            return None
+        profile = self.accelerator()["type"]
+        template: dict[str, Any] = {"class": self.target.mode.device_class, "match": "exactly"}
+        counts = {role.accelerators for role in self.roles.values()}
+        if len(counts) == 1:  # roles that differ each derive their own count from their parallelism
+            template["count"] = counts.pop()
+        template["selectors"] = []
+        return {"enabled": True, "type": profile, "claimTemplates": {profile: template}}
+
+    def scenario(self) -> dict[str, Any]:
+        """One llm-d-benchmark scenario entry holding what Lens knows; the rest stays at defaults."""
+        entry: dict[str, Any] = {"name": f"{self.guide}-{self.target.hardware.id}"}
+        if self.model:
+            entry["model"] = {"name": self.model}
+        entry["accelerator"] = self.accelerator()
+        dra = self.dra()
+        if dra is not None:
+            entry["dra"] = dra
+        for role in ("prefill", "decode"):
+            entry[role] = self._role(role)
+        return {"scenario": [entry]}
+
+    def _role(self, name: str) -> dict[str, Any]:
+        role = self.roles.get(name)
+        if role is None:
+            return {"enabled": False, "replicas": 0}
+        out: dict[str, Any] = {"enabled": True} if name == "prefill" else {}
+        if role.replicas is not None:
+            out["replicas"] = role.replicas
+        if role.parallelism is not None:
+            p = role.parallelism
+            out["parallelism"] = {"tensor": p.tensor, "data": p.data, "dataLocal": p.data_local}
+        out["accelerator"] = {"count": role.accelerators if self.target.uses_accelerators else 0}
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        accelerator = self.accelerator()
+        return {
+            "hardware": self.target.hardware.id,
+            "access_mode": self.target.mode_name,
+            "request_model": self.target.mode.request_model,
+            "benchmark_profile": accelerator.get("profile"),
+            "resource": accelerator.get("resource"),
+            "dra_driver": accelerator.get("draDriver"),
+            "accelerators_per_pod": {name: (r.accelerators if self.target.uses_accelerators else 0)
+                                     for name, r in self.roles.items()},
+            "guide": self.guide,
+            "evidence": self.evidence,
+        }
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        header = (f"# llm-d-benchmark scenario settings from Lens: hardware {self.target.hardware.id!r}, "
+                  f"access mode {self.target.mode_name!r}\n")
+        return header + yaml.safe_dump(self.scenario(), sort_keys=False)
+
+
+def _no_profile_message(target: Target) -> str:
+    hardware = target.hardware
+    message = (f"hardware {hardware.id!r} has no llm-d-benchmark profile (benchmark_profile is null), so its access mode "
+               f"{target.mode_name!r} cannot be benchmarked: llm-d-benchmark must support the hardware first, then the "
+               f"profile's benchmark_profile names it")
+    plain = [name for name, mode in hardware.effective_modes().items() if mode.request_model == "none"]
+    if plain:
+        message += f"; access mode {plain[0]!r} runs without accelerators and needs no benchmark profile"
+    return message
+
+
+def select_target(key: str, mode_name: str | None = None, resource: str | None = None, registry: Any = None) -> Target:
+    """The target a user names: hardware by id or any alias, a mode (the first when None), a resource.
+
+    An alias that is one mode's benchmark profile (one that follows the resource, say) picks that
+    mode and resource when no mode is given, so the benchmark profile name alone is enough.
+    """
+    if registry is None:
+        from llm_d_lens.hardware.registry import get_registry
+
+        registry = get_registry()
+    hardware = registry.get(key)
+    modes = hardware.effective_modes()
+    hinted_mode, hinted_resource = _hint(hardware, key.strip().lower())
+    name = mode_name or hinted_mode or hardware.access_modes[0]
+    if name not in modes:
+        raise AccessModeUnknown(f"hardware {hardware.id!r} has no access mode {name!r}; modes: {', '.join(modes)}",
+                                details={"hardware": hardware.id, "mode": name, "modes": list(modes)})
+    mode = modes[name]
+    if mode_name is not None and name != hinted_mode:
+        hinted_resource = None
+    return Target(hardware, name, mode, _resource(hardware, name, mode, resource or hinted_resource))
+
+
+def _hint(hardware: HardwareProfile, key: str) -> tuple[str | None, str | None]:
+    for name, mode in hardware.effective_modes().items():
+        for resource, profile in mode.benchmark_profiles_by_resource.items():
+            if profile.lower() == key:
+                return name, resource
+        if mode.benchmark_profile and mode.benchmark_profile.lower() == key:
+            return name, None
+    return None, None
+
+
+def _resource(hardware: HardwareProfile, mode_name: str, mode: DeploymentMode, resource: str | None) -> str | None:
+    if mode.request_model != "extended-resource":
+        if resource is not None:
+            how = f"through the DRA class {mode.device_class!r}" if mode.request_model == "dra" else "no accelerator"
+            raise AccessModeUnknown(f"access mode {mode_name!r} of {hardware.id!r} requests {how}, "
+                                    f"not the extended resource {resource!r}")
+        return None
+    if resource is None:
+        return mode.resource_names[0]
+    if resource not in mode.resource_names:
+        raise AccessModeUnknown(f"access mode {mode_name!r} of {hardware.id!r} requests "
+                                f"{', '.join(mode.resource_names)}, not {resource!r}")
+    return resource
+
+
+def roles_from_workload(profile: WorkloadProfile) -> dict[str, Role]:
+    return {name: Role(pool.parallelism.accelerators_per_pod, pool.replicas, pool.parallelism)
+            for name, pool in profile.serving.pools().items()}
+
+
+def single_pool(tensor_parallel: int = 1, replicas: int | None = None) -> dict[str, Role]:
+    parallelism = Parallelism(tensor=tensor_parallel)
+    return {"decode": Role(parallelism.accelerators_per_pod, replicas, parallelism)}

@@ -1,0 +1,141 @@
+"""``lens evaluate``: llm-d-benchmark settings from a profile, and the telemetry coverage check."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.evaluate.errors import OutputExists
+from llm_d_lens.output import OutputFormat, emit
+
+app = typer.Typer(no_args_is_help=True)
+
+ProfileDirOption = typer.Option(
+    [], "--profile-dir", metavar="DIR",
+    help="A directory of workload profiles searched after the built-in one; repeatable, later ones override.",
+)
+
+
+@app.command("config")
+def config(
+    hardware: str | None = typer.Option(None, "--hardware", help="Hardware id or any alias (accelerator key, benchmark profile)."),
+    mode: str | None = typer.Option(None, "--mode", help="Access mode; the hardware's first when omitted."),
+    resource: str | None = typer.Option(None, "--resource", help="Extended resource, for a mode that requests several."),
+    guide: str | None = typer.Option(None, "--guide", help="llm-d guide the scenario is named after (default optimized-baseline)."),
+    profile: str | None = typer.Option(None, "--profile", help="Workload profile giving the model, pools and parallelism."),
+    profile_dir: list[str] = ProfileDirOption,
+    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", min=1, help="Without a profile: accelerators per pod."),
+    replicas: int | None = typer.Option(None, "--replicas", min=1, help="Without a profile: pods in the single pool."),
+    from_manifest: Path | None = typer.Option(None, "--from-manifest", metavar="FILE",
+                                              help="Infer everything from a rendered manifest ('-' reads stdin)."),
+    out: Path | None = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the scenario here instead of stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
+) -> None:
+    """The llm-d-benchmark scenario settings (accelerator, dra, per-role counts) for a hardware."""
+    from llm_d_lens.evaluate.config import build_config
+    from llm_d_lens.evaluate.profiles import SearchPath
+
+    if out is not None and out.exists() and not force:
+        raise OutputExists(f"{out} exists; pass --force to replace it")
+    manifest = None
+    if from_manifest is not None:
+        manifest = sys.stdin.read() if str(from_manifest) == "-" else _read(from_manifest)
+    workload = SearchPath.of(profile_dir).load(profile) if profile is not None else None
+    result = build_config(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
+                          tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest,
+                          manifest_source=str(from_manifest) if from_manifest else "manifest")
+    text = result.to_yaml()
+    if out is None:
+        sys.stdout.write(text)
+        return
+    _write(out, text)
+    summary = result.summary()
+    how = summary["resource"] or summary["dra_driver"] or "no accelerator"
+    typer.echo(f"wrote {out}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
+               f"benchmark profile {summary['benchmark_profile'] or '-'}, {how}")
+
+
+def _read(path: Path) -> str:
+    from llm_d_lens.evaluate.errors import ManifestInvalid
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestInvalid(f"{path}: cannot be read: {exc.strerror}") from None
+
+
+def _write(path: Path, text: str) -> None:
+    """Write via a temporary file beside the target, so a failure never leaves half a scenario."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def parse_time(value: str) -> float:
+    """Unix seconds or an ISO 8601 timestamp (``Z`` allowed)."""
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is neither Unix seconds nor an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise typer.BadParameter(f"{value!r} has no time zone; add Z or an offset")
+    return moment.timestamp()
+
+
+@app.command("coverage")
+def coverage(
+    profile: str = typer.Option("default", "--profile", help="Workload profile whose coverage is checked."),
+    profile_dir: list[str] = ProfileDirOption,
+    prometheus: str = typer.Option(..., "--prometheus", metavar="URL", help="Prometheus server root, e.g. http://prometheus:9090."),
+    start: str | None = typer.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
+                                                          "profile's workload and metrics_available timeouts."),
+    end: str | None = typer.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", help="table, json or yaml."),
+) -> None:
+    """Which hosts, GPUs and communicators did work during a run, against the profile's coverage."""
+    from llm_d_lens.evaluate.coverage import check_coverage
+    from llm_d_lens.evaluate.profiles import SearchPath
+
+    loaded = SearchPath.of(profile_dir).load(profile)
+    end_at = parse_time(end) if end is not None else time.time()
+    timeouts = loaded.profile.timeouts
+    start_at = parse_time(start) if start is not None else end_at - timeouts.workload - timeouts.metrics_available
+    if start_at >= end_at:
+        raise typer.BadParameter("--start must be before --end")
+    report = check_coverage(loaded, prometheus, start_at, end_at)
+
+    def table(report: Any) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(title=f"who did work ({report.metric}, profile {report.profile})")
+        for column in ("participant", "reported", "required"):
+            t.add_column(column)
+        t.add_row("hosts", str(len(report.hosts)), str(report.required["hosts"]))
+        t.add_row("GPUs (by PCI bus id)", str(report.gpus), str(report.required["gpus"]))
+        t.add_row("communicators", str(len(report.communicators)), str(report.required["communicators"]))
+        parts: list[Any] = [t]
+        for host, gpus in report.gpus_by_host.items():
+            parts.append(Text(f"  {host}: {', '.join(gpus) or '(no GPU identity)'}"))
+        parts.append(Text(f"  communicators: {', '.join(report.communicators) or 'none'}"))
+        parts.append(Text(f"  (host, rank) pairs: {report.host_rank_pairs} (not a GPU count: one GPU has a rank "
+                          f"in every communicator it is part of)", style="dim"))
+        parts += [Text(f"note: {n}", style="yellow") for n in report.notes]
+        parts += [Text(f"✗ {p}", style="red bold") for p in report.problems]
+        if report.ok:
+            parts.append(Text("✓ coverage matches the profile", style="green bold"))
+        return Group(*parts)
+
+    emit(report, output, table)
+    if not report.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,244 @@
+"""Which hardware a rendered manifest Lens did not render asks for, and how.
+
+The llm-d labels decide first (``llm-d.ai/accelerator-variant``/``-vendor``: the overlay says what
+it is for), then the DRA device classes the pods' claims request, then extended resource names.
+The request shape then picks the access mode and the count per pod. Nothing is ever assumed: a
+manifest whose clues resolve to no registered hardware, or to two, is refused with the evidence,
+and every step taken is reported so a user can see why Lens chose what it chose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.evaluate.benchmark import DEFAULT_GUIDE, BenchmarkConfig, Role, Target
+from llm_d_lens.evaluate.errors import HardwareNotInferred, ManifestInvalid
+from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolution, Resolver
+
+ROLE_LABEL = "llm-d.ai/role"
+GUIDE_LABEL = "llm-d.ai/guide"
+#: Container resources every pod may request; never an accelerator.
+CORE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage"}
+#: kind -> path to the pod template(s) inside ``spec``
+POD_TEMPLATES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Deployment": (("template",),),
+    "StatefulSet": (("template",),),
+    "DaemonSet": (("template",),),
+    "ReplicaSet": (("template",),),
+    "Job": (("template",),),
+    "LeaderWorkerSet": (("leaderWorkerTemplate", "leaderTemplate"), ("leaderWorkerTemplate", "workerTemplate")),
+}
+
+
+@dataclass
+class PodShape:
+    """What one pod template asks for."""
+
+    source: str  # "Deployment/name"
+    labels: dict[str, str]
+    replicas: int | None
+    device_classes: dict[str, int] = field(default_factory=dict)  # class -> devices per pod
+    resources: dict[str, int] = field(default_factory=dict)  # extended resource -> per pod
+
+    @property
+    def role(self) -> str:
+        return self.labels.get(ROLE_LABEL, "decode")
+
+
+def parse_manifest(text: str, source: str = "manifest") -> list[dict[str, Any]]:
+    """The objects of a multi-document YAML manifest, ``List`` kinds flattened."""
+    import yaml
+
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ManifestInvalid(f"{source}: not valid YAML: {exc}") from None
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, dict):
+            raise ManifestInvalid(f"{source}: document {i + 1} is not a Kubernetes object (a mapping)")
+    return flatten(documents)
+
+
+def flatten(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Objects with every ``List`` kind (``kubectl get -o yaml`` output) replaced by its items."""
+    out: list[dict[str, Any]] = []
+    for obj in objects:
+        if str(obj.get("kind", "")).endswith("List"):
+            out += flatten(item for item in obj.get("items") or [] if isinstance(item, dict))
+        else:
+            out.append(obj)
+    return out
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return f"{obj.get('kind', '?')}/{(obj.get('metadata') or {}).get('name', '?')}"
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise ManifestInvalid(f"{where}: {value!r} is not a whole number of devices")
+
+
+def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """ResourceClaimTemplate name -> device class -> devices requested (v1 ``exactly`` or v1beta1)."""
+    templates: dict[str, dict[str, int]] = {}
+    for obj in objects:
+        if obj.get("kind") not in ("ResourceClaimTemplate", "ResourceClaim"):
+            continue
+        spec = _get(obj, "spec", "spec") if obj["kind"] == "ResourceClaimTemplate" else obj.get("spec")
+        classes: dict[str, int] = {}
+        for i, request in enumerate(_get(spec, "devices", "requests") or []):
+            exact = request.get("exactly") if isinstance(request.get("exactly"), dict) else request
+            device_class = exact.get("deviceClassName")
+            if not device_class:
+                continue
+            where = f"{_name(obj)} spec.devices.requests[{i}].count"
+            count = _count(exact.get("count", 1), where) if exact.get("allocationMode", "ExactCount") == "ExactCount" else 0
+            classes[device_class] = classes.get(device_class, 0) + count
+        templates[(obj.get("metadata") or {}).get("name", "")] = classes
+    return templates
+
+
+def pod_shapes(objects: list[dict[str, Any]]) -> list[PodShape]:
+    templates = claim_template_classes(objects)
+    shapes = []
+    for obj, template, replicas in _pod_templates(objects):
+        labels = {**((obj.get("metadata") or {}).get("labels") or {}), **(_get(template, "metadata", "labels") or {})}
+        spec = template.get("spec") or {}
+        shape = PodShape(_name(obj), labels, replicas)
+        for claim in spec.get("resourceClaims") or []:
+            for device_class, count in templates.get(claim.get("resourceClaimTemplateName") or claim.get("resourceClaimName") or "", {}).items():
+                shape.device_classes[device_class] = shape.device_classes.get(device_class, 0) + count
+        for c, container in enumerate(spec.get("containers") or []):
+            resources = container.get("resources") or {}
+            # an extended resource's request must equal its limit, so either one gives the count
+            asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+            for resource, value in asked.items():
+                if resource in CORE_RESOURCES or resource.startswith("hugepages-"):
+                    continue
+                count = _count(value, f"{shape.source} containers[{c}].resources.{resource}")
+                shape.resources[resource] = shape.resources.get(resource, 0) + count
+        shapes.append(shape)
+    return shapes
+
+
+def _pod_templates(objects: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None]]:
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Pod":
+            yield obj, obj, None
+        for path in POD_TEMPLATES.get(kind or "", ()):
+            template = _get(obj.get("spec"), *path)
+            if isinstance(template, dict):
+                replicas = obj["spec"].get("replicas")
+                yield obj, template, replicas if isinstance(replicas, int) else None
+
+
+def infer(objects: list[dict[str, Any]], resolver: Resolver | None = None, source: str = "manifest") -> BenchmarkConfig:
+    """The benchmark configuration a rendered manifest implies; refuses rather than guesses."""
+    resolver = resolver or Resolver()
+    objects = flatten(objects)
+    shapes = pod_shapes(objects)
+    if not shapes:
+        raise ManifestInvalid(f"{source}: no pod template found (looked in Pod, {', '.join(POD_TEMPLATES)})")
+    evidence: list[dict[str, Any]] = []
+    by_labels = _resolve_labels(shapes, resolver, evidence)
+    by_class = [resolver.match_device_class(c) for c in sorted({c for s in shapes for c in s.device_classes})]
+    by_resource = [resolver.match_resource(r) for r in sorted({r for s in shapes for r in s.resources})]
+    evidence += [r.to_dict() for r in (*by_class, *by_resource)]
+
+    hardware_id = by_labels or _one(by_class, "device class", evidence) or _one(by_resource, "extended resource", evidence)
+    if hardware_id is None:
+        raise HardwareNotInferred(
+            f"{source}: no registered hardware matches this manifest: no llm-d accelerator labels that resolve, "
+            f"no DRA device class and no extended resource a profile claims ({_clues(shapes)})", evidence)
+    for found in (*by_class, *by_resource):
+        if found.supported and found.profile_id != hardware_id:
+            raise HardwareNotInferred(
+                f"{source}: the manifest points at two hardware profiles: {hardware_id!r} and {found.query} "
+                f"{found.key!r} of {found.profile_id!r}", evidence)
+    hardware = resolver.registry.get(hardware_id)
+    target, counts = _mode(hardware, shapes, source, evidence, resolver)
+    roles: dict[str, Role] = {}
+    for shape in shapes:
+        roles.setdefault(shape.role, Role(counts(shape), shape.replicas))
+    guide = next((s.labels[GUIDE_LABEL] for s in shapes if GUIDE_LABEL in s.labels), None)
+    return BenchmarkConfig(target, roles, guide or DEFAULT_GUIDE, evidence=evidence)
+
+
+def _resolve_labels(shapes: list[PodShape], resolver: Resolver, evidence: list[dict[str, Any]]) -> str | None:
+    found: dict[str, str] = {}
+    for shape in shapes:
+        pair = {k: shape.labels[k] for k in (VARIANT_LABEL, VENDOR_LABEL) if k in shape.labels}
+        if not pair:
+            continue
+        result = resolver.match_labels(pair)
+        evidence.append(result.to_dict() | {"object": shape.source})
+        if result.supported and result.profile_id:
+            found[result.profile_id] = shape.source
+    if len(found) > 1:
+        raise HardwareNotInferred("the manifest's llm-d labels name more than one hardware: "
+                                  + ", ".join(f"{pid} ({where})" for pid, where in sorted(found.items())), evidence)
+    return next(iter(found), None)
+
+
+def _one(results: list[Resolution], what: str, evidence: list[dict[str, Any]]) -> str | None:
+    owners = sorted({r.profile_id for r in results if r.supported and r.profile_id})
+    if len(owners) > 1:
+        keys = ", ".join(f"{r.key} ({r.profile_id})" for r in results if r.supported)
+        raise HardwareNotInferred(f"the manifest's {what}s belong to more than one hardware: {keys}", evidence)
+    return owners[0] if owners else None
+
+
+def _clues(shapes: list[PodShape]) -> str:
+    labels = sorted({f"{k}={s.labels[k]}" for s in shapes for k in (VARIANT_LABEL, VENDOR_LABEL) if k in s.labels})
+    classes = sorted({c for s in shapes for c in s.device_classes})
+    resources = sorted({r for s in shapes for r in s.resources})
+    return "; ".join([f"labels: {', '.join(labels) or 'none'}", f"device classes: {', '.join(classes) or 'none'}",
+                      f"resources: {', '.join(resources) or 'none'}"])
+
+
+def _mode(hardware: Any, shapes: list[PodShape], source: str, evidence: list[dict[str, Any]],
+          resolver: Resolver) -> tuple[Target, Any]:
+    """The access mode the pods' request shape matches, and how to count one pod's devices."""
+    modes = hardware.effective_modes()
+    classes = {c for s in shapes for c in s.device_classes if c in hardware.device_classes}
+    for name, mode in modes.items():
+        if mode.request_model == "dra" and mode.device_class in classes:
+            evidence.append({"query": "access_mode", "key": name, "status": "supported", "id": hardware.id,
+                             "matched_by": "device_class", "matched_value": mode.device_class})
+            return Target(hardware, name, mode), lambda s, c=mode.device_class: s.device_classes.get(c, 0)
+    owned = sorted({r for s in shapes for r in s.resources if resolver.match_resource(r).profile_id == hardware.id})
+    extended = {n: m for n, m in modes.items() if m.request_model == "extended-resource"}
+    if owned:
+        resource = owned[0]
+        named = [n for n, m in extended.items() if resource in m.resource_names]
+        chosen = named[0] if named else (next(iter(extended)) if len(extended) == 1 else None)
+        if chosen is None:
+            raise HardwareNotInferred(f"{source}: resource {resource!r} belongs to {hardware.id!r}, but none of its "
+                                      f"access modes requests it", evidence)
+        evidence.append({"query": "access_mode", "key": chosen, "status": "supported", "id": hardware.id,
+                         "matched_by": "resource_names", "matched_value": resource})
+        return Target(hardware, chosen, modes[chosen], resource), lambda s, r=resource: s.resources.get(r, 0)
+    plain = [n for n, m in modes.items() if m.request_model == "none"]
+    if plain:
+        evidence.append({"query": "access_mode", "key": plain[0], "status": "supported", "id": hardware.id,
+                         "matched_by": "request_model", "matched_value": "none"})
+        return Target(hardware, plain[0], modes[plain[0]]), lambda s: 0
+    raise HardwareNotInferred(
+        f"{source}: the manifest is for {hardware.id!r}, but no pod requests its devices: no claim for one of its "
+        f"device classes ({', '.join(hardware.device_classes) or 'none'}) and no resource under its prefixes "
+        f"({', '.join(hardware.resource_prefixes) or 'none'})", evidence)

@@ -1,0 +1,233 @@
+"""llm-d-benchmark scenario settings for every built-in hardware and access mode.
+
+Expected values are written out from llm-d-benchmark's own tables (parser/cluster_resource_resolver.py
+at 8bc9f1dd): profiles nvidia, amd, intel-gaudi, google, intel-i915, intel-xe and the DRA-only
+intel-xpu (driver gpu.intel.com); a DRA profile gets ``draDriver`` and no ``resource``; Intel on a
+device plugin follows the resource (gpu.intel.com/i915 -> intel-i915, gpu.intel.com/xe -> intel-xe);
+a CPU run has accelerator count 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from llm_d_lens.api.app import create_app
+from llm_d_lens.cli import main as lens_main
+from llm_d_lens.errors import LensError
+from llm_d_lens.evaluate.benchmark import BenchmarkConfig, select_target, single_pool
+from llm_d_lens.evaluate.config import build_config
+from llm_d_lens.evaluate.errors import AccessModeUnknown, BenchmarkUnsupported
+from llm_d_lens.evaluate.profiles import load_file
+from llm_d_lens.evaluate.test_workload_profiles import changed, write_profile
+from llm_d_lens.hardware.registry import get_registry
+
+
+def dra(profile: str, device_class: str, count: int) -> dict:
+    return {"enabled": True, "type": profile,
+            "claimTemplates": {profile: {"class": device_class, "match": "exactly", "count": count, "selectors": []}}}
+
+
+# (hardware, mode) -> (accelerator block, dra block or None), for two accelerators per pod
+EXPECTED = {
+    ("nvidia", "plugin"): ({"type": "nvidia", "profile": "nvidia", "resource": "nvidia.com/gpu"}, None),
+    ("nvidia", "dra"): ({"type": "nvidia", "profile": "nvidia", "draDriver": "gpu.nvidia.com"},
+                        dra("nvidia", "gpu.nvidia.com", 2)),
+    ("amd", "plugin"): ({"type": "amd", "profile": "amd", "resource": "amd.com/gpu"}, None),
+    ("amd", "dra"): ({"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com"}, dra("amd", "gpu.amd.com", 2)),
+    ("intel-xpu", "dra"): ({"type": "intel-xpu", "profile": "intel-xpu", "draDriver": "gpu.intel.com"},
+                           dra("intel-xpu", "gpu.intel.com", 2)),
+    ("intel-xpu", "plugin"): ({"type": "intel-xe", "profile": "intel-xe", "resource": "gpu.intel.com/xe"}, None),
+    ("intel-gaudi", "dra"): ({"type": "intel-gaudi", "profile": "intel-gaudi", "draDriver": "gaudi.intel.com"},
+                             dra("intel-gaudi", "gaudi.intel.com", 2)),
+    ("intel-gaudi", "plugin"): ({"type": "intel-gaudi", "profile": "intel-gaudi", "resource": "habana.ai/gaudi"}, None),
+    ("google-tpu", "plugin"): ({"type": "google", "profile": "google", "resource": "google.com/tpu"}, None),
+    ("cpu", "default"): ({"count": 0}, None),
+}
+REFUSED = {("cpu", "dra")}
+
+
+def test_every_builtin_hardware_and_mode_has_an_expectation():
+    declared = {(p.id, mode) for p in get_registry().profiles() for mode in p.effective_modes()}
+    assert declared == set(EXPECTED) | REFUSED
+
+
+@pytest.mark.parametrize(("hardware", "mode"), sorted(EXPECTED))
+def test_benchmark_block_for_each_builtin_hardware_and_mode(hardware, mode):
+    accelerator, dra_block = EXPECTED[(hardware, mode)]
+    entry = BenchmarkConfig(select_target(hardware, mode), single_pool(2), "optimized-baseline").scenario()["scenario"][0]
+    assert entry["name"] == f"optimized-baseline-{hardware}"
+    assert entry["accelerator"] == accelerator
+    assert entry.get("dra") == dra_block
+    assert entry["decode"]["accelerator"] == {"count": 0 if accelerator == {"count": 0} else 2}
+    assert entry["prefill"] == {"enabled": False, "replicas": 0}
+    assert not ("resource" in entry["accelerator"] and "draDriver" in entry["accelerator"])
+
+
+@pytest.mark.parametrize("mode", ["dra", "plugin"])
+def test_a_dra_class_is_never_rendered_as_a_container_resource(mode):
+    text = BenchmarkConfig(select_target("intel-xpu", mode), single_pool(1), "g").to_yaml()
+    assert "gpu.intel.com:" not in text  # as a mapping key it would be a container resource
+    assert ("draDriver" in text) == (mode == "dra")
+
+
+def test_intel_on_the_device_plugin_follows_the_resource():
+    i915 = BenchmarkConfig(select_target("intel-xpu", "plugin", "gpu.intel.com/i915"), single_pool(1), "g").accelerator()
+    assert i915 == {"type": "intel-i915", "profile": "intel-i915", "resource": "gpu.intel.com/i915"}
+
+
+@pytest.mark.parametrize(("alias", "hardware", "mode", "resource"), [
+    ("xpu", "intel-xpu", "dra", None),
+    ("intel-xe", "intel-xpu", "plugin", "gpu.intel.com/xe"),
+    ("intel-i915", "intel-xpu", "plugin", "gpu.intel.com/i915"),
+    ("rocm", "amd", "plugin", "amd.com/gpu"),
+    ("tpu", "google-tpu", "plugin", "google.com/tpu"),
+    ("gaudi", "intel-gaudi", "dra", None),
+    ("CUDA", "nvidia", "plugin", "nvidia.com/gpu"),
+])
+def test_any_alias_selects_the_hardware_and_a_benchmark_profile_alias_its_mode(alias, hardware, mode, resource):
+    target = select_target(alias)
+    assert (target.hardware.id, target.mode_name, target.resource) == (hardware, mode, resource)
+
+
+def test_an_explicit_mode_beats_the_alias_hint():
+    target = select_target("intel-i915", "dra")
+    assert (target.mode_name, target.resource) == ("dra", None)
+
+
+def test_hardware_without_a_benchmark_profile_is_refused_with_the_reason():
+    with pytest.raises(BenchmarkUnsupported) as caught:
+        BenchmarkConfig(select_target("cpu", "dra"), single_pool(1), "g").scenario()
+    assert caught.value.code == "BENCHMARK_PROFILE_MISSING"
+    assert caught.value.message == (
+        "hardware 'cpu' has no llm-d-benchmark profile (benchmark_profile is null), so its access mode 'dra' cannot be "
+        "benchmarked: llm-d-benchmark must support the hardware first, then the profile's benchmark_profile names it; "
+        "access mode 'default' runs without accelerators and needs no benchmark profile")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("nvidia", "mig"), "hardware 'nvidia' has no access mode 'mig'; modes: plugin, dra"),
+    (("intel-xpu", "plugin", "gpu.intel.com"),
+     "access mode 'plugin' of 'intel-xpu' requests gpu.intel.com/xe, gpu.intel.com/i915, not 'gpu.intel.com'"),
+    (("intel-xpu", "dra", "gpu.intel.com/xe"),
+     "access mode 'dra' of 'intel-xpu' requests through the DRA class 'gpu.intel.com', not the extended resource "
+     "'gpu.intel.com/xe'"),
+    (("cpu", "default", "example.com/x"),
+     "access mode 'default' of 'cpu' requests no accelerator, not the extended resource 'example.com/x'"),
+])
+def test_a_mode_or_resource_the_hardware_does_not_have_is_refused(args, message):
+    with pytest.raises(AccessModeUnknown) as caught:
+        select_target(*args)
+    assert caught.value.message == message
+
+
+def test_unknown_hardware_is_not_registered():
+    with pytest.raises(LensError) as caught:
+        select_target("nvdia")
+    assert caught.value.code == "ACCELERATOR_NOT_REGISTERED"
+
+
+# -- counts from the workload -------------------------------------------------------------------
+
+
+def disaggregated(tmp_path: Path, **hardware: str):
+    data = changed(serving={"mode": "disaggregated", "model": "org/model",
+                            "prefill": {"replicas": 2, "parallelism": {"tensor": 1}},
+                            "decode": {"replicas": 1, "parallelism": {"tensor": 2, "data": 2, "data_local": 2}}},
+                   coverage__communicators=2)
+    data["hardware"].update(hardware)
+    return load_file(write_profile(tmp_path, "pd", data))
+
+
+def test_counts_per_role_come_from_each_pool_and_a_dra_template_leaves_count_to_them(tmp_path):
+    entry = build_config(hardware="intel-xpu", workload=disaggregated(tmp_path)).scenario()["scenario"][0]
+    assert entry["model"] == {"name": "org/model"}
+    assert entry["prefill"] == {"enabled": True, "replicas": 2, "parallelism": {"tensor": 1, "data": 1, "dataLocal": 1},
+                                "accelerator": {"count": 1}}
+    assert entry["decode"] == {"replicas": 1, "parallelism": {"tensor": 2, "data": 2, "dataLocal": 2},
+                               "accelerator": {"count": 4}}
+    # prefill wants 1 device per pod and decode 4: one template count would be wrong for one of them
+    assert entry["dra"]["claimTemplates"]["intel-xpu"] == {"class": "gpu.intel.com", "match": "exactly", "selectors": []}
+
+
+def test_the_workload_profile_can_name_the_hardware_and_mode(tmp_path):
+    config = build_config(workload=disaggregated(tmp_path, accelerator="rocm", access_mode="dra"))
+    assert config.summary()["hardware"] == "amd"
+    assert config.accelerator() == {"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com"}
+
+
+def test_naming_the_same_hardware_by_another_alias_keeps_the_profiles_access_mode(tmp_path):
+    config = build_config(hardware="instinct", workload=disaggregated(tmp_path, accelerator="rocm", access_mode="dra"))
+    assert (config.target.hardware.id, config.target.mode_name) == ("amd", "dra")
+
+
+def test_a_hardware_that_contradicts_the_workload_profile_is_refused(tmp_path):
+    with pytest.raises(LensError) as caught:
+        build_config(hardware="nvidia", workload=disaggregated(tmp_path, accelerator="rocm"))
+    assert caught.value.message == "hardware 'nvidia' is not the hardware workload profile 'pd' names ('rocm')"
+
+
+def test_no_hardware_at_all_is_refused():
+    with pytest.raises(LensError) as caught:
+        build_config()
+    assert caught.value.code == "CONFIG_ARGUMENTS_INVALID"
+
+
+# -- the command and the endpoint ---------------------------------------------------------------
+
+
+def test_config_writes_the_scenario_and_never_overwrites_without_force(tmp_path, capsys):
+    out = tmp_path / "scenario.yaml"
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--tensor-parallel", "4", "-o", str(out)]) == 0
+    assert capsys.readouterr().out == (f"wrote {out}: hardware intel-xpu, access mode dra, benchmark profile intel-xpu, "
+                                       f"gpu.intel.com\n")
+    written = yaml.safe_load(out.read_text())
+    assert written["scenario"][0]["dra"]["claimTemplates"]["intel-xpu"]["count"] == 4
+
+    out.write_text("mine\n")
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(out)]) == 1
+    assert capsys.readouterr().err == f"error: OUTPUT_EXISTS: {out} exists; pass --force to replace it\n"
+    assert out.read_text() == "mine\n"
+
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(out), "--force"]) == 0
+    assert yaml.safe_load(out.read_text())["scenario"][0]["accelerator"]["resource"] == "nvidia.com/gpu"
+
+
+def test_config_prints_yaml_on_stdout_and_refuses_cpu_dra(capsys):
+    assert lens_main(["evaluate", "config", "--hardware", "cpu"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["scenario"][0]["accelerator"] == {"count": 0}
+    assert lens_main(["evaluate", "config", "--hardware", "cpu", "--mode", "dra"]) == 1
+    assert capsys.readouterr().err.startswith("error: BENCHMARK_PROFILE_MISSING: hardware 'cpu' has no llm-d-benchmark profile")
+
+
+def test_config_refuses_a_manifest_together_with_a_hardware(tmp_path, capsys):
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("kind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n")
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--from-manifest", str(manifest)]) == 1
+    assert capsys.readouterr().err == ("error: CONFIG_ARGUMENTS_INVALID: a manifest says what it runs on; "
+                                       "do not also give hardware\n")
+
+
+def test_api_config_returns_the_scenario_and_problems_as_problem_json():
+    client = TestClient(create_app())
+    ok = client.post("/api/v1/evaluate/config", json={"hardware": "intel-xe", "tensor_parallel": 2})
+    assert ok.status_code == 200
+    body = ok.json()
+    assert body["scenario"]["scenario"][0]["accelerator"] == {"type": "intel-xe", "profile": "intel-xe",
+                                                              "resource": "gpu.intel.com/xe"}
+    assert body["summary"]["accelerators_per_pod"] == {"decode": 2}
+    assert yaml.safe_load(body["yaml"]) == body["scenario"]
+
+    refused = client.post("/api/v1/evaluate/config", json={"hardware": "cpu", "mode": "dra"})
+    assert refused.status_code == 422
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["code"] == "BENCHMARK_PROFILE_MISSING"
+
+    unknown = client.post("/api/v1/evaluate/config", json={"hardware": "nope"})
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "ACCELERATOR_NOT_REGISTERED")
+
+    typo = client.post("/api/v1/evaluate/config", json={"hardwre": "nvidia"})
+    assert (typo.status_code, typo.json()["code"]) == (422, "REQUEST_INVALID")

@@ -1,0 +1,184 @@
+"""Inferring the benchmark configuration from a rendered manifest Lens did not render.
+
+Unit cases use small hand-written objects; the conformance case renders the real upstream llm-d
+overlays in ../shared with the real ``kubectl kustomize`` and checks each against the variant facts
+(labels, request shape and counts) recorded for that llm-d revision.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from llm_d_lens.evaluate.config import build_config
+from llm_d_lens.evaluate.errors import HardwareNotInferred, ManifestInvalid
+from llm_d_lens.evaluate.inference import infer, parse_manifest
+
+VARIANT, VENDOR = "llm-d.ai/accelerator-variant", "llm-d.ai/accelerator-vendor"
+
+
+def deployment(name: str, labels: dict[str, str] | None = None, resources: dict[str, Any] | None = None,
+               claims: list[dict[str, str]] | None = None, replicas: int = 1, kind: str = "Deployment") -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {"containers": [{"name": "vllm", "resources": {"limits": {"cpu": "8", "memory": "24Gi",
+                                                                                       **(resources or {})}}}]}
+    if claims:
+        pod_spec["resourceClaims"] = claims
+    template = {"metadata": {"labels": dict(labels or {})}, "spec": pod_spec}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": {"replicas": replicas, "template": template}}
+
+
+def claim_template(name: str, device_class: str, count: int | None = None, v1beta1: bool = False) -> dict[str, Any]:
+    request: dict[str, Any] = {"name": "gpus"}
+    exact: dict[str, Any] = {"deviceClassName": device_class}
+    if count is not None:
+        exact["count"] = count
+    request.update(exact if v1beta1 else {"exactly": exact})
+    return {"apiVersion": "resource.k8s.io/v1beta1" if v1beta1 else "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name}, "spec": {"spec": {"devices": {"requests": [request]}}}}
+
+
+def summary(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    found = infer(objects).summary()
+    found.pop("evidence")
+    return found
+
+
+def test_labels_decide_first_and_the_claim_picks_the_dra_mode_and_count():
+    objects = [deployment("decode", {VARIANT: "xpu", VENDOR: "intel", "llm-d.ai/role": "decode"},
+                          claims=[{"name": "c", "resourceClaimTemplateName": "tpl"}], replicas=2),
+               claim_template("tpl", "gpu.intel.com", 2)]
+    assert summary(objects) == {
+        "hardware": "intel-xpu", "access_mode": "dra", "request_model": "dra", "benchmark_profile": "intel-xpu",
+        "resource": None, "dra_driver": "gpu.intel.com", "accelerators_per_pod": {"decode": 2},
+        "guide": "optimized-baseline"}
+
+
+def test_labels_win_when_the_request_shape_alone_would_not_tell():
+    # the pod asks for nothing a profile claims, but the labels say what the overlay is for
+    objects = [deployment("decode", {VARIANT: "cpu", VENDOR: "intel"}, resources={"rdma/ib": "1"})]
+    found = infer(objects)
+    assert (found.target.hardware.id, found.target.mode_name, found.accelerator()) == ("cpu", "default", {"count": 0})
+    assert found.evidence[0]["matched_by"] == "upstream_labels"
+
+
+def test_the_device_class_decides_when_there_are_no_labels():
+    objects = [deployment("d", claims=[{"name": "c", "resourceClaimTemplateName": "tpl"}]),
+               claim_template("tpl", "gaudi.intel.com", v1beta1=True)]  # count omitted: one device
+    assert summary(objects)["hardware"] == "intel-gaudi"
+    assert summary(objects)["accelerators_per_pod"] == {"decode": 1}
+    assert summary(objects)["dra_driver"] == "gaudi.intel.com"
+
+
+def test_the_resource_name_decides_last_and_intel_follows_it():
+    found = summary([deployment("d", resources={"gpu.intel.com/i915": "2"})])
+    assert (found["hardware"], found["access_mode"], found["benchmark_profile"], found["resource"]) == (
+        "intel-xpu", "plugin", "intel-i915", "gpu.intel.com/i915")
+    assert found["accelerators_per_pod"] == {"decode": 2}
+
+
+def test_roles_get_their_own_counts_and_replicas():
+    labels = {VARIANT: "gpu", VENDOR: "nvidia", "llm-d.ai/guide": "pd-disaggregation"}
+    objects = [deployment("prefill", labels | {"llm-d.ai/role": "prefill"}, resources={"nvidia.com/gpu": "1"}, replicas=4),
+               deployment("decode", labels | {"llm-d.ai/role": "decode"}, resources={"nvidia.com/gpu": 4}, replicas=1)]
+    entry = infer(objects).scenario()["scenario"][0]
+    assert entry["name"] == "pd-disaggregation-nvidia"
+    assert entry["prefill"] == {"enabled": True, "replicas": 4, "accelerator": {"count": 1}}
+    assert entry["decode"] == {"replicas": 1, "accelerator": {"count": 4}}
+
+
+def test_a_leaderworkerset_and_a_list_are_read():
+    lws = deployment("lws", {VARIANT: "gpu", VENDOR: "amd"}, resources={"amd.com/gpu": 8}, kind="LeaderWorkerSet")
+    template = lws["spec"].pop("template")
+    lws["spec"]["leaderWorkerTemplate"] = {"workerTemplate": template}
+    found = summary([{"apiVersion": "v1", "kind": "List", "items": [lws]}])
+    assert (found["hardware"], found["resource"], found["accelerators_per_pod"]) == ("amd", "amd.com/gpu", {"decode": 8})
+
+
+def test_nothing_that_resolves_is_refused_never_defaulted():
+    objects = [deployment("d", {VARIANT: "npu", VENDOR: "rebellions"}, resources={"rdma/ib": "1"})]
+    with pytest.raises(HardwareNotInferred) as caught:
+        infer(objects, source="m.yaml")
+    assert caught.value.message == (
+        "m.yaml: no registered hardware matches this manifest: no llm-d accelerator labels that resolve, no DRA device "
+        "class and no extended resource a profile claims (labels: llm-d.ai/accelerator-variant=npu, "
+        "llm-d.ai/accelerator-vendor=rebellions; device classes: none; resources: rdma/ib)")
+    assert [e["status"] for e in caught.value.details["evidence"]] == ["unsupported", "unsupported"]
+
+
+def test_a_manifest_without_labels_or_accelerators_is_refused_not_taken_for_cpu():
+    with pytest.raises(HardwareNotInferred):
+        infer([deployment("d")])
+
+
+def test_labels_and_request_that_disagree_are_refused():
+    objects = [deployment("d", {VARIANT: "xpu", VENDOR: "intel"}, resources={"nvidia.com/gpu": 1})]
+    with pytest.raises(HardwareNotInferred) as caught:
+        infer(objects)
+    assert caught.value.message == ("manifest: the manifest points at two hardware profiles: 'intel-xpu' and resource "
+                                    "'nvidia.com/gpu' of 'nvidia'")
+
+
+def test_labelled_hardware_whose_devices_are_not_requested_is_refused():
+    objects = [deployment("d", {VARIANT: "gpu", VENDOR: "nvidia"})]
+    with pytest.raises(HardwareNotInferred) as caught:
+        infer(objects)
+    assert caught.value.message == (
+        "manifest: the manifest is for 'nvidia', but no pod requests its devices: no claim for one of its device classes "
+        "(gpu.nvidia.com, mig.nvidia.com) and no resource under its prefixes (nvidia.com/gpu, nvidia.com/mig-)")
+
+
+def test_bad_manifests_are_named():
+    with pytest.raises(ManifestInvalid, match=r"^m.yaml: document 1 is not a Kubernetes object"):
+        parse_manifest("- a\n", "m.yaml")
+    with pytest.raises(ManifestInvalid, match=r"^m.yaml: no pod template found"):
+        infer(parse_manifest("kind: ConfigMap\nmetadata: {name: c}\n"), source="m.yaml")
+    with pytest.raises(ManifestInvalid, match=r"Deployment/d containers\[0\].resources.amd.com/gpu: 'two'"):
+        infer([deployment("d", resources={"amd.com/gpu": "two"})])
+
+
+def test_build_config_from_manifest_text_and_guide_override():
+    text = yaml.safe_dump_all([deployment("d", {VARIANT: "tpu", VENDOR: "google"}, resources={"google.com/tpu": "4"})])
+    config = build_config(manifest=text, guide="my-guide")
+    assert config.scenario()["scenario"][0]["name"] == "my-guide-google-tpu"
+    assert config.accelerator() == {"type": "google", "profile": "google", "resource": "google.com/tpu"}
+
+
+# -- conformance: the real upstream overlays, rendered by the real kubectl -------------------------
+
+SHARED = Path(os.environ.get("LENS_SHARED_ROOT", Path(__file__).resolve().parents[2] / ".." / "shared"))
+OVERLAYS = SHARED / "upstream" / "llm-d" / "guides" / "optimized-baseline" / "modelserver"
+
+# overlay -> (hardware, mode, benchmark profile, resource or DRA driver, accelerators per decode pod),
+# from the variant table of the reference (llm-d 7edda66; hpu from 6e295e68)
+UPSTREAM = {
+    "gpu/vllm/base": ("nvidia", "plugin", "nvidia", "nvidia.com/gpu", 2),
+    "amd/vllm": ("amd", "plugin", "amd", "amd.com/gpu", 2),
+    "xpu/vllm": ("intel-xpu", "dra", "intel-xpu", "gpu.intel.com", 1),
+    "hpu/vllm": ("intel-gaudi", "dra", "intel-gaudi", "gaudi.intel.com", 1),
+    "tpu/v6/vllm": ("google-tpu", "plugin", "google", "google.com/tpu", 8),
+    "tpu/v7/vllm": ("google-tpu", "plugin", "google", "google.com/tpu", 4),
+    "cpu/vllm": ("cpu", "default", None, None, 0),
+}
+
+
+@pytest.mark.skipif(not OVERLAYS.is_dir(), reason=f"the upstream llm-d overlays are not at {OVERLAYS}")
+@pytest.mark.parametrize("overlay", sorted(UPSTREAM))
+def test_upstream_overlays_rendered_by_kubectl_are_inferred(overlay):
+    from llm_d_lens.runner import CommandRunner
+
+    runner = CommandRunner()
+    if runner.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    rendered = runner.run(["kubectl", "kustomize", str(OVERLAYS / overlay)], timeout=60).stdout
+    found = infer(parse_manifest(rendered, overlay), source=overlay).summary()
+    hardware, mode, profile, how, count = UPSTREAM[overlay]
+    assert (found["hardware"], found["access_mode"], found["benchmark_profile"]) == (hardware, mode, profile)
+    assert (found["resource"] or found["dra_driver"]) == how
+    assert found["accelerators_per_pod"] == {"decode": count}
+    assert found["guide"] == "optimized-baseline"
+    assert found["evidence"][0]["query"] == "labels"  # the labels were read first
