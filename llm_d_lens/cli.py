@@ -18,6 +18,8 @@ from llm_d_lens.errors import LensError
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
     "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
+    "driver": ("llm_d_lens.monitoring.gpu_driver.cli", "Device plugins and DRA drivers: plan, status, install."),
+    "preflight": ("llm_d_lens.monitoring.gpu_driver.preflight_cli", "Wait until hardware is present on some node."),
 }
 
 
