@@ -152,6 +152,13 @@ def device_requests(claim_spec: Mapping[str, Any]) -> list[tuple[str, int | None
     return out
 
 
+def _generated_claim(pod: Mapping[str, Any], pod_claim: str) -> str | None:
+    for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if entry.get("name") == pod_claim and entry.get("resourceClaimName"):
+            return str(entry["resourceClaimName"])
+    return None
+
+
 async def _optional_list(view: ClusterView, argv: list[str]) -> list[dict[str, Any]]:
     """Clusters without the DRA API answer "doesn't have a resource type": that is no claims, not an error."""
     try:
@@ -180,6 +187,9 @@ async def classes_from_cluster(view: ClusterView) -> list[RequestedClass]:
             key = (namespace_of(pod), str(ref.get("resourceClaimTemplateName") or ref.get("resourceClaimName") or ""))
             kind = "ResourceClaimTemplate" if ref.get("resourceClaimTemplateName") else "ResourceClaim"
             spec = templates.get(key) if kind == "ResourceClaimTemplate" else standalone.get(key)
+            if spec is None:  # the template is gone or unreadable: its generated claim carries the same spec
+                generated = _generated_claim(pod, str(ref.get("name", "")))
+                spec = standalone.get((namespace_of(pod), generated)) if generated else None
             for cls, count, request in device_requests(spec or {}):
                 found.append(Claim("device_class", cls, count, f"{kind} {key[0]}/{key[1]} request {request}"))
         if found:
