@@ -168,21 +168,23 @@ def install_command(
         if dry_run and from_cluster:
             raise typer.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
         results = asyncio.run(run())
-    emit([r.to_dict() for r in results], output, install_table)
+    rows = [r.to_dict() for r in results]
+    if output is OutputFormat.table:
+        print_install(rows)
+    else:
+        emit(rows, output, lambda data: data)
 
 
-def install_table(rows: list[dict[str, Any]]) -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
+def print_install(rows: list[dict[str, Any]]) -> None:
+    """Plain lines, not Rich: a command must print whole, unwrapped, so it can be copied as shown."""
     from llm_d_lens.runner import format_command
 
-    parts: list[Any] = []
+    if not rows:
+        typer.echo("nothing to install")
     for r in rows:
-        parts.append(Text(f"{r['hardware']} {r['mode']}: {r['action']} — {r['message']}", style="bold"))
+        typer.echo(f"{r['hardware']} {r['mode']}: {r['action']} - {r['message']}")
         for argv in r["commands"]:
-            parts.append(Text(("  would run: " if r["action"] == "dry-run" else "  ran: ") + format_command(argv)))
+            typer.echo(("  would run: " if r["action"] == "dry-run" else "  ran: ") + format_command(argv))
         if r["action"] == "dry-run":
             for argv in r["checks"]:
-                parts.append(Text("  would first check: " + format_command(argv), style="dim"))
-    return Group(*parts) if parts else Text("nothing to install")
+                typer.echo("  would first check: " + format_command(argv))
