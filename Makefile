@@ -25,6 +25,9 @@ demo: $(STAMP)
 	$(BIN)/lens hardware resolve --device-class gpu.intel.com
 	$(BIN)/lens hardware resolve --resource example.com/unknown-accelerator
 	$(BIN)/lens hardware doctor
+	$(BIN)/lens driver plan --offline --device-class gpu.nvidia.com --device-class dra.cpu --resource google.com/tpu
+	$(BIN)/lens driver install --hardware amd --mode dra --dry-run
+	-$(BIN)/lens driver plan --offline --device-class npu.rebellions.ai
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write
