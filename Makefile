@@ -29,6 +29,9 @@ demo: $(STAMP)
 	$(BIN)/lens evaluate config --hardware intel-i915
 	$(BIN)/lens profiles list
 	$(BIN)/lens profiles validate
+	$(BIN)/lens driver plan --offline --device-class gpu.nvidia.com --device-class dra.cpu --resource google.com/tpu
+	$(BIN)/lens driver install --hardware amd --mode dra --dry-run
+	-$(BIN)/lens driver plan --offline --device-class npu.rebellions.ai
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

@@ -20,6 +20,8 @@ GROUPS: dict[str, tuple[str, str]] = {
     "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
     "evaluate": ("llm_d_lens.evaluate.cli", "llm-d-benchmark scenario settings and telemetry coverage checks."),
     "profiles": ("llm_d_lens.evaluate.profiles_cli", "Workload profiles: list, compose-file, flags, validate."),
+    "driver": ("llm_d_lens.monitoring.gpu_driver.cli", "Device plugins and DRA drivers: plan, status, install."),
+    "preflight": ("llm_d_lens.monitoring.gpu_driver.preflight_cli", "Wait until hardware is present on some node."),
 }
 
 

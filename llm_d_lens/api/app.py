@@ -21,6 +21,7 @@ PROBLEM_JSON = "application/problem+json"
 ROUTERS: tuple[str, ...] = (
     "llm_d_lens.hardware.api",
     "llm_d_lens.evaluate.api",
+    "llm_d_lens.monitoring.gpu_driver.api",
 )
 
 

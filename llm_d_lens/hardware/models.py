@@ -102,32 +102,67 @@ class Deployment(Contract):
 class DaemonSetMatcher(Contract):
     """Finds the DaemonSet a driver mode runs as; every given field must match."""
 
-    name: str | None = None
-    name_contains: str | None = None
-    namespace: str | None = None
-    labels: LabelMap = Field(default_factory=dict)
+    name: str | None = Field(default=None, description="The DaemonSet's exact name.")
+    name_contains: str | None = Field(default=None, description="A substring of the DaemonSet's name.")
+    namespace: str | None = Field(default=None, description="The DaemonSet's namespace; any namespace when absent.")
+    labels: LabelMap = Field(default_factory=dict, description="Labels the DaemonSet must carry, each with this value.")
 
 
 class DriverMode(Contract):
+    """What Lens installs for one access mode, and what the installed devices allow a claim to ask."""
+
     manifest_ref: str = Field(min_length=1, description="Helm chart name, or the kustomize ref to apply.")
     chart_version: str | None = Field(default=None, description="A pinned, released version: no 'latest', no ranges.")
-    repo: str | None = None
-    namespace: str | None = None
-    release_name: str | None = None
-    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict, description="Vendor-specific; only the vendor's provider reads these.")
-    min_kubernetes_version: str | None = None
+    repo: str | None = Field(default=None, description="Helm repository URL; an oci:// repository is joined with the chart name.")
+    namespace: str | None = Field(default=None, description="Namespace the release goes to (created when missing).")
+    release_name: str | None = Field(default=None, description="Helm release name; defaults to manifest_ref.")
+    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list, description="How status finds the mode's DaemonSets.")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Vendor-specific. The default provider passes them to helm as values: dotted keys, JSON values.",
+    )
+    min_kubernetes_version: str | None = Field(default=None, description="Install refuses clusters older than this.")
+    dedicated_nodes: bool = Field(
+        default=False,
+        description="The devices sit on nodes that carry no other hardware (a CPU pool): a class claiming them "
+        "alongside another hardware's devices could never be scheduled, so a plan refuses it.",
+    )
+    max_devices_per_request: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most devices one claim request may ask for; 1 where every allocated device receives the full "
+        "capacity request, so a multi-device request over-allocates.",
+    )
+
+
+class UnmanagedMode(Contract):
+    """An access mode whose device stack Lens does not install, and why."""
+
+    reason: str = Field(min_length=1, description="Shown by plan and install: who provides the stack, or why none is needed.")
+    daemonset_matchers: list[DaemonSetMatcher] = Field(
+        default_factory=list, description="How status finds the stack when something else installed it."
+    )
 
 
 class Driver(Contract):
     installer: Literal["helm", "kustomize"]
-    modes: dict[str, DriverMode] = Field(min_length=1)
+    modes: dict[str, DriverMode] = Field(min_length=1, description="Access mode -> what Lens installs for it.")
+    unmanaged_modes: dict[str, UnmanagedMode] = Field(
+        default_factory=dict,
+        description="Access modes Lens installs nothing for. Every access mode is in modes or here, never both.",
+    )
 
 
 class Presence(Contract):
-    node_label_selector: LabelMap = Field(min_length=1)
-    ensure_refs: list[str] = Field(default_factory=list, description="NFD NodeFeatureRule refs applied before waiting.")
-    timeout_seconds: int = Field(default=90, gt=0, le=3600)
+    """The blocking preflight: which node labels prove the hardware is there, and how long to wait for them."""
+
+    node_label_selector: LabelMap = Field(min_length=1, description='Labels a node must carry; the value "*" means the label only has to exist.')
+    ensure_refs: list[str] = Field(
+        default_factory=list,
+        description="NFD NodeFeatureRule manifests applied before waiting: a .yaml/.yml/.json file or URL is applied "
+        "with kubectl apply -f, anything else as a kustomization with -k.",
+    )
+    timeout_seconds: int = Field(default=90, gt=0, le=3600, description="Longest wait for a labelled node after ensure_refs were applied.")
 
 
 class MetricSource(Contract):

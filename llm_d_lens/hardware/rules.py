@@ -10,6 +10,8 @@ from llm_d_lens.hardware.models import HardwareProfile, MetricSource
 
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
+#: A helm value path the default provider can pass with --set-json: names joined by dots, no escapes or indexes.
+HELM_VALUE_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 PROM_MATCHER = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"$')
 OVERLAY_PLACEHOLDERS = {"guide", "variant", "model_server"}
 FLOATING_REFS = {"latest", "main", "master", "head", "stable", "nightly"}
@@ -46,11 +48,16 @@ def _modes(p: HardwareProfile) -> Iterator[ProfileIssue]:
                 yield ProfileIssue(f"$.deployment.modes.{name}", f"mode {name!r} is not listed in access_modes", name)
     if p.driver is not None:
         for name in p.access_modes:
-            if name not in p.driver.modes:
-                yield ProfileIssue(f"$.driver.modes.{name}", f"access mode {name!r} has no driver mode", has_value=False)
-        for name in p.driver.modes:
-            if name not in declared:
-                yield ProfileIssue(f"$.driver.modes.{name}", f"mode {name!r} is not listed in access_modes", name)
+            if name not in p.driver.modes and name not in p.driver.unmanaged_modes:
+                yield ProfileIssue(
+                    f"$.driver.modes.{name}", f"access mode {name!r} has no driver mode (nor an unmanaged_modes entry)", has_value=False
+                )
+            if name in p.driver.modes and name in p.driver.unmanaged_modes:
+                yield ProfileIssue(f"$.driver.unmanaged_modes.{name}", f"access mode {name!r} is both managed and unmanaged", name)
+        for group in ("modes", "unmanaged_modes"):
+            for name in getattr(p.driver, group):
+                if name not in declared:
+                    yield ProfileIssue(f"$.driver.{group}.{name}", f"mode {name!r} is not listed in access_modes", name)
     if p.telemetry is not None:
         for name in p.telemetry.modes:
             if name not in declared:
@@ -112,6 +119,10 @@ def _driver(p: HardwareProfile) -> Iterator[ProfileIssue]:
             ref = re.search(r"[?&]ref=([^&]+)", mode.manifest_ref)
             if not ref or ref.group(1).lower() in FLOATING_REFS:
                 yield ProfileIssue(f"{base}.manifest_ref", "a remote kustomize ref must pin ?ref= to a release", mode.manifest_ref)
+        if p.driver.installer == "helm":
+            for key in mode.options:
+                if not HELM_VALUE_KEY.match(key):
+                    yield ProfileIssue(f"{base}.options", "a helm option key is a dotted path of names, e.g. gfd.enabled", key)
         if mode.min_kubernetes_version is not None and not KUBE_VERSION.match(mode.min_kubernetes_version):
             yield ProfileIssue(f"{base}.min_kubernetes_version", "is not a Kubernetes version such as 1.32.0", mode.min_kubernetes_version)
 

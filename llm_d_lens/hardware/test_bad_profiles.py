@@ -59,7 +59,7 @@ CATALOGUE = [
     ("two access modes and no deployment.modes", edited(GUIDE_MINIMAL, "access_modes", ["plugin", "dra"]),
      "$.deployment.modes: required when access_modes names more than one mode"),
     ("access mode without driver mode", edited(GUIDE_FULL, "driver", "modes", "dra", DELETE),
-     "$.driver.modes.dra: access mode 'dra' has no driver mode"),
+     "$.driver.modes.dra: access mode 'dra' has no driver mode (nor an unmanaged_modes entry)"),
     ("pci allowlist without domain", edited(GUIDE_MINIMAL, "deployment", "supports_pci_allowlist", True),
      '$.deployment.pci_attribute_domain: a PCI allowlist must name its attribute domain (value: "")'),
     ("floating chart version", edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "latest"),

@@ -139,8 +139,10 @@ def test_registering_a_provider_twice_raises_already_registered(plugins):
     registry = build()
     with pytest.raises(AlreadyRegistered, match="already registered"):
         registry.register_provider("acme", object())
-    registry.register_provider("nvidia", object())
+    registry.register_provider("amd", object())  # a built-in that declares no provider
     with pytest.raises(AlreadyRegistered):
+        registry.register_provider("amd", object())
+    with pytest.raises(AlreadyRegistered):  # a built-in whose provider comes from an entry point
         registry.register_provider("nvidia", object())
 
 

@@ -1,0 +1,46 @@
+"""Providers: the default one works from a profile alone; vendor ones come from entry points only."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
+from llm_d_lens.hardware.providers.base import DefaultProvider, DriverProvider
+from llm_d_lens.hardware.providers.nvidia import NvidiaProvider
+from llm_d_lens.hardware.registry import get_registry
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+from llm_d_lens.runner import FakeRunner
+
+
+def test_nvidia_is_the_only_declared_vendor_provider() -> None:
+    declared = {ep.name: ep.value for ep in entry_points(group=PROVIDERS_GROUP) if ep.dist and ep.dist.name == "llm-d-lens"}
+    assert declared == {"nvidia": "llm_d_lens.hardware.providers.nvidia:NvidiaProvider"}
+
+
+def test_registry_instantiates_the_entry_point_and_defaults_the_rest() -> None:
+    registry = get_registry()
+    assert type(registry.provider("nvidia")) is NvidiaProvider
+    assert type(registry.provider("amd")) is DefaultProvider
+    assert isinstance(registry.provider("amd"), DriverProvider)
+
+
+def test_importing_a_provider_module_registers_nothing() -> None:
+    from llm_d_lens.hardware.registry import Registry
+
+    registry = Registry([])
+    import llm_d_lens.hardware.providers.nvidia  # noqa: F401  (already imported: must stay side-effect free)
+
+    assert not registry.has_provider_entry("nvidia")
+
+
+async def test_default_provider_installs_a_declarative_profile() -> None:
+    data: dict[str, Any] = get_registry().get("intel-gaudi").model_dump(mode="json")
+    data.update(id="acme", accelerator_keys=[], benchmark_profile=None, evaluation_profile=None)
+    from llm_d_lens.hardware.models import HardwareProfile
+
+    provider = DefaultProvider(HardwareProfile.model_validate(data))
+    fake = FakeRunner()
+    result = await provider.install_driver("dra", view=ClusterView(fake), dry_run=True)
+    assert result.commands[0][:4] == ["helm", "upgrade", "--install", "intel-gaudi-resource-driver"]
+    assert fake.calls == [] and provider.describe()["declarative"] is True

@@ -1,0 +1,130 @@
+"""``/api/v1/drivers`` and ``/api/v1/preflight``.
+
+Status is read-only and always on. Install and preflight change the cluster (preflight applies NFD
+rules), so they are off unless an API token is configured (``LENS_API_TOKEN``), and then every
+call must carry ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_d_lens.errors import LensError
+from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+
+TOKEN_ENV = "LENS_API_TOKEN"
+
+router = APIRouter(tags=["drivers"])
+
+
+class MutationsDisabled(LensError):
+    code = "MUTATIONS_DISABLED"
+    http_status = 403
+
+
+class Unauthorized(LensError):
+    code = "UNAUTHORIZED"
+    http_status = 401
+
+
+def require_token(authorization: str | None = Header(default=None)) -> None:
+    """Mutating calls need a configured token, presented as a Bearer token; compared in constant time."""
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        raise MutationsDisabled(f"this endpoint changes the cluster and is off: set {TOKEN_ENV} on the server to enable it")
+    scheme, _, given = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise Unauthorized("missing or wrong 'Authorization: Bearer <token>'")
+
+
+def view_factory() -> Callable[[str | None], ClusterView]:
+    """Overridden in tests to hand out a FakeRunner-backed view."""
+    from llm_d_lens.runner import CommandRunner
+
+    return lambda context: ClusterView(CommandRunner(context=context))
+
+
+def clock() -> Clock:
+    return SystemClock()
+
+
+def _registry() -> Any:
+    from llm_d_lens.hardware.registry import get_registry
+
+    return get_registry()
+
+
+class InstallRequest(BaseModel):
+    """Either one hardware (with mode/options), or claims exactly as in a claims file."""
+
+    model_config = ConfigDict(extra="forbid")
+    hardware: str | None = None
+    mode: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    classes: list[dict[str, Any]] = Field(default_factory=list)
+    external: list[str] = Field(default_factory=list)
+    dry_run: bool = False
+    context: str | None = None
+
+
+class PreflightRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hardware: list[str] = Field(min_length=1)
+    timeout_seconds: float | None = Field(default=None, ge=0)
+    context: str | None = None
+
+
+@router.get("/drivers/status")
+async def drivers_status(
+    hardware: list[str] = Query(default=[]),
+    mode: str | None = None,
+    context: str | None = None,
+    views: Callable[[str | None], ClusterView] = Depends(view_factory),
+) -> dict[str, Any]:
+    from llm_d_lens.monitoring.gpu_driver import service
+
+    found = await service.status(_registry(), hardware, mode, views(context))
+    return {"modes": [s.to_dict() for s in found]}
+
+
+@router.post("/drivers/install", dependencies=[Depends(require_token)])
+async def drivers_install(
+    request: InstallRequest, views: Callable[[str | None], ClusterView] = Depends(view_factory)
+) -> dict[str, Any]:
+    from llm_d_lens.monitoring.gpu_driver import service
+    from llm_d_lens.monitoring.gpu_driver.claims import parse_claims
+    from llm_d_lens.monitoring.gpu_driver.errors import ClaimsInvalid
+
+    view = views(request.context)
+    registry = _registry()
+    if request.hardware is not None:
+        if request.classes:
+            raise ClaimsInvalid("give either hardware or classes, not both")
+        result = await service.install_one(registry, request.hardware, request.mode, view, dry_run=request.dry_run,
+                                           options=request.options)
+        return {"results": [result.to_dict()]}
+    if request.mode is not None or request.options:
+        raise ClaimsInvalid("mode and options go with hardware; claims choose their modes")
+    classes, external = parse_claims({"classes": request.classes, "external": request.external}, "request body")
+    built = await service.plan(registry, classes, external, None if request.dry_run else view)
+    results = await service.install_plan(registry, built, view, dry_run=request.dry_run)
+    return {"plan": built.to_dict(), "results": [r.to_dict() for r in results]}
+
+
+@router.post("/preflight", dependencies=[Depends(require_token)])
+async def preflight(
+    request: PreflightRequest,
+    views: Callable[[str | None], ClusterView] = Depends(view_factory),
+    wait: Clock = Depends(clock),
+) -> dict[str, Any]:
+    from llm_d_lens.monitoring.gpu_driver import service
+
+    reports = await service.preflight(_registry(), request.hardware, views(request.context), wait, request.timeout_seconds)
+    return {"reports": [r.to_dict() for r in reports]}

@@ -1,0 +1,190 @@
+"""``lens driver``: plan, install and check the device stacks registered hardware needs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.output import OutputFormat, emit
+
+app = typer.Typer(no_args_is_help=True)
+
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
+KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
+
+
+def make_view(context: str | None, kubeconfig: Path | None) -> Any:
+    from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+    from llm_d_lens.runner import CommandRunner
+
+    return ClusterView(CommandRunner(context=context, kubeconfig=kubeconfig))
+
+
+def registry() -> Any:
+    from llm_d_lens.hardware.registry import get_registry
+
+    return get_registry()
+
+
+def _claims(claims_file: Path | None, device_class: list[str], resource: list[str], dra_driver: list[str],
+            hardware: list[str], external: list[str]) -> tuple[list[Any], list[str]]:
+    from llm_d_lens.monitoring.gpu_driver import service
+
+    data = service.read_claims_file(claims_file) if claims_file is not None else None
+    classes, declared = service.gather_classes(
+        claims_data=data,
+        flags={"device_class": device_class, "resource": resource, "dra_driver": dra_driver, "hardware": hardware},
+    )
+    return classes, [*declared, *external]
+
+
+ClaimsFile = typer.Argument(None, metavar="[CLAIMS_FILE]", help="YAML/JSON: classes with their claims, and external names.")
+DeviceClassOpt = typer.Option([], "--device-class", help="A DRA DeviceClass a class claims (each flag is its own class).")
+ResourceOpt = typer.Option([], "--resource", help="An extended resource a class claims.")
+DraDriverOpt = typer.Option([], "--dra-driver", help="A DRA driver name a class claims.")
+ExternalOpt = typer.Option([], "--external", help="A device class, resource or driver provided outside Lens (e.g. dra.net).")
+FromClusterOpt = typer.Option(False, "--from-cluster", help="Also read the claims of the workloads running on the cluster.")
+
+
+@app.command("plan")
+def plan_command(
+    claims_file: Path | None = ClaimsFile,
+    device_class: list[str] = DeviceClassOpt,
+    resource: list[str] = ResourceOpt,
+    dra_driver: list[str] = DraDriverOpt,
+    hardware: list[str] = typer.Option([], "--hardware", help="ID or ID:MODE a class claims directly."),
+    external: list[str] = ExternalOpt,
+    from_cluster: bool = FromClusterOpt,
+    offline: bool = typer.Option(False, "--offline", help="Do not read the cluster: no versions, no current releases."),
+    context: str | None = ContextOption,
+    kubeconfig: Path | None = KubeconfigOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Which drivers the claimed devices need; refuses unsupported or impossible claims. Changes nothing."""
+    from llm_d_lens.monitoring.gpu_driver import service
+
+    classes, declared = _claims(claims_file, device_class, resource, dra_driver, hardware, external)
+    if offline and from_cluster:
+        raise typer.BadParameter("--from-cluster reads the cluster; it cannot be combined with --offline")
+    view = None if offline else make_view(context, kubeconfig)
+    built = asyncio.run(service.plan(registry(), classes, declared, view, from_cluster=from_cluster))
+    emit(built.to_dict(), output, plan_table)
+
+
+def plan_table(data: dict[str, Any]) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    steps = Table(title="install steps" + ("" if data["cluster_checked"] else " (cluster not read)"))
+    for column in ("hardware", "mode", "action", "chart", "version", "release", "for classes"):
+        steps.add_column(column)
+    for s in data["steps"]:
+        where = f"{s['namespace']}/{s['release']}" if s["release"] else "-"
+        version = s["version"] if not s["current_version"] else f"{s['current_version']} → {s['version']}"
+        steps.add_row(s["hardware"], s["mode"], s["action"], s["chart"], version or "-", where, ", ".join(s["classes"]))
+    parts: list[Any] = [steps]
+    for p in data["provided"]:
+        parts.append(Text(f"• {p['hardware']} {p['mode']}: not installed by Lens ({p['reason']})"))
+    if data["external"]:
+        parts.append(Text(f"• external: {', '.join(data['external'])}"))
+    for n in data["not_needed"]:
+        parts.append(Text(f"• {n['namespace']}/{n['release']} ({n['hardware']} {n['mode']}): {n['note']}", style="yellow"))
+    return Group(*parts)
+
+
+@app.command("status")
+def status_command(
+    hardware: list[str] = typer.Option([], "--hardware", help="Hardware id or alias (default: every one with a driver)."),
+    mode: str | None = typer.Option(None, "--mode", help="One access mode (default: all)."),
+    context: str | None = ContextOption,
+    kubeconfig: Path | None = KubeconfigOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """The DaemonSets each driver mode runs as: desired/ready, version, hardware nodes without it."""
+    from llm_d_lens.monitoring.gpu_driver import service
+
+    found = asyncio.run(service.status(registry(), hardware, mode, make_view(context, kubeconfig)))
+    emit([s.to_dict() for s in found], output, status_table)
+
+
+def status_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title="driver status")
+    for column in ("hardware", "mode", "state", "ready/desired", "version", "daemonsets", "nodes missing it"):
+        t.add_column(column)
+    style = {"ready": "green", "degraded": "yellow", "not-installed": "red", "no-matchers": "dim"}
+    for r in rows:
+        managed = "" if r["managed"] else " (unmanaged)"
+        t.add_row(r["hardware"], r["mode"] + managed, f"[{style[r['state']]}]{r['state']}[/]",
+                  f"{r['ready']}/{r['desired']}", ", ".join(r["versions"]) or "-",
+                  "\n".join(f"{d['namespace']}/{d['name']}" for d in r["daemonsets"]) or "-",
+                  ", ".join(r["missing_nodes"]) or "-")
+    return t
+
+
+@app.command("install")
+def install_command(
+    claims_file: Path | None = ClaimsFile,
+    hardware: str | None = typer.Option(None, "--hardware", help="Install one hardware's driver (with --mode)."),
+    mode: str | None = typer.Option(None, "--mode", help="Access mode (default: the profile's first)."),
+    option: list[str] = typer.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
+    device_class: list[str] = DeviceClassOpt,
+    resource: list[str] = ResourceOpt,
+    dra_driver: list[str] = DraDriverOpt,
+    external: list[str] = ExternalOpt,
+    from_cluster: bool = FromClusterOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact commands and run none."),
+    context: str | None = ContextOption,
+    kubeconfig: Path | None = KubeconfigOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Install pinned drivers: one hardware (--hardware), or exactly what the claims need."""
+    from llm_d_lens.monitoring.gpu_driver import service
+    from llm_d_lens.monitoring.gpu_driver.target import parse_option
+
+    view = make_view(context, kubeconfig)
+    options = dict(parse_option(text) for text in option)
+    claimed = claims_file is not None or device_class or resource or dra_driver or from_cluster
+    if hardware is not None and claimed:
+        raise typer.BadParameter("give either --hardware or claims (a claims file, --device-class, ...), not both")
+    if hardware is not None:
+        results = [asyncio.run(service.install_one(registry(), hardware, mode, view, dry_run=dry_run, options=options))]
+    else:
+        if mode is not None or options:
+            raise typer.BadParameter("--mode and --option go with --hardware; claims choose their modes")
+        classes, declared = _claims(claims_file, device_class, resource, dra_driver, [], external)
+
+        async def run() -> list[Any]:
+            built = await service.plan(registry(), classes, declared, None if dry_run else view,
+                                       from_cluster=from_cluster and not dry_run)
+            return await service.install_plan(registry(), built, view, dry_run=dry_run)
+
+        if dry_run and from_cluster:
+            raise typer.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
+        results = asyncio.run(run())
+    rows = [r.to_dict() for r in results]
+    if output is OutputFormat.table:
+        print_install(rows)
+    else:
+        emit(rows, output, lambda data: data)
+
+
+def print_install(rows: list[dict[str, Any]]) -> None:
+    """Plain lines, not Rich: a command must print whole, unwrapped, so it can be copied as shown."""
+    from llm_d_lens.runner import format_command
+
+    if not rows:
+        typer.echo("nothing to install")
+    for r in rows:
+        typer.echo(f"{r['hardware']} {r['mode']}: {r['action']} - {r['message']}")
+        for argv in r["commands"]:
+            typer.echo(("  would run: " if r["action"] == "dry-run" else "  ran: ") + format_command(argv))
+        if r["action"] == "dry-run":
+            for argv in r["checks"]:
+                typer.echo("  would first check: " + format_command(argv))

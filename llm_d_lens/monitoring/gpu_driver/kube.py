@@ -1,0 +1,116 @@
+"""Reading the cluster: the server version and the few object lists drivers need, fetched once each.
+
+Reads go through the runner's ``arun`` with ``-o json``; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.runner import CommandOutputInvalid, Runner
+
+KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+VERSION_ARGV = ["kubectl", "version", "-o", "json"]
+NODES_ARGV = ["kubectl", "get", "nodes", "-o", "json"]
+DAEMONSETS_ARGV = ["kubectl", "get", "daemonsets", "--all-namespaces", "-o", "json"]
+
+
+def pods_argv(namespace: str) -> list[str]:
+    return ["kubectl", "get", "pods", "--namespace", namespace, "-o", "json"]
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``v1.34.2-eks-113cf36`` -> (1, 34, 2); None when it is not a Kubernetes version."""
+    found = KUBE_VERSION.match(text.strip())
+    if not found:
+        return None
+    major, minor, patch = found.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+def format_version(version: tuple[int, int, int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def server_version_of(document: Any, argv: list[str]) -> tuple[tuple[int, int, int], str]:
+    """The server's version from ``kubectl version -o json``: gitVersion first, major/minor as fallback.
+
+    Managed clusters decorate both (``v1.33.5-gke.1080000``, minor ``"33+"``), so only the leading
+    numbers count.
+    """
+    server = document.get("serverVersion") if isinstance(document, Mapping) else None
+    if not isinstance(server, Mapping):
+        raise CommandOutputInvalid(argv, "no serverVersion: kubectl could not reach the API server")
+    git_version = str(server.get("gitVersion", ""))
+    parsed = parse_version(git_version)
+    if parsed is None:
+        major = re.match(r"\d+", str(server.get("major", "")))
+        minor = re.match(r"\d+", str(server.get("minor", "")))
+        if not (major and minor):
+            raise CommandOutputInvalid(argv, f"serverVersion {dict(server)!r} carries no version")
+        parsed = (int(major.group()), int(minor.group()), 0)
+        git_version = format_version(parsed)
+    return parsed, git_version
+
+
+def items(document: Any) -> list[dict[str, Any]]:
+    """The objects of a ``kubectl get -o json`` answer (a List, or a single object)."""
+    if isinstance(document, Mapping):
+        if isinstance(document.get("items"), list):
+            return [item for item in document["items"] if isinstance(item, dict)]
+        if "kind" in document:
+            return [dict(document)]
+    return []
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    metadata = obj.get("metadata") or {}
+    return {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace", ""))
+
+
+@dataclass
+class ClusterView:
+    """Lazily fetched, cached reads of one cluster, shared by status and presence in one request."""
+
+    runner: Runner
+    _version: tuple[tuple[int, int, int], str] | None = None
+    _daemonsets: list[dict[str, Any]] | None = None
+    _nodes: list[dict[str, Any]] | None = None
+    _pods: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    async def server_version(self) -> tuple[tuple[int, int, int], str]:
+        if self._version is None:
+            result = await self.runner.arun(VERSION_ARGV)
+            self._version = server_version_of(result.json(), VERSION_ARGV)
+        return self._version
+
+    async def nodes(self, *, fresh: bool = False) -> list[dict[str, Any]]:
+        """Cached for status; presence asks for ``fresh`` lists while it waits for a labelled node."""
+        if fresh or self._nodes is None:
+            result = await self.runner.arun(NODES_ARGV)
+            self._nodes = items(result.json())
+        return self._nodes
+
+    async def daemonsets(self) -> list[dict[str, Any]]:
+        if self._daemonsets is None:
+            result = await self.runner.arun(DAEMONSETS_ARGV)
+            self._daemonsets = items(result.json())
+        return self._daemonsets
+
+    async def pods(self, namespace: str) -> list[dict[str, Any]]:
+        if namespace not in self._pods:
+            result = await self.runner.arun(pods_argv(namespace))
+            self._pods[namespace] = items(result.json())
+        return self._pods[namespace]

@@ -1,0 +1,96 @@
+"""The blocking presence preflight: is the hardware really on some node?
+
+First the profile's ``ensure_refs`` (NFD NodeFeatureRules) are applied, since they are what puts
+the labels on nodes. Then nodes are listed until one carries every label of the presence
+selector, for at most ``timeout_seconds``. With nothing to ensure, a listing without a match is
+final: no rule is coming to add the label, so waiting would only delay the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.resolution import selector_matches
+from llm_d_lens.monitoring.gpu_driver.clock import Clock
+from llm_d_lens.monitoring.gpu_driver.commands import ensure_ref_argv
+from llm_d_lens.monitoring.gpu_driver.errors import HardwareNotPresent, PresenceNotDeclared, PresenceTimedOut
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView, labels_of, name_of
+
+DEFAULT_TIMEOUT_SECONDS = 90
+POLL_SECONDS = 5.0
+
+
+@dataclass
+class PresenceReport:
+    hardware: str
+    selector: dict[str, str]
+    matched_nodes: list[str]
+    nodes_checked: int
+    ensured: list[str] = field(default_factory=list)
+    attempts: int = 0
+    waited_seconds: float = 0.0
+
+    @property
+    def present(self) -> bool:
+        return bool(self.matched_nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hardware": self.hardware, "present": self.present, "selector": self.selector,
+                "matched_nodes": self.matched_nodes, "nodes_checked": self.nodes_checked,
+                "ensured": self.ensured, "attempts": self.attempts, "waited_seconds": self.waited_seconds}
+
+
+def selector_text(selector: dict[str, str]) -> str:
+    return ",".join(k if v == "*" else f"{k}={v}" for k, v in sorted(selector.items()))
+
+
+def presence_settings(profile: HardwareProfile) -> tuple[dict[str, str], list[str], int]:
+    """(selector, ensure_refs, timeout): the presence block, else the profile's node_label_selector."""
+    if profile.presence is not None:
+        p = profile.presence
+        return dict(p.node_label_selector), list(p.ensure_refs), p.timeout_seconds
+    if profile.node_label_selector:
+        return dict(profile.node_label_selector), [], DEFAULT_TIMEOUT_SECONDS
+    raise PresenceNotDeclared(
+        f"hardware {profile.id!r} declares neither presence.node_label_selector nor node_label_selector; "
+        "there is no label to wait for",
+        details={"hardware": profile.id},
+    )
+
+
+async def ensure_presence(profile: HardwareProfile, view: ClusterView, clock: Clock, *,
+                          timeout_seconds: float | None = None, poll_seconds: float = POLL_SECONDS) -> PresenceReport:
+    selector, refs, default_timeout = presence_settings(profile)
+    timeout = default_timeout if timeout_seconds is None else timeout_seconds
+    for ref in refs:
+        await view.runner.arun(ensure_ref_argv(ref))
+    started = clock.monotonic()
+    report = PresenceReport(profile.id, selector, [], 0, ensured=refs)
+    while True:
+        nodes = await view.nodes(fresh=True)
+        report.attempts += 1
+        report.nodes_checked = len(nodes)
+        report.matched_nodes = sorted(name_of(n) for n in nodes if selector_matches(selector, labels_of(n)))
+        report.waited_seconds = clock.monotonic() - started
+        if report.matched_nodes:
+            return report
+        label = selector_text(selector)
+        if not refs:
+            raise HardwareNotPresent(
+                f"no node carries {label} for hardware {profile.id!r} ({len(nodes)} node(s) checked) and the "
+                "profile has no ensure_refs that could add it, so Lens is not waiting. Next step: make sure the "
+                "host driver is installed on the hardware's nodes and that node-feature-discovery (or the vendor's "
+                "labeller) labels them, or fix presence.node_label_selector.",
+                details=report.to_dict(),
+            )
+        remaining = timeout - report.waited_seconds
+        if remaining <= 0:
+            raise PresenceTimedOut(
+                f"no node got {label} for hardware {profile.id!r} within {timeout:g}s after applying "
+                f"{', '.join(refs)} ({len(nodes)} node(s) checked, {report.attempts} listings). Next step: check "
+                "that node-feature-discovery runs and that the host driver is loaded on the hardware's nodes.",
+                details=report.to_dict(),
+            )
+        await clock.sleep(min(poll_seconds, remaining))

@@ -1,0 +1,99 @@
+"""The operations behind ``lens driver``/``lens preflight`` and the API, on top of the providers.
+
+Each hardware's work goes through its provider (a vendor's, or the default one), so a provider
+that changes install, status or presence changes it everywhere at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from llm_d_lens.hardware.registry import Registry
+from llm_d_lens.monitoring.gpu_driver.claims import ClaimKind, RequestedClass, classes_from_cluster, parse_claims, single_claim_classes
+from llm_d_lens.monitoring.gpu_driver.clock import Clock
+from llm_d_lens.monitoring.gpu_driver.errors import ClaimsInvalid
+from llm_d_lens.monitoring.gpu_driver.install import InstallResult
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+from llm_d_lens.monitoring.gpu_driver.plan import DriverPlan, annotate, apply, build_plan
+from llm_d_lens.monitoring.gpu_driver.presence import PresenceReport
+from llm_d_lens.monitoring.gpu_driver.status import ModeStatus
+
+_DRIVER_METHODS = ("ensure_presence", "driver_status", "install_driver", "install_target")
+
+
+def provider_for(registry: Registry, key: str) -> Any:
+    """The hardware's provider when it implements the driver interface, else the default one."""
+    from llm_d_lens.hardware.providers.base import DefaultProvider
+
+    provider = registry.provider(key)
+    if all(callable(getattr(provider, name, None)) for name in _DRIVER_METHODS):
+        return provider
+    return DefaultProvider(registry.get(key))
+
+
+def read_claims_file(path: Path) -> tuple[list[RequestedClass], list[str]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ClaimsInvalid(f"cannot read claims file {path}: {exc.strerror}", details={"source": str(path)}) from None
+    except yaml.YAMLError as exc:
+        raise ClaimsInvalid(f"claims file {path} is not YAML or JSON: {exc}", details={"source": str(path)}) from None
+    return parse_claims(data, str(path))
+
+
+def gather_classes(*, claims_data: tuple[list[RequestedClass], list[str]] | None = None,
+                   flags: Mapping[ClaimKind, Sequence[str]] | None = None) -> tuple[list[RequestedClass], list[str]]:
+    classes: list[RequestedClass] = []
+    external: list[str] = []
+    if claims_data is not None:
+        classes += claims_data[0]
+        external += claims_data[1]
+    for kind, keys in (flags or {}).items():
+        classes += single_claim_classes(kind, keys)
+    return classes, external
+
+
+async def plan(registry: Registry, classes: list[RequestedClass], external: Sequence[str], view: ClusterView | None, *,
+               from_cluster: bool = False) -> DriverPlan:
+    """Refusals come from build_plan before any cluster read; ``view`` None means do not read the cluster."""
+    if from_cluster and view is not None:
+        classes = [*classes, *await classes_from_cluster(view)]
+    if not classes:
+        raise ClaimsInvalid("nothing is claimed: give a claims file, --device-class/--resource/--dra-driver/--hardware, "
+                            "or --from-cluster")
+    built = build_plan(classes, registry, external=external)
+    if view is not None:
+        await annotate(built, registry, view)
+    return built
+
+
+async def install_plan(registry: Registry, built: DriverPlan, view: ClusterView, *, dry_run: bool) -> list[InstallResult]:
+    installers = {step.target.profile_id: provider_for(registry, step.target.profile_id) for step in built.steps}
+    return await apply(built, view, installers, dry_run=dry_run)
+
+
+async def install_one(registry: Registry, key: str, mode: str | None, view: ClusterView, *, dry_run: bool,
+                      options: Mapping[str, Any] | None = None) -> InstallResult:
+    return await provider_for(registry, key).install_driver(mode, view=view, dry_run=dry_run, options=options)
+
+
+async def status(registry: Registry, keys: Sequence[str], mode: str | None, view: ClusterView) -> list[ModeStatus]:
+    """Status of the named hardware, or of every registered one with a driver block."""
+    profiles = [registry.get(k) for k in keys] if keys else [p for p in registry.profiles() if p.driver is not None]
+    out: list[ModeStatus] = []
+    for profile in profiles:
+        out += await provider_for(registry, profile.id).driver_status(mode, view=view)
+    return out
+
+
+async def preflight(registry: Registry, keys: Sequence[str], view: ClusterView, clock: Clock,
+                    timeout_seconds: float | None = None) -> list[PresenceReport]:
+    reports = []
+    for key in keys:
+        provider = provider_for(registry, key)
+        reports.append(await provider.ensure_presence(view=view, clock=clock, timeout_seconds=timeout_seconds))
+    return reports

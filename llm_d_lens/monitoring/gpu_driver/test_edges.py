@@ -1,0 +1,141 @@
+"""The CLI and API edges: exit codes and messages, dry-run output, the token on mutating endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from llm_d_lens.api.app import create_app
+from llm_d_lens.cli import main
+from llm_d_lens.monitoring.gpu_driver import api as driver_api
+from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
+from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
+from llm_d_lens.monitoring.gpu_driver.conftest import daemonset, kube_version, mutating_calls, node, node_list
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+
+NODES = ["kubectl", "get", "nodes", "-o", "json"]
+
+
+@pytest.fixture
+def cli_fake(monkeypatch: pytest.MonkeyPatch, fake: Any) -> Any:
+    monkeypatch.setattr(driver_cli, "make_view", lambda context, kubeconfig: ClusterView(fake))
+    return fake
+
+
+def test_cli_dry_run_prints_the_command_and_runs_nothing(cli_fake: Any, capsys: Any) -> None:
+    code = main(["driver", "install", "--hardware", "cpu", "--mode", "dra", "--dry-run", "--option", "args.logLevel=2"])
+    out = capsys.readouterr().out
+    assert code == 0 and cli_fake.calls == []
+    assert "would run: helm upgrade --install dra-driver-cpu oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu " \
+           "--version 0.3.0 --namespace kube-system --create-namespace --set-json args.logLevel=2" in out.replace("\n", " ")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["driver", "install", "--hardware", "nvidia", "--mode", "nope"], "ACCESS_MODE_UNKNOWN"),
+    (["driver", "install", "--hardware", "intel-gaudi", "--mode", "plugin"], "DRIVER_NOT_MANAGED"),
+    (["driver", "install", "--hardware", "no-such-gpu"], "ACCELERATOR_NOT_REGISTERED"),
+    (["driver", "plan", "--offline", "--device-class", "npu.rebellions.ai"], "UNSUPPORTED_DEVICES"),
+    (["driver", "install", "--device-class", "dra.cpu", "--device-class", "x.example.com"], "UNSUPPORTED_DEVICES"),
+])
+def test_cli_bad_input_exits_1_with_one_line_and_changes_nothing(cli_fake: Any, capsys: Any, argv: list[str], fragment: str) -> None:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and fragment in err and "Traceback" not in err
+    assert mutating_calls(cli_fake) == []
+
+
+def test_cli_too_old_cluster_exits_1(cli_fake: Any, capsys: Any) -> None:
+    cli_fake.reply(["kubectl", "version", "-o", "json"], json_body=kube_version("v1.33.4"))
+    assert main(["driver", "install", "--hardware", "xpu", "--mode", "dra"]) == 1
+    assert "KUBERNETES_TOO_OLD" in capsys.readouterr().err and mutating_calls(cli_fake) == []
+
+
+def test_cli_helm_missing_exits_1(cli_fake: Any, capsys: Any) -> None:
+    cli_fake.missing("helm")
+    assert main(["driver", "install", "--hardware", "amd"]) == 1
+    assert "COMMAND_NOT_FOUND" in capsys.readouterr().err and cli_fake.calls == []
+
+
+def test_cli_plan_json(cli_fake: Any, capsys: Any) -> None:
+    import json
+
+    assert main(["driver", "plan", "--offline", "--resource", "nvidia.com/gpu", "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(s["hardware"], s["mode"], s["version"]) for s in data["steps"]] == [("nvidia", "plugin", "0.18.2")]
+    assert data["cluster_checked"] is False
+
+
+def test_cli_status_and_preflight(cli_fake: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_fake.reply(["kubectl", "get", "daemonsets", ...], json_body={"kind": "List", "items": []})
+    cli_fake.reply(NODES, json_body=node_list(node("g1", {"nvidia.com/gpu.present": "true"})))
+    assert main(["driver", "status", "--hardware", "nvidia", "-o", "json"]) == 0
+    assert '"state": "not-installed"' in capsys.readouterr().out
+    monkeypatch.setattr("llm_d_lens.monitoring.gpu_driver.clock.SystemClock", FakeClock)
+    assert main(["preflight", "--hardware", "nvidia"]) == 0
+    assert "g1" in capsys.readouterr().out
+    assert main(["preflight", "--hardware", "amd"]) == 1
+    assert "HARDWARE_NOT_PRESENT" in capsys.readouterr().err
+
+
+@pytest.fixture
+def client(fake: Any) -> Any:
+    app = create_app()
+    app.dependency_overrides[driver_api.view_factory] = lambda: (lambda context: ClusterView(fake))
+    app.dependency_overrides[driver_api.clock] = FakeClock
+    return TestClient(app)
+
+
+def test_api_status_is_read_only_and_open(client: Any, fake: Any) -> None:
+    fake.reply(["kubectl", "get", "daemonsets", ...], json_body={"kind": "List", "items": [
+        daemonset("kube-system", "dra-driver-cpu", desired=1, ready=1, labels={"app.kubernetes.io/version": "0.3.0"})]})
+    fake.reply(NODES, json_body=node_list())
+    fake.reply(["kubectl", "get", "pods", ...], json_body={"kind": "List", "items": []})
+    response = client.get("/api/v1/drivers/status", params={"hardware": "cpu", "mode": "dra"})
+    assert response.status_code == 200
+    [mode] = response.json()["modes"]
+    assert (mode["hardware"], mode["versions"], mode["desired"]) == ("cpu", ["0.3.0"], 1)
+
+
+def test_api_mutations_are_off_without_a_token(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(driver_api.TOKEN_ENV, raising=False)
+    for path, body in (("/api/v1/drivers/install", {"hardware": "nvidia"}), ("/api/v1/preflight", {"hardware": ["nvidia"]})):
+        response = client.post(path, json=body, headers={"Authorization": "Bearer anything"})
+        assert response.status_code == 403 and response.json()["code"] == "MUTATIONS_DISABLED"
+        assert response.headers["content-type"].startswith("application/problem+json")
+    assert fake.calls == []
+
+
+def test_api_mutations_need_the_configured_token(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+        response = client.post("/api/v1/drivers/install", json={"hardware": "nvidia"}, headers=headers)
+        assert response.status_code == 401
+    assert fake.calls == []
+    ok = client.post("/api/v1/drivers/install", json={"hardware": "nvidia", "mode": "dra", "dry_run": True},
+                     headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+    assert ok.json()["results"][0]["commands"][0][:5] == ["helm", "upgrade", "--install", "nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu"]
+
+
+def test_api_install_by_claims_and_refusal(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    auth = {"Authorization": "Bearer s3cret"}
+    refused = client.post("/api/v1/drivers/install", headers=auth, json={
+        "classes": [{"name": "mixed", "claims": [{"device_class": "dra.cpu"}, {"device_class": "gpu.nvidia.com"}]}]})
+    assert refused.status_code == 422 and refused.json()["code"] == "DEVICE_CLAIMS_REJECTED"
+    planned = client.post("/api/v1/drivers/install", headers=auth, json={
+        "dry_run": True, "classes": [{"name": "cpu", "claims": [{"dra_driver": "dra.cpu"}]}]})
+    assert planned.status_code == 200
+    assert [r["release"] for r in planned.json()["results"]] == ["dra-driver-cpu"]
+    assert fake.calls == []
+
+
+def test_api_preflight(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    fake.reply(NODES, json_body=node_list(node("tpu-a", {"cloud.google.com/gke-tpu-accelerator": "tpu7x"})))
+    response = client.post("/api/v1/preflight", json={"hardware": ["tpu", "nvidia"]}, headers={"Authorization": "Bearer s3cret"})
+    assert response.status_code == 409 and response.json()["code"] == "HARDWARE_NOT_PRESENT"
+    response = client.post("/api/v1/preflight", json={"hardware": ["tpu"]}, headers={"Authorization": "Bearer s3cret"})
+    assert response.status_code == 200 and response.json()["reports"][0]["matched_nodes"] == ["tpu-a"]
