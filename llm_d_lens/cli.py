@@ -18,6 +18,7 @@ from llm_d_lens.errors import LensError
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
     "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
+    "deploy": ("llm_d_lens.deploy.cli", "llm-d overlays: list them, render one fitted to a hardware, apply it."),
 }
 
 
