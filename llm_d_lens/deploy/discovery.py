@@ -13,8 +13,10 @@ about as much as listing it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +45,7 @@ class Overlay:
     path: str  # relative to the source root
     files: tuple[str, ...]  # the Kustomization file names it holds
     template: str  # the overlay_root template that found it
-    directory: Path = field(compare=False, repr=False)
+    directory: str = field(compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "hardware": self.hardware, "variant_dir": self.variant_dir,
@@ -99,7 +101,12 @@ class _Segment:
 
 def _compile(template: str, fixed: Mapping[str, str]) -> list[_Segment]:
     """Segments of ``template`` with the ``fixed`` placeholders filled in (a guide may hold '/')."""
-    for name, value in fixed.items():
+    return list(_compiled(template, tuple(sorted(fixed.items()))))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str, fixed: tuple[tuple[str, str], ...]) -> tuple[_Segment, ...]:
+    for name, value in fixed:
         template = template.replace("{" + name + "}", value)
     segments: list[_Segment] = []
     for raw in template.split("/"):
@@ -113,7 +120,7 @@ def _compile(template: str, fixed: Mapping[str, str]) -> list[_Segment]:
             parts = _PLACEHOLDER.split(raw)  # literal, name, literal, name, ...
             regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+)" for i, p in enumerate(parts))
             segments.append(_Segment(pattern=re.compile(regex)))
-    return segments
+    return tuple(segments)
 
 
 def _split_at_variant(template: str) -> tuple[str, str]:
@@ -127,7 +134,8 @@ def _split_at_variant(template: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class _Match:
-    directory: Path
+    directory: str
+    real: str  # the directory with every symlink resolved, for containment and cycle checks
     parts: tuple[str, ...]  # path parts relative to the source root
     captures: tuple[tuple[str, str], ...]
     wildcards: tuple[str, ...]
@@ -135,50 +143,64 @@ class _Match:
 
 # -- the walk -------------------------------------------------------------------------------
 
+_Subdir = tuple[str, str, str]  # name, path, real path
+
 
 class _Walker:
-    """Directory listings of one discovery run, each taken once, symlinks kept inside the source."""
+    """Directory listings of one discovery run, each taken once, symlinks kept inside the source.
+
+    Paths are plain strings and real paths are carried down the walk, so only a symlink costs a
+    ``realpath``: discovery should cost about what listing the directories costs.
+    """
 
     def __init__(self, source: LlmdSource):
         self.source = source
-        self.root = source.root
-        self._real_root = os.path.realpath(source.root)
-        self._listings: dict[Path, tuple[list[tuple[str, Path]], tuple[str, ...]]] = {}
+        self.real_root = os.path.realpath(source.root)
+        self._listings: dict[str, tuple[list[_Subdir], tuple[str, ...]]] = {}
         self.skipped: dict[str, Skipped] = {}
 
-    def listing(self, directory: Path) -> tuple[list[tuple[str, Path]], tuple[str, ...]]:
+    def start(self) -> _Match:
+        return _Match(str(self.source.root), self.real_root, (), (), ())
+
+    def listing(self, directory: str, real: str) -> tuple[list[_Subdir], tuple[str, ...]]:
         """(sub-directories, Kustomization file names) of ``directory``."""
         cached = self._listings.get(directory)
         if cached is not None:
             return cached
-        subdirs: list[tuple[str, Path]] = []
+        subdirs: list[_Subdir] = []
         files: list[str] = []
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    if entry.name.startswith("."):
+                    name = entry.name
+                    if name[0] == ".":
                         continue
-                    if entry.name in _KUSTOMIZATION_NAMES:
-                        if not entry.is_symlink() or self._inside(entry.path):
-                            files.append(entry.name)
+                    if name in _KUSTOMIZATION_NAMES:
+                        if not entry.is_symlink() or self._inside(entry.path) is not None:
+                            files.append(name)
                         else:
                             self._skip(entry.path, "a symlink pointing outside the llm-d source")
-                    elif entry.is_dir():
-                        if not entry.is_symlink() or self._inside(entry.path):
-                            subdirs.append((entry.name, Path(entry.path)))
-                        else:
+                    elif entry.is_dir():  # follows a link, so a link to a file is dropped here
+                        if not entry.is_symlink():
+                            subdirs.append((name, entry.path, real + os.sep + name))
+                            continue
+                        target = self._inside(entry.path)
+                        if target is None:
                             self._skip(entry.path, "a symlink pointing outside the llm-d source")
+                        else:
+                            subdirs.append((name, entry.path, target))
+                    elif entry.is_symlink() and self._inside(entry.path) is None:
+                        self._skip(entry.path, "a symlink pointing outside the llm-d source")
         except OSError as exc:
-            self._skip(str(directory), f"cannot be listed ({exc.strerror})")
-        subdirs.sort()
-        ordered = tuple(name for name in KUSTOMIZATION_FILES if name in files)
-        result = (subdirs, ordered)
+            self._skip(directory, f"cannot be listed ({exc.strerror})")
+        result = (subdirs, tuple(n for n in KUSTOMIZATION_FILES if n in files) if files else ())
         self._listings[directory] = result
         return result
 
-    def _inside(self, path: str) -> bool:
+    def _inside(self, path: str) -> str | None:
+        """The real path of ``path`` when it lies inside the source, else None."""
         real = os.path.realpath(path)
-        return real == self._real_root or real.startswith(self._real_root + os.sep)
+        return real if real == self.real_root or real.startswith(self.real_root + os.sep) else None
 
     def _skip(self, path: str, reason: str) -> None:
         shown = self.source.display(path)
@@ -188,64 +210,82 @@ class _Walker:
         """Every directory below ``start`` that the segments reach."""
         yield from self._match(segments, 0, start)
 
+    def _child(self, at: _Match, subdir: _Subdir, captures: tuple[tuple[str, str], ...] = (),
+               wildcard: str | None = None) -> _Match:
+        name, path, real = subdir
+        return _Match(path, real, (*at.parts, name), (*at.captures, *captures),
+                      (*at.wildcards, wildcard) if wildcard is not None else at.wildcards)
+
+    def _literal(self, at: _Match, name: str) -> _Subdir | None:
+        path = at.directory + os.sep + name
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode):
+            target = self._inside(path)
+            if target is None:
+                self._skip(path, "a symlink pointing outside the llm-d source")
+            return (name, path, target) if target is not None and os.path.isdir(target) else None
+        return (name, path, at.real + os.sep + name) if stat.S_ISDIR(mode) else None
+
     def _match(self, segments: list[_Segment], index: int, at: _Match) -> Iterator[_Match]:
         if index == len(segments):
             yield at
             return
         segment = segments[index]
         if segment.literal is not None:
-            child = at.directory / segment.literal
-            if child.is_dir() and (not child.is_symlink() or self._inside(str(child))):
-                yield from self._match(segments, index + 1, _Match(child, (*at.parts, segment.literal), at.captures, at.wildcards))
+            found = self._literal(at, segment.literal)
+            if found is not None:
+                yield from self._match(segments, index + 1, self._child(at, found))
             return
         if segment.guide:
             yield from self._match_guide(segments, index, at)
             return
         assert segment.pattern is not None
-        for name, child in self.listing(at.directory)[0]:
-            found = segment.pattern.fullmatch(name)
-            if found is None:
+        for subdir in self.listing(at.directory, at.real)[0]:
+            matched = segment.pattern.fullmatch(subdir[0])
+            if matched is None:
                 continue
-            groups = found.groupdict()
+            groups = matched.groupdict()
             wildcard = groups.pop("_wildcard", None)
-            captures = (*at.captures, *groups.items())
-            wildcards = (*at.wildcards, wildcard) if wildcard is not None else at.wildcards
-            yield from self._match(segments, index + 1, _Match(child, (*at.parts, name), captures, wildcards))
+            yield from self._match(segments, index + 1, self._child(at, subdir, tuple(groups.items()), wildcard))
 
     def _match_guide(self, segments: list[_Segment], index: int, at: _Match) -> Iterator[_Match]:
         """{guide} spans levels: the shallowest directories from which the rest matches."""
-        frontier = [(at.directory, ())]
+        frontier = [(at, ())]
         for _depth in range(MAX_GUIDE_DEPTH):
-            deeper: list[tuple[Path, tuple[str, ...]]] = []
-            for directory, names in frontier:
-                for name, child in self.listing(directory)[0]:
-                    guide = (*names, name)
+            deeper: list[tuple[_Match, tuple[str, ...]]] = []
+            for parent, names in frontier:
+                for subdir in self.listing(parent.directory, parent.real)[0]:
+                    guide = (*names, subdir[0])
+                    child = self._child(parent, subdir)
                     found = list(self._match(segments, index + 1, _Match(
-                        child, (*at.parts, *guide), (*at.captures, ("guide", "/".join(guide))), at.wildcards)))
+                        child.directory, child.real, child.parts, (*at.captures, ("guide", "/".join(guide))), at.wildcards)))
                     if found:
                         yield from found
                     else:
                         deeper.append((child, guide))
             frontier = deeper
 
-    def kustomizations(self, top: Path) -> Iterator[tuple[Path, tuple[str, ...], tuple[str, ...]]]:
+    def kustomizations(self, top: _Match) -> Iterator[tuple[str, tuple[str, ...], tuple[str, ...]]]:
         """(directory, parts below ``top``, file names) of every Kustomization at or below ``top``."""
-        stack: list[tuple[Path, tuple[str, ...], str]] = [(top, (), os.path.realpath(top))]
-        links: list[tuple[Path, tuple[str, ...], str]] = []  # walked after the real tree, so it wins
+        stack: list[tuple[str, tuple[str, ...], str]] = [(top.directory, (), top.real)]
+        links: list[tuple[str, tuple[str, ...], str]] = []  # walked after the real tree, so it wins
         visited: set[str] = set()
         while stack or links:
             directory, parts, real = stack.pop() if stack else links.pop(0)
             if real in visited:  # reached again through a link: a cycle, or a second name for it
                 continue
             visited.add(real)
-            subdirs, files = self.listing(directory)
+            subdirs, files = self.listing(directory, real)
             if files:
                 yield directory, parts, files
-            for name, child in reversed(subdirs):
-                if child.is_symlink():
-                    links.append((child, (*parts, name), os.path.realpath(child)))
+            for name, path, child_real in reversed(subdirs):
+                if child_real != real + os.sep + name:
+                    links.append((path, (*parts, name), child_real))
                 else:
-                    stack.append((child, (*parts, name), os.path.join(real, name)))
+                    stack.append((path, (*parts, name), child_real))
 
 
 # -- discovery ------------------------------------------------------------------------------
@@ -269,7 +309,7 @@ def discover(
     report_unsupported = profiles is None
     walker = _Walker(source)
     fixed = {"guide": guide} if guide is not None else {}
-    start = _Match(source.root, (), (), ())
+    start = walker.start()
     prefix_matches: dict[str, list[_Match]] = {}
 
     def variant_dirs(prefix: str) -> list[_Match]:
@@ -279,7 +319,7 @@ def discover(
 
     overlays: list[Overlay] = []
     for profile in chosen:
-        claimed: set[Path] = set()
+        claimed: set[str] = set()
         own_dirs = set(profile.overlay_dirs)
         for template in templates_of(profile):
             prefix, suffix = _split_at_variant(template)
@@ -299,18 +339,18 @@ def discover(
             for m in matches:
                 captures = dict(m.captures)
                 name = captures.get("variant", "")
-                if name not in owned and m.directory not in seen:
-                    seen.add(m.directory)
-                    unsupported.append(UnsupportedDir(captures.get("guide", guide or ""), name, "/".join(m.parts), m.directory))
+                if name not in owned and m.real not in seen:
+                    seen.add(m.real)
+                    unsupported.append(UnsupportedDir(captures.get("guide", guide or ""), name, "/".join(m.parts), Path(m.directory)))
     overlays.sort(key=lambda o: (o.guide, o.hardware, o.model_server or "", o.name))
     unsupported.sort(key=lambda u: (u.guide, u.name))
     return Catalog(source, overlays, unsupported, sorted(walker.skipped.values(), key=lambda s: s.path))
 
 
 def _overlays_below(walker: _Walker, root: _Match, profile: HardwareProfile, template: str,
-                    fixed: Mapping[str, str], claimed: set[Path]) -> Iterator[Overlay]:
+                    fixed: Mapping[str, str], claimed: set[str]) -> Iterator[Overlay]:
     captures = dict(root.captures)
-    for directory, parts, files in walker.kustomizations(root.directory):
+    for directory, parts, files in walker.kustomizations(root):
         if directory in claimed:
             continue
         claimed.add(directory)
@@ -331,4 +371,5 @@ def _overlays_below(walker: _Walker, root: _Match, profile: HardwareProfile, tem
 def kustomizations_below(source: LlmdSource, directory: Path) -> list[tuple[Path, str]]:
     """(directory, path relative to the source) of every Kustomization at or below ``directory``."""
     walker = _Walker(source)
-    return [(found, source.display(found)) for found, _, _ in walker.kustomizations(directory)]
+    top = _Match(str(directory), os.path.realpath(directory), (), (), ())
+    return [(Path(found), source.display(found)) for found, _, _ in walker.kustomizations(top)]

@@ -141,8 +141,9 @@ class KustomizationReader:
             return Kustomization(directory, path, {}, found, "is not a YAML mapping")
         return Kustomization(directory, path, data, found)
 
-    def inspect(self, directory: Path) -> Inspection:
+    def inspect(self, directory: Path | str) -> Inspection:
         """Labels over the local chain of bases, and every problem found along it."""
+        directory = Path(directory)
         cached = self._inspections.get(directory)
         if cached is None:
             problems: list[Problem] = []

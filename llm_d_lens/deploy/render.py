@@ -38,7 +38,7 @@ def kustomize_command(runner: Runner) -> list[str]:
     )
 
 
-def build(runner: Runner, source: LlmdSource, directory: Path, *, timeout: float = RENDER_TIMEOUT) -> str:
+def build(runner: Runner, source: LlmdSource, directory: Path | str, *, timeout: float = RENDER_TIMEOUT) -> str:
     """kustomize's YAML for ``directory``; a failure quotes kustomize, with paths relative to the source."""
     argv = [*kustomize_command(runner), str(directory)]
     try:
