@@ -207,6 +207,12 @@ class Fitter:
                     self._set_resources(container, self.resource_name, count)
                 self._note(pod, f"requests {self.resource_name}: {count} in limits and requests ({source})")
             else:
+                if self.pci and count > len(self.pci):
+                    raise DeployRequestInvalid(
+                        f"{pod.display} asks for {count} devices per pod ({source}), but --pci-allow admits only "
+                        f"{len(self.pci)}; allow more addresses or pass --count",
+                        details={"count": count, "pci_allow": list(self.pci)},
+                    )
                 for container in targets:
                     self._set_resources(container, None, 0)
                 created = self._claim(pod, targets, count, source)

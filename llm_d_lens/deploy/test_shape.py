@@ -100,6 +100,13 @@ def test_requests_the_hardware_cannot_take(hardware: str, options: dict[str, Any
     assert message in raised.value.message
 
 
+def test_a_derived_count_larger_than_the_allowlist_is_refused() -> None:
+    with pytest.raises(DeployRequestInvalid) as raised:
+        run([deployment(GPU2)], "nvidia", mode="dra", pci_allow=("0000:3b:00.0",))
+    assert raised.value.message == ("Deployment/ob-decode asks for 2 devices per pod (the overlay's own request), but "
+                                    "--pci-allow admits only 1; allow more addresses or pass --count")
+
+
 def test_count_comes_from_the_flags_when_the_overlay_states_none() -> None:
     result = run([deployment(None, args=["m", "--tensor-parallel-size", "4", "--pipeline-parallel-size=2"])], "nvidia", mode="plugin")
     assert result.counts == {"Deployment/ob-decode": 8}
