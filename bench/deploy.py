@@ -78,10 +78,10 @@ def bench_render(root: Path, repeat: int, limit: int | None) -> None:
                                 overlay=row["overlay"])
         directory = str(root / row["path"])
 
-        def lens() -> object:
+        def lens(request: RenderRequest = request) -> object:
             return render(request, root=root, runner=runner)
 
-        def floor() -> object:
+        def floor(directory: str = directory) -> object:
             return subprocess.run([kubectl, "kustomize", directory], check=True, capture_output=True)
 
         lens()  # warm: the first call pays for imports and the registry, not for rendering
@@ -122,7 +122,7 @@ def bench_discovery(root: Path, copies: int, repeat: int) -> None:
         def find() -> object:
             return discover(source, registry)
 
-        overlays = len(find().overlays)
+        overlays = len(discover(source, registry).overlays)
         lens_s, floor_s = paired(find, walk, repeat)
         print(f"discovery over {copies} copies ({overlays} overlays, {directories} directories): "
               f"lens {lens_s:.4f} s, os.walk {floor_s:.4f} s, ratio {lens_s / floor_s:.2f} (goal <= {DISCOVERY_GOAL})")

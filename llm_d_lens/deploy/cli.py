@@ -76,6 +76,9 @@ def _guides_table(report: dict[str, Any]) -> Any:
         if row["detail"]:
             notes.append(Text(f"{row['status']}: {row['detail']}", style=style.get(row["status"], "yellow")))
     parts: list[Any] = [table, *notes]
+    if not report["overlays"] and not report["unsupported"]:
+        parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
+                          style="yellow"))
     for row in report["unsupported"]:
         parts.append(Text(f"unsupported: {row['path']} (labels {', '.join(row['labels'])}): {row['detail']}", style="yellow"))
     for row in report["skipped"]:

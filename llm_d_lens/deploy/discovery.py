@@ -19,13 +19,13 @@ import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from llm_d_lens.deploy.kustomization import KUSTOMIZATION_FILES
 from llm_d_lens.deploy.source import LlmdSource
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry, get_registry
+from llm_d_lens.hardware.resolution import Resolver
 
 #: How many directory levels ``{guide}`` may span (``multimodal-serving/aggregation`` is two).
 MAX_GUIDE_DEPTH = 3
@@ -60,7 +60,7 @@ class UnsupportedDir:
     guide: str
     name: str
     path: str
-    directory: Path = field(compare=False, repr=False)
+    directory: str = field(compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "variant_dir": self.name, "path": self.path}
@@ -253,7 +253,7 @@ class _Walker:
 
     def _match_guide(self, segments: list[_Segment], index: int, at: _Match) -> Iterator[_Match]:
         """{guide} spans levels: the shallowest directories from which the rest matches."""
-        frontier = [(at, ())]
+        frontier: list[tuple[_Match, tuple[str, ...]]] = [(at, ())]
         for _depth in range(MAX_GUIDE_DEPTH):
             deeper: list[tuple[_Match, tuple[str, ...]]] = []
             for parent, names in frontier:
@@ -333,15 +333,15 @@ def discover(
                 overlays.extend(_overlays_below(walker, root, profile, template, fixed, claimed))
     unsupported: list[UnsupportedDir] = []
     if report_unsupported:
-        owned = registry.index.overlay_dirs
-        seen: set[Path] = set()
+        resolver = Resolver(registry)
+        seen: set[str] = set()
         for matches in prefix_matches.values():
             for m in matches:
                 captures = dict(m.captures)
                 name = captures.get("variant", "")
-                if name not in owned and m.real not in seen:
+                if not resolver.match_overlay_dir(name).supported and m.real not in seen:
                     seen.add(m.real)
-                    unsupported.append(UnsupportedDir(captures.get("guide", guide or ""), name, "/".join(m.parts), Path(m.directory)))
+                    unsupported.append(UnsupportedDir(captures.get("guide", guide or ""), name, "/".join(m.parts), m.directory))
     overlays.sort(key=lambda o: (o.guide, o.hardware, o.model_server or "", o.name))
     unsupported.sort(key=lambda u: (u.guide, u.name))
     return Catalog(source, overlays, unsupported, sorted(walker.skipped.values(), key=lambda s: s.path))
@@ -368,8 +368,8 @@ def _overlays_below(walker: _Walker, root: _Match, profile: HardwareProfile, tem
         )
 
 
-def kustomizations_below(source: LlmdSource, directory: Path) -> list[tuple[Path, str]]:
+def kustomizations_below(source: LlmdSource, directory: str) -> list[tuple[str, str]]:
     """(directory, path relative to the source) of every Kustomization at or below ``directory``."""
     walker = _Walker(source)
-    top = _Match(str(directory), os.path.realpath(directory), (), (), ())
-    return [(Path(found), source.display(found)) for found, _, _ in walker.kustomizations(top)]
+    top = _Match(directory, os.path.realpath(directory), (), (), ())
+    return [(found, source.display(found)) for found, _, _ in walker.kustomizations(top)]

@@ -16,9 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from llm_d_lens.deploy.discovery import discover, kustomizations_below
 from llm_d_lens.deploy.errors import ValidationFailed
 from llm_d_lens.deploy.kustomization import KustomizationReader
-from llm_d_lens.deploy.render import build, dump_manifests, kustomize_command, parse_manifests
+from llm_d_lens.deploy.render import (
+    build,
+    dump_manifests,
+    kustomize_command,
+    parse_manifests,
+)
 from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, overlay_status
-from llm_d_lens.deploy.shape import Fitter, FitOptions, FitResult, RuntimeClassRef
+from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.hardware.registry import Registry, get_registry

@@ -334,10 +334,10 @@ class Fitter:
         labels = pod.workload.get("metadata", {}).get("labels")
         if isinstance(labels, dict) and labels:
             metadata["labels"] = dict(labels)
-        request: dict[str, Any] = {"name": mode.claim_request_name, "exactly": {}}
+        new_request: dict[str, Any] = {"name": mode.claim_request_name, "exactly": {}}
         template = {"apiVersion": DRA_API_VERSION, "kind": CLAIM_TEMPLATE_KIND, "metadata": metadata,
-                    "spec": {"spec": {"devices": {"requests": [request]}}}}
-        self._shape_request(template, request, count)
+                    "spec": {"spec": {"devices": {"requests": [new_request]}}}}
+        self._shape_request(template, new_request, count)
         self.view.templates[template_name] = template
         pod.spec.setdefault("resourceClaims", []).append({"name": claim_name, "resourceClaimTemplateName": template_name})
         for container in targets:

@@ -57,6 +57,8 @@ def check_name(what: str, value: str, *, nested: bool = False) -> str:
         raise UnsafeName(what, value, "it is empty or has surrounding spaces")
     if "\0" in value or "\\" in value:
         raise UnsafeName(what, value, "it contains a NUL or a backslash")
+    if any(c in value for c in "*{}"):
+        raise UnsafeName(what, value, "it contains *, { or }, which overlay_root templates reserve")
     if value.startswith("/"):
         raise UnsafeName(what, value, "it is an absolute path")
     parts = value.split("/")

@@ -7,11 +7,26 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.deploy.conftest import ACME, GPU2, LABELS, claim_template, deployment, registry_of
+from llm_d_lens.deploy.conftest import (
+    ACME,
+    GPU2,
+    LABELS,
+    claim_template,
+    deployment,
+    registry_of,
+)
 from llm_d_lens.deploy.errors import DeployRequestInvalid
-from llm_d_lens.deploy.shape import FitOptions, RuntimeClassRef, fit, image_repository, normalize_pci, parallelism
+from llm_d_lens.deploy.shape import (
+    FitOptions,
+    RuntimeClassRef,
+    fit,
+    image_repository,
+    normalize_pci,
+    parallelism,
+)
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.hardware.resolution import Resolver
+
 
 def run(objects: list[dict[str, Any]], hardware: str, registry=None, **options: Any):
     registry = registry or get_registry()

@@ -16,7 +16,7 @@ from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.runner import CommandRunner
 
 
-@pytest.mark.parametrize("value", ["..", "../etc", "/etc", "a/../b", "a//b", "", " x", "a\\b", "./a", "a\0b"])
+@pytest.mark.parametrize("value", ["..", "../etc", "/etc", "a/../b", "a//b", "", " x", "a\\b", "./a", "a\0b", "*", "{variant}"])
 def test_names_that_could_leave_the_source_are_refused(value: str) -> None:
     with pytest.raises(UnsafeName) as raised:
         check_name("guide", value, nested=True)

@@ -76,6 +76,10 @@ class DeviceRequest:
         return f"{self.count if self.count is not None else '?'} × {self.key} ({where}, request {self.request})"
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _get(data: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(data, dict):
@@ -125,7 +129,8 @@ def request_class(request: dict[str, Any]) -> str | None:
 
 
 def request_count(request: dict[str, Any]) -> int | None:
-    body = request.get("exactly") if isinstance(request.get("exactly"), dict) else request
+    exactly = request.get("exactly")
+    body: dict[str, Any] = exactly if isinstance(exactly, dict) else request
     if body.get("allocationMode") == "All":
         return None
     return quantity(body.get("count", 1))
@@ -170,8 +175,8 @@ class DeviceView:
         found: list[DeviceRequest] = []
         name = str(container.get("name", "?"))
         resources = container_resources(container)
-        limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
-        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+        limits = _mapping(resources.get("limits"))
+        requests = _mapping(resources.get("requests"))
         for resource in dict.fromkeys([*limits, *requests]):
             if is_device_resource(resource):
                 count = quantity(limits.get(resource, requests.get(resource)))
