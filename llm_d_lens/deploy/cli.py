@@ -25,7 +25,7 @@ ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (def
 OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay such as gke or v7 (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
 CountOption = typer.Option(None, "--count", min=1, help="Accelerators per pod (default: what the overlay asks for).")
-PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat for several.")
+PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
                                     help="Read the cluster's RuntimeClasses with kubectl to pick the hardware's runtime class.")
@@ -130,7 +130,8 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
     known = fetch_runtime_classes(runner) if options["runtime_classes_from_cluster"] else None
     request = RenderRequest(
         guide=options["guide"], hardware=options["hardware"], model_server=options["model_server"],
-        overlay=options["overlay"], mode=options["mode"], count=options["count"], pci_allow=options["pci_allow"],
+        overlay=options["overlay"], mode=options["mode"], count=options["count"],
+        pci_allow=[a for item in options["pci_allow"] for a in item.split(",") if a],
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
     )
     result = render_job(request, root=options["llm_d_root"], runner=runner)

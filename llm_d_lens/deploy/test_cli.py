@@ -131,3 +131,13 @@ def test_runtime_classes_are_read_from_the_cluster_when_asked(tree: Path, monkey
                  "--runtime-classes-from-cluster"]) == 0
     rendered = list(yaml.safe_load_all(capsys.readouterr().out))
     assert rendered[0]["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+
+
+def test_pci_addresses_may_be_comma_separated(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    fake_cluster(monkeypatch)
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--mode", "dra",
+                 "--pci-allow", "0000:3b:00.0,86:00.0", "--pci-allow", "0000:af:00.0"]) == 0
+    template = next(o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "ResourceClaimTemplate")
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [{"cel": {"expression":
+        'device.attributes["resource.kubernetes.io"].pciBusID in ["0000:3b:00.0", "0000:86:00.0", "0000:af:00.0"]'}}]
