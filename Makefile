@@ -32,6 +32,14 @@ demo: $(STAMP)
 	$(BIN)/lens driver plan --offline --device-class gpu.nvidia.com --device-class dra.cpu --resource google.com/tpu
 	$(BIN)/lens driver install --hardware amd --mode dra --dry-run
 	$(BIN)/lens driver plan --offline --device-class npu.rebellions.ai || echo "(refused before anything ran, as it should be: an unsupported device class)"
+	@root="$${LLM_D_ROOT:-../shared/upstream/llm-d}"; \
+	if [ ! -d "$$root/guides" ]; then echo "lens deploy: skipped, no llm-d checkout at $$root (set LLM_D_ROOT)"; \
+	else set -x; $(BIN)/lens deploy guides --llm-d-root "$$root" || exit 1; \
+	if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1; then \
+	  set +x; echo "lens deploy render: skipped, neither kubectl nor kustomize is installed"; \
+	else $(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware rocm --mode dra \
+	  --pci-allow 0000:c1:00.0 --pci-allow 0000:c2:00.0 >/dev/null || exit 1; \
+	$(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware xpu --mode plugin || exit 1; fi; fi
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

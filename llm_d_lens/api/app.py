@@ -22,6 +22,7 @@ ROUTERS: tuple[str, ...] = (
     "llm_d_lens.hardware.api",
     "llm_d_lens.evaluate.api",
     "llm_d_lens.monitoring.gpu_driver.api",
+    "llm_d_lens.deploy.api",
 )
 
 

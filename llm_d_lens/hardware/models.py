@@ -77,7 +77,19 @@ class Deployment(Contract):
 
     overlay_root: str = Field(
         min_length=1,
-        description="Path under the llm-d source; may use {guide}, {variant} (the upstream_variant) and {model_server}.",
+        description=(
+            "Path under the llm-d source; may use {guide} (which may span directories, e.g. "
+            "multimodal-serving/aggregation), {variant} (the upstream_variant), {model_server}, and * as a whole "
+            "segment for one directory level that becomes part of the overlay name (e.g. a TPU generation). Every "
+            "Kustomization below the matched directory is an overlay; its sub-path is kept in the overlay name."
+        ),
+    )
+    extra_overlay_roots: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Further overlay_root templates for guides laid out differently, tried in order after overlay_root; "
+            "a Kustomization is claimed by the first template that reaches it."
+        ),
     )
     arch: str = Field(min_length=1)
     device_class: str = ""

@@ -163,12 +163,17 @@ def _regexes(p: HardwareProfile) -> Iterator[ProfileIssue]:
 
 
 def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
-    root = p.deployment.overlay_root
-    for name in re.findall(r"{([^}]*)}", root):
-        if name not in OVERLAY_PLACEHOLDERS:
-            yield ProfileIssue("$.deployment.overlay_root", f"unknown placeholder {{{name}}}; use {{guide}}, {{variant}} or {{model_server}}", root)
-    if root.startswith("/") or ".." in root.split("/"):
-        yield ProfileIssue("$.deployment.overlay_root", "must be a relative path inside the llm-d source", root)
+    templates = [("$.deployment.overlay_root", p.deployment.overlay_root)]
+    templates += [(f"$.deployment.extra_overlay_roots[{i}]", t) for i, t in enumerate(p.deployment.extra_overlay_roots)]
+    for path, root in templates:
+        for name in re.findall(r"{([^}]*)}", root):
+            if name not in OVERLAY_PLACEHOLDERS:
+                yield ProfileIssue(path, f"unknown placeholder {{{name}}}; use {{guide}}, {{variant}} or {{model_server}}", root)
+        segments = root.split("/")
+        if root.startswith("/") or ".." in segments or "" in segments or "." in segments:
+            yield ProfileIssue(path, "must be a relative path inside the llm-d source", root)
+        if any("*" in segment and segment != "*" for segment in segments):
+            yield ProfileIssue(path, "* must be a whole path segment", root)
 
 
 def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:

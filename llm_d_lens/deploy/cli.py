@@ -1,0 +1,189 @@
+"""``lens deploy``: which llm-d overlays a source has, and one rendered and fitted for a hardware."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.errors import LensError
+from llm_d_lens.output import OutputFormat, emit
+
+app = typer.Typer(no_args_is_help=True)
+
+RootOption = typer.Option(None, "--llm-d-root", help="llm-d checkout (default: $LLM_D_ROOT).")
+RevisionOption = typer.Option(None, "--revision", help="Read the checkout at this git revision (no network).")
+GuideOption = typer.Option(..., "--guide", help="llm-d guide, e.g. optimized-baseline.")
+HardwareOption = typer.Option(..., "--hardware", help="Hardware profile id or alias.")
+ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (default: the only one, else vllm).")
+OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay such as gke or v7 (default: the flat one or base).")
+ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
+CountOption = typer.Option(None, "--count", min=1, help="Accelerators per pod (default: what the overlay asks for).")
+PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
+ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
+RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
+                                    help="Read the cluster's RuntimeClasses with kubectl to pick the hardware's runtime class.")
+KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig for kubectl calls.")
+ContextOption = typer.Option(None, "--context", help="kubeconfig context for kubectl calls.")
+
+
+def _runner(kubeconfig: Path | None, context: str | None) -> Any:
+    from llm_d_lens.runner import CommandRunner
+
+    return CommandRunner(kubeconfig=kubeconfig, context=context)
+
+
+@app.command("guides")
+def guides(
+    llm_d_root: Path = RootOption,
+    revision: str = RevisionOption,
+    guide: str = typer.Option(None, "--guide", help="Only this guide."),
+    hardware: str = typer.Option(None, "--hardware", help="Only this hardware."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+) -> None:
+    """Every overlay in the llm-d source: guide × hardware × model server × overlay, with labels and status."""
+    from llm_d_lens.deploy.service import describe_guides
+
+    report = describe_guides(root=llm_d_root, revision=revision, guide=guide, hardware=hardware, runner=_runner(None, None))
+    emit(report, output, _guides_table)
+
+
+def _guides_table(report: dict[str, Any]) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    source = report["source"]
+    where = source["root"] + (f" at {source['revision']} ({(source['commit'] or '')[:12]})" if source["revision"] else "")
+    table = Table(title=f"{len(report['overlays'])} overlays in {where}")
+    for column in ("guide", "hardware", "server", "overlay", "labels (variant/vendor)", "status", "directory"):
+        table.add_column(column)
+    style = {"ok": "green", "broken": "red", "label-mismatch": "red", "unsafe": "red"}
+    notes: list[Any] = []
+    for row in report["overlays"]:
+        labels = row["labels"]
+        pair = f"{labels.get('llm-d.ai/accelerator-variant', '-')}/{labels.get('llm-d.ai/accelerator-vendor', '-')}"
+        guide_dir = f"guides/{row['guide']}/"
+        directory = row["path"][len(guide_dir):] if row["path"].startswith(guide_dir) else row["path"]
+        table.add_row(row["guide"], row["hardware"], row["model_server"] or "-", row["overlay"], pair,
+                      f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", directory)
+        if row["detail"]:
+            notes.append(Text(f"{row['status']}: {row['detail']}", style=style.get(row["status"], "yellow")))
+    parts: list[Any] = [table, *notes]
+    if not report["overlays"] and not report["unsupported"]:
+        parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
+                          style="yellow"))
+    for row in report["unsupported"]:
+        parts.append(Text(f"unsupported: {row['path']} (labels {', '.join(row['labels'])}): {row['detail']}", style="yellow"))
+    for row in report["skipped"]:
+        parts.append(Text(f"skipped: {row['path']}: {row['reason']}", style="yellow"))
+    return Group(*parts)
+
+
+#: The options that say what to render; `render` and `apply` take exactly these.
+_RENDER_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("guide", str, GuideOption),
+    ("hardware", str, HardwareOption),
+    ("model_server", str, ServerOption),
+    ("overlay", str, OverlayOption),
+    ("mode", str, ModeOption),
+    ("count", int, CountOption),
+    ("pci_allow", list[str], PciOption),
+    ("resource", str, ResourceOption),
+    ("runtime_classes_from_cluster", bool, RuntimeClassesOption),
+    ("llm_d_root", Path, RootOption),
+    ("revision", str, RevisionOption),
+    ("kubeconfig", Path, KubeconfigOption),
+    ("context", str, ContextOption),
+]
+
+
+def render_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the render options too; it receives them as keyword arguments."""
+    hints = typing.get_type_hints(command)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = [p.replace(kind=keyword, annotation=hints[p.name]) for p in inspect.signature(command).parameters.values()
+           if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [inspect.Parameter(name, keyword, default=option, annotation=kind) for name, kind, option in _RENDER_OPTIONS]
+
+    @functools.wraps(command)
+    def wrapper(**options: Any) -> None:
+        command(**options)
+
+    wrapper.__signature__ = inspect.Signature([*shared, *own])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*shared, *own]}
+    return wrapper
+
+
+def _render(options: dict[str, Any]) -> tuple[Any, Any]:
+    """The fitted render the options ask for, and the runner it went through."""
+    from llm_d_lens.deploy.service import RenderRequest, fetch_runtime_classes
+    from llm_d_lens.deploy.service import render as render_job
+
+    runner = _runner(options["kubeconfig"], options["context"])
+    known = fetch_runtime_classes(runner) if options["runtime_classes_from_cluster"] else None
+    request = RenderRequest(
+        guide=options["guide"], hardware=options["hardware"], model_server=options["model_server"],
+        overlay=options["overlay"], mode=options["mode"], count=options["count"],
+        pci_allow=[a for item in options["pci_allow"] for a in item.split(",") if a],
+        resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
+    )
+    result = render_job(request, root=options["llm_d_root"], runner=runner)
+    _explain(result)
+    return result, runner
+
+
+def _explain(result: Any) -> None:
+    """How the overlay was chosen and what Lens changed, as comments on stderr (never wrapped)."""
+    for line in [*result.explanation(), *map(str, result.warnings)]:
+        typer.echo(f"# {line}", err=True)
+
+
+@app.command("render")
+@render_options
+def render(
+    output_file: Path = typer.Option(None, "--output-file", "-o", help="Write the manifests here instead of stdout."),
+    force: bool = typer.Option(False, "--force", help="Overwrite --output-file if it exists."),
+    report: OutputFormat = typer.Option(None, "--report", help="Print a json or yaml report (explanation, warnings, objects)."),
+    **options: Any,
+) -> None:
+    """Render the hardware's overlay of a guide with kustomize and fit it to an access mode.
+
+    The manifests go to stdout (or --output-file); how the overlay was chosen and what Lens
+    changed go to stderr as comments.
+    """
+    if output_file is not None and output_file.exists() and not force:
+        raise LensError(f"{output_file} exists; pass --force to overwrite it", code="OUTPUT_EXISTS")
+    result, _ = _render(options)
+    if report is not None and report is not OutputFormat.table:
+        emit(result.to_dict(), report, lambda data: data)
+        return
+    manifests = result.manifests()
+    if output_file is not None:
+        output_file.write_text(manifests, encoding="utf-8")
+        typer.echo(f"# wrote {len(result.objects)} objects to {output_file}", err=True)
+    else:
+        sys.stdout.write(manifests)
+
+
+@app.command("apply")
+@render_options
+def apply(
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Namespace to apply into."),
+    yes: bool = typer.Option(False, "--yes", help="Really apply; without it kubectl only does a server-side dry run."),
+    **options: Any,
+) -> None:
+    """Render and fit as `render` does, then `kubectl apply` it (a server-side dry run unless --yes)."""
+    from llm_d_lens.deploy.service import apply as apply_job
+
+    result, runner = _render(options)
+    outcome = apply_job(result, runner, yes=yes, namespace=namespace)
+    sys.stdout.write(outcome["output"])
+    if outcome["dry_run"]:
+        typer.echo("# server-side dry run only; pass --yes to apply", err=True)

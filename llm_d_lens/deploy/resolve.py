@@ -1,0 +1,207 @@
+"""From (guide, hardware, model server, sub-overlay) to one overlay directory, with the reasons.
+
+The choice is made among the overlays discovery found for the hardware's profile; nothing is
+guessed from names. When several fit, the flat overlay (``.``) or the provider-neutral ``base``
+wins and the explanation lists the others. The chosen overlay's own llm-d accelerator labels
+must resolve to the requested profile: an overlay that says it is for other hardware is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of
+from llm_d_lens.deploy.errors import (
+    DeployRequestInvalid,
+    GuideNotFound,
+    OverlayAmbiguous,
+    OverlayLabelMismatch,
+    OverlayNotFound,
+    OverlayUnsafe,
+)
+from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
+from llm_d_lens.deploy.source import LlmdSource, check_name
+from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.registry import Registry
+from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
+
+#: The model server chosen when a guide offers several and none is named (llm-d's default engine).
+DEFAULT_MODEL_SERVER = "vllm"
+#: Overlay names preferred, in order, when several fit and none is named.
+PREFERRED_OVERLAYS = (".", "base")
+
+
+@dataclass(frozen=True)
+class OverlayStatus:
+    state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe"
+    detail: str
+    resolves_to: str | None = None
+
+
+def overlay_status(inspection: Inspection, profile_id: str | None, resolver: Resolver) -> OverlayStatus:
+    """What an overlay's Kustomization says about its fitness for ``profile_id``."""
+    labels = inspection.accelerator_labels
+    resolved = None
+    if labels is not None:
+        pair = {k: v for k, v in ((VARIANT_LABEL, labels[0]), (VENDOR_LABEL, labels[1])) if v}
+        resolved = resolver.match_labels(pair).profile_id
+    if inspection.kind != "Kustomization":
+        return OverlayStatus("component", f"a kustomize {inspection.kind}, not a deployable overlay", resolved)
+    escapes = [p for p in inspection.problems if p.kind == "escapes"]
+    if escapes:
+        return OverlayStatus("unsafe", "; ".join(str(p) for p in escapes), resolved)
+    if labels is not None and resolved != profile_id:
+        shown = f"{VARIANT_LABEL}={labels[0] or '-'}, {VENDOR_LABEL}={labels[1] or '-'}"
+        return OverlayStatus("label-mismatch", f"labels {shown} resolve to {resolved or 'no registered hardware'}", resolved)
+    if inspection.problems:
+        return OverlayStatus("broken", "; ".join(str(p) for p in inspection.problems), resolved)
+    if labels is None:
+        return OverlayStatus("unlabelled", f"sets no {VARIANT_LABEL}/{VENDOR_LABEL} labels (a shared base?)")
+    return OverlayStatus("ok", "", resolved)
+
+
+@dataclass(frozen=True)
+class OverlayChoice:
+    overlay: Overlay
+    profile: HardwareProfile
+    inspection: Inspection
+    status: OverlayStatus
+    explanation: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.overlay.to_dict(), "labels": self.inspection.labels, "status": self.status.state,
+                "problems": [p.to_dict() for p in self.inspection.problems], "explanation": list(self.explanation)}
+
+
+def choose_overlay(
+    source: LlmdSource,
+    registry: Registry,
+    profile: HardwareProfile,
+    guide: str,
+    *,
+    model_server: str | None = None,
+    overlay: str | None = None,
+    requested_as: str | None = None,
+    reader: KustomizationReader | None = None,
+) -> OverlayChoice:
+    """The one overlay to render, or an error that says what exists instead."""
+    check_name("guide", guide, nested=True)
+    if model_server is not None:
+        check_name("model server", model_server)
+    if overlay is not None and overlay != ".":
+        check_name("overlay", overlay, nested=True)
+    resolver = Resolver(registry)
+    reader = reader or KustomizationReader(source)
+    named = f"{requested_as!r} (profile {profile.id})" if requested_as and requested_as != profile.id else profile.id
+    why = [f"llm-d source: {source.describe()}",
+           f"hardware {named}: overlays under {' or '.join(templates_of(profile))} with {{variant}}={', '.join(profile.overlay_dirs)}"]
+    catalog = discover(source, registry, guide=guide, profiles=[profile])
+    mine = catalog.for_hardware(profile.id, guide)
+    if not mine:
+        _raise_none(source, registry, profile, guide)
+    servers = sorted({o.model_server or "" for o in mine})
+    server = _pick_server(servers, model_server, profile, guide, why)
+    candidates = [o for o in mine if (o.model_server or "") == server]
+    names = [o.name for o in candidates]
+    statuses = {o.name: overlay_status(reader.inspect(o.directory), profile.id, resolver) for o in candidates}
+    if overlay is not None:
+        chosen = next((o for o in candidates if o.name == overlay), None)
+        if chosen is None:
+            raise OverlayNotFound(
+                f"no overlay {overlay!r} for {profile.id} ({server or 'any model server'}) in guide {guide}; "
+                f"overlays there: {', '.join(names)}",
+                details={"guide": guide, "hardware": profile.id, "model_server": server, "overlays": names},
+            )
+        why.append(f"overlay {overlay!r} as asked (of {', '.join(names)})")
+    else:
+        chosen = _pick_overlay(candidates, statuses, profile, guide, server, why)
+    status = statuses[chosen.name]
+    _refuse(chosen, status, profile, named, source)
+    inspection = reader.inspect(chosen.directory)
+    if status.state == "broken":
+        why.append(f"warning: {status.detail}")
+    labels = inspection.accelerator_labels
+    if labels is not None:
+        why.append(f"labels {VARIANT_LABEL}={labels[0]}, {VENDOR_LABEL}={labels[1]} resolve to {status.resolves_to}")
+    why.append(f"overlay directory: {chosen.path}")
+    return OverlayChoice(chosen, profile, inspection, status, tuple(why))
+
+
+def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile, guide: str) -> None:
+    in_guide: Catalog = discover(source, registry, guide=guide)
+    if in_guide.overlays or in_guide.unsupported:
+        others = sorted({o.hardware for o in in_guide.overlays})
+        raise OverlayNotFound(
+            f"no overlay for {profile.id} in this llm-d source (guide {guide}); "
+            f"this guide has overlays for {', '.join(others) or 'no registered hardware'}. "
+            f"Upstream may have removed it: an older llm-d revision (--revision) may still have it",
+            details={"guide": guide, "hardware": profile.id, "available": others, "source": source.to_dict()},
+        )
+    guides = discover(source, registry).guides()
+    raise GuideNotFound(
+        f"guide {guide!r} has no overlays in llm-d source {source.describe()}; guides there: {', '.join(guides) or 'none'}",
+        details={"guide": guide, "guides": guides, "source": source.to_dict()},
+    )
+
+
+def _pick_server(servers: list[str], wanted: str | None, profile: HardwareProfile, guide: str, why: list[str]) -> str:
+    shown = ", ".join(s or "(none)" for s in servers)
+    if wanted is not None:
+        if wanted not in servers:
+            raise OverlayNotFound(
+                f"no {wanted} overlay for {profile.id} in guide {guide}; model servers there: {shown}",
+                details={"guide": guide, "hardware": profile.id, "model_servers": servers},
+            )
+        why.append(f"model server {wanted} as asked (of {shown})")
+        return wanted
+    if len(servers) == 1:
+        why.append(f"model server {servers[0] or '(none in the layout)'}: the only one")
+        return servers[0]
+    if DEFAULT_MODEL_SERVER in servers:
+        others = ", ".join(s or "(none)" for s in servers if s != DEFAULT_MODEL_SERVER)
+        why.append(f"model server {DEFAULT_MODEL_SERVER}: the default (others: {others}; pass --model-server)")
+        return DEFAULT_MODEL_SERVER
+    raise OverlayAmbiguous(
+        f"guide {guide} has several model servers for {profile.id}: {shown}; pass --model-server",
+        details={"guide": guide, "hardware": profile.id, "model_servers": servers},
+    )
+
+
+def _pick_overlay(candidates: list[Overlay], statuses: dict[str, OverlayStatus], profile: HardwareProfile,
+                  guide: str, server: str, why: list[str]) -> Overlay:
+    names = [o.name for o in candidates]
+    usable = [o for o in candidates if statuses[o.name].state == "ok"]
+    for skipped in (o for o in candidates if statuses[o.name].state != "ok"):
+        why.append(f"not a default candidate: {skipped.name} ({statuses[skipped.name].state}: {statuses[skipped.name].detail})")
+    if len(candidates) == 1:
+        why.append(f"overlay {candidates[0].name}: the only one")
+        return candidates[0]
+    for preferred in PREFERRED_OVERLAYS:
+        for overlay in usable:
+            if overlay.name == preferred:
+                why.append(f"overlay {preferred}: the plain one (others: {', '.join(n for n in names if n != preferred)}; pass --overlay)")
+                return overlay
+    if len(usable) == 1:
+        why.append(f"overlay {usable[0].name}: the only usable one (of {', '.join(names)})")
+        return usable[0]
+    raise OverlayAmbiguous(
+        f"several overlays fit {profile.id} ({server or 'any model server'}) in guide {guide}: {', '.join(names)}; pass --overlay",
+        details={"guide": guide, "hardware": profile.id, "model_server": server, "overlays": names},
+    )
+
+
+def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, named: str, source: LlmdSource) -> None:
+    details = {"overlay": overlay.path, "hardware": profile.id, "status": status.state, "detail": status.detail}
+    if status.state == "component":
+        raise DeployRequestInvalid(f"overlay {overlay.path} is {status.detail}", details=details)
+    if status.state == "unsafe":
+        raise OverlayUnsafe(f"overlay {overlay.path} reaches outside the llm-d source: {status.detail}", details=details)
+    if status.state == "unlabelled":
+        raise OverlayLabelMismatch(
+            f"overlay {overlay.path} {status.detail}, so it cannot be confirmed to be for {named}", details=details)
+    if status.state == "label-mismatch":
+        raise OverlayLabelMismatch(
+            f"overlay {overlay.path} is labelled for other hardware: its {status.detail}, but {named} was requested",
+            details={**details, "resolves_to": status.resolves_to},
+        )

@@ -1,0 +1,203 @@
+"""The deploy jobs the CLI and the API share: list overlays, render one fitted, apply it.
+
+Each job takes its runner and registry as arguments, so tests hand in a FakeRunner or their own
+profiles; the edges only parse options and print.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_d_lens.deploy.discovery import discover, kustomizations_below
+from llm_d_lens.deploy.errors import ValidationFailed
+from llm_d_lens.deploy.kustomization import KustomizationReader
+from llm_d_lens.deploy.render import (
+    build,
+    dump_manifests,
+    kustomize_command,
+    parse_manifests,
+)
+from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, overlay_status
+from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
+from llm_d_lens.deploy.source import open_source
+from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
+from llm_d_lens.hardware.registry import Registry, get_registry
+from llm_d_lens.hardware.resolution import Resolver
+from llm_d_lens.runner import Runner, format_command
+
+#: Seconds `kubectl apply` may take against a slow API server.
+APPLY_TIMEOUT = 120.0
+
+
+class RuntimeClassModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    handler: str = ""
+
+
+class RenderRequest(BaseModel):
+    """What to render; the same fields as ``lens deploy render``'s options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guide: str = Field(min_length=1, description="llm-d guide, e.g. optimized-baseline.")
+    hardware: str = Field(min_length=1, description="Profile id or any alias.")
+    model_server: str | None = Field(default=None, description="vllm, sglang, ...; default: the only one, else vllm.")
+    overlay: str | None = Field(default=None, description="Sub-overlay such as gke or v7; default: the flat one or base.")
+    mode: str | None = Field(default=None, description="Access mode; default: the profile's first.")
+    count: int | None = Field(default=None, ge=1, description="Accelerators per pod; default: what the overlay asks for.")
+    pci_allow: list[str] = Field(default_factory=list, description="PCI addresses the DRA claim may use.")
+    resource_name: str | None = Field(default=None, description="Extended resource, when the mode offers several.")
+    runtime_classes: list[RuntimeClassModel] | None = Field(default=None, description="The cluster's RuntimeClasses, when known.")
+    revision: str | None = Field(default=None, description="Git revision of the llm-d source to read.")
+
+    def fit_options(self) -> FitOptions:
+        known = None if self.runtime_classes is None else tuple(RuntimeClassRef(r.name, r.handler) for r in self.runtime_classes)
+        return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name)
+
+
+@dataclass
+class RenderResult:
+    choice: OverlayChoice
+    fitted: FitResult
+    warnings: list[Issue]
+    command: list[str]
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return self.fitted.objects
+
+    def manifests(self) -> str:
+        return dump_manifests(self.fitted.objects)
+
+    def explanation(self) -> list[str]:
+        lines = list(self.choice.explanation)
+        lines.append(f"rendered with `{format_command([*self.command, self.choice.overlay.path])}`")
+        lines.append(f"access mode {self.fitted.mode} ({self.fitted.request_model})")
+        lines += self.fitted.notes
+        return lines
+
+    def to_dict(self, *, objects: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "overlay": self.choice.to_dict(),
+            "hardware": self.choice.profile.id,
+            "mode": self.fitted.mode,
+            "request_model": self.fitted.request_model,
+            "counts": self.fitted.counts,
+            "count_sources": self.fitted.count_sources,
+            "explanation": self.explanation(),
+            "warnings": [w.to_dict() for w in self.warnings],
+        }
+        if objects:
+            out["objects"] = self.fitted.objects
+            out["manifests"] = self.manifests()
+        return out
+
+
+def render(
+    request: RenderRequest,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    runner: Runner | None = None,
+    registry: Registry | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RenderResult:
+    """Find the overlay, render it with kustomize, fit the mode's request shape, validate the result."""
+    if runner is None:
+        from llm_d_lens.runner import CommandRunner
+
+        runner = CommandRunner()
+    registry = registry or get_registry()
+    resolver = Resolver(registry)
+    profile = registry.get(request.hardware)
+    fitter = Fitter(profile, request.fit_options(), resolver)  # bad modes and addresses fail before any work
+    command = kustomize_command(runner)
+    with open_source(root, request.revision, runner=runner, env=env) as source:
+        choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
+                                overlay=request.overlay, requested_as=request.hardware)
+        rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
+    where = f"{choice.overlay.path} for {profile.id}"
+    mixed = mixed_hardware(rendered, resolver)
+    if mixed is not None:
+        raise ValidationFailed(where, [mixed])
+    fitted = fitter.fit(rendered)
+    issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver)
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)
+    return RenderResult(choice, fitted, issues, command)
+
+
+def describe_guides(
+    *,
+    root: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+    guide: str | None = None,
+    hardware: str | None = None,
+    runner: Runner | None = None,
+    registry: Registry | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Every overlay in the source, per guide and hardware, with its labels and whether it is usable."""
+    registry = registry or get_registry()
+    resolver = Resolver(registry)
+    profiles = [registry.get(hardware)] if hardware else None
+    if guide is not None:
+        from llm_d_lens.deploy.source import check_name
+
+        check_name("guide", guide, nested=True)
+    with open_source(root, revision, runner=runner, env=env) as source:
+        catalog = discover(source, registry, guide=guide, profiles=profiles)
+        reader = KustomizationReader(source)
+        overlays = []
+        for overlay in catalog.overlays:
+            inspection = reader.inspect(overlay.directory)
+            status = overlay_status(inspection, overlay.hardware, resolver)
+            overlays.append({**overlay.to_dict(), "labels": _accelerator_labels(inspection.labels),
+                             "status": status.state, "detail": status.detail})
+        unsupported = []
+        for directory in catalog.unsupported:
+            found = [(path, reader.inspect(d)) for d, path in kustomizations_below(source, directory.directory)]
+            labelled = [(path, i) for path, i in found if i.kind == "Kustomization" and i.accelerator_labels]
+            if not labelled:
+                continue  # shared bases and components, not hardware overlays
+            pairs = sorted({i.accelerator_labels for _, i in labelled if i.accelerator_labels})
+            unsupported.append({**directory.to_dict(), "overlays": [path for path, _ in labelled],
+                                "labels": [f"{v}/{n}" for v, n in pairs],
+                                "detail": f"no registered profile has upstream_variant {directory.name!r}"})
+        return {
+            "source": source.to_dict(),
+            "guides": sorted({o["guide"] for o in overlays} | {u["guide"] for u in unsupported}),
+            "overlays": overlays,
+            "unsupported": unsupported,
+            "skipped": [s.to_dict() for s in catalog.skipped],
+        }
+
+
+def _accelerator_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if k.startswith("llm-d.ai/accelerator-")}
+
+
+def fetch_runtime_classes(runner: Runner) -> list[RuntimeClassModel]:
+    """The cluster's RuntimeClasses, so a profile's runtime_class_matchers can pick one."""
+    document = runner.run(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]).json()
+    items = document.get("items", []) if isinstance(document, dict) else []
+    return [RuntimeClassModel(name=i["metadata"]["name"], handler=str(i.get("handler", "")))
+            for i in items if isinstance(i, dict) and i.get("metadata", {}).get("name")]
+
+
+def apply(result: RenderResult, runner: Runner, *, yes: bool = False, namespace: str | None = None) -> dict[str, Any]:
+    """``kubectl apply`` of the fitted render; a server-side dry run unless ``yes``."""
+    argv = ["kubectl", "apply", "-f", "-"]
+    if namespace:
+        argv += ["--namespace", namespace]
+    if not yes:
+        argv.append("--dry-run=server")
+    output = runner.run(argv, input=result.manifests(), timeout=APPLY_TIMEOUT)
+    return {"dry_run": not yes, "command": format_command(output.argv), "output": output.stdout}

@@ -1,0 +1,467 @@
+"""Fitting a rendered overlay's request shape to one access mode of a hardware profile.
+
+Upstream overlays ask for the accelerator one way (``nvidia.com/gpu: 2`` in limits, or a
+ResourceClaimTemplate for ``gpu.intel.com``); the cluster may run the other driver. Fitting
+rewrites the rendered objects, never the overlay: for a DRA mode the container's extended
+resource becomes a claim on the mode's device class (reusing the overlay's own claim when it has
+one); for an extended-resource mode any accelerator claim becomes the mode's resource in limits
+and requests. Tolerations, node selector, runtime class and image come from the profile. Every
+change is noted, so the user can see what Lens did to the upstream manifests.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.deploy.errors import DeployRequestInvalid
+from llm_d_lens.deploy.workloads import (
+    CLAIM_TEMPLATE_KIND,
+    DRA_API_VERSION,
+    DeviceView,
+    PodTemplate,
+    container_resources,
+    pod_templates,
+    request_class,
+    template_requests,
+)
+from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
+from llm_d_lens.hardware.resolution import Resolver
+
+_PCI_ADDRESS = re.compile(r"^(?:(?P<domain>[0-9a-f]{4}):)?(?P<bus>[0-9a-f]{2}):(?P<device>[0-9a-f]{2})\.(?P<function>[0-7])$")
+# Flags that say how many devices one model-server pod spans (vLLM, SGLang, TensorRT-LLM spellings).
+_TENSOR_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp_size", "--tp")
+_PIPELINE_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp_size", "--pp")
+
+
+@dataclass(frozen=True)
+class RuntimeClassRef:
+    """A RuntimeClass a cluster has: its name and the handler it runs."""
+
+    name: str
+    handler: str = ""
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    mode: str | None = None  # None: the profile's first access mode
+    count: int | None = None  # None: what the overlay says, else its parallelism flags, else 1
+    pci_allow: tuple[str, ...] = ()
+    runtime_classes: tuple[RuntimeClassRef, ...] | None = None  # None: not known
+    resource_name: str | None = None  # one of the mode's resource_names; default the first
+
+
+@dataclass
+class FitResult:
+    objects: list[dict[str, Any]]
+    mode: str
+    request_model: str
+    counts: dict[str, int] = field(default_factory=dict)  # workload display -> devices per pod
+    count_sources: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, DeploymentMode]:
+    modes = profile.effective_modes()
+    if name is None:
+        return profile.mode()
+    if name not in modes:
+        raise DeployRequestInvalid(
+            f"hardware {profile.id!r} has no access mode {name!r}; its modes: {', '.join(modes) or 'none'}",
+            details={"hardware": profile.id, "mode": name, "modes": list(modes)},
+        )
+    return name, modes[name]
+
+
+def normalize_pci(addresses: Sequence[str]) -> tuple[str, ...]:
+    """PCI addresses as ``dddd:bb:dd.f`` (what pciBusID-style attributes hold); a bad one is an error."""
+    normalized = []
+    for address in addresses:
+        found = _PCI_ADDRESS.match(address.strip().lower())
+        if found is None:
+            raise DeployRequestInvalid(
+                f"--pci-allow {address!r} is not a PCI address such as 0000:3b:00.0", details={"value": address}
+            )
+        parts = found.groupdict()
+        normalized.append(f"{parts['domain'] or '0000'}:{parts['bus']}:{parts['device']}.{parts['function']}")
+    return tuple(dict.fromkeys(normalized))
+
+
+def pci_selector(domain: str, attribute: str, addresses: Sequence[str]) -> str:
+    """The CEL expression that admits only the listed devices."""
+    listed = ", ".join(f'"{a}"' for a in addresses)
+    return f'device.attributes["{domain}"].{attribute} in [{listed}]'
+
+
+def image_repository(image: str) -> str:
+    """``registry/name`` without tag or digest, with Docker Hub's implicit prefixes removed."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        name = name[:colon]
+    for prefix in ("docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def parallelism(container: dict[str, Any]) -> int | None:
+    """Tensor × pipeline parallel size from the model server's flags, when it states them."""
+    tokens = [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]
+    sizes = {}
+    for flags, key in ((_TENSOR_FLAGS, "tp"), (_PIPELINE_FLAGS, "pp")):
+        for i, token in enumerate(tokens):
+            name, eq, value = token.partition("=")
+            if name in flags:
+                value = value if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+                if value.strip().isdigit():
+                    sizes[key] = int(value)
+    if not sizes:
+        return None
+    return sizes.get("tp", 1) * sizes.get("pp", 1)
+
+
+class Fitter:
+    """Rewrites one render for one profile and mode; see :func:`fit`."""
+
+    def __init__(self, profile: HardwareProfile, options: FitOptions, resolver: Resolver):
+        self.profile = profile
+        self.options = options
+        self.resolver = resolver
+        self.mode_name, self.mode = select_mode(profile, options.mode)
+        self.pci = self._checked_pci()
+        self.resource_name = self._checked_resource_name()
+
+    def _checked_pci(self) -> tuple[str, ...]:
+        if not self.options.pci_allow:
+            return ()
+        supported, domain, attribute = self.profile.pci_allowlist(self.mode_name)
+        if self.mode.request_model != "dra" or not supported:
+            raise DeployRequestInvalid(
+                f"access mode {self.mode_name!r} of {self.profile.id!r} does not support a PCI allowlist"
+                + ("" if self.mode.request_model == "dra" else f" (it is {self.mode.request_model}, not dra)"),
+                details={"hardware": self.profile.id, "mode": self.mode_name},
+            )
+        addresses = normalize_pci(self.options.pci_allow)
+        if self.options.count is not None and self.options.count > len(addresses):
+            raise DeployRequestInvalid(
+                f"--count {self.options.count} cannot be met by {len(addresses)} allowed PCI address(es)",
+                details={"count": self.options.count, "pci_allow": list(addresses)},
+            )
+        return addresses
+
+    def _checked_resource_name(self) -> str | None:
+        if self.mode.request_model != "extended-resource":
+            if self.options.resource_name:
+                raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")
+            return None
+        wanted = self.options.resource_name or self.mode.resource_names[0]
+        if wanted not in self.mode.resource_names:
+            raise DeployRequestInvalid(
+                f"access mode {self.mode_name!r} of {self.profile.id!r} requests {', '.join(self.mode.resource_names)}, not {wanted!r}"
+            )
+        return wanted
+
+    # -- the whole render -------------------------------------------------------------------
+
+    def fit(self, rendered: list[dict[str, Any]]) -> FitResult:
+        if self.options.count is not None and self.options.count < 1:
+            raise DeployRequestInvalid(f"--count must be at least 1, not {self.options.count}")
+        objects = copy.deepcopy(rendered)
+        self.view = DeviceView(self.resolver, objects)
+        self.result = FitResult([], self.mode_name, self.mode.request_model)
+        self.dropped_templates: set[str] = set()
+        output: list[dict[str, Any]] = []
+        for obj in objects:
+            created: list[dict[str, Any]] = []
+            for pod in pod_templates(obj):
+                if self.view.is_accelerated(pod):
+                    created += self._fit_pod(pod)
+            output += created
+            output.append(obj)
+        self.result.objects = [o for o in output if not (o.get("kind") == CLAIM_TEMPLATE_KIND
+                                                           and o.get("metadata", {}).get("name") in self.dropped_templates)]
+        return self.result
+
+    def _fit_pod(self, pod: PodTemplate) -> list[dict[str, Any]]:
+        targets = self.view.targets(pod)
+        if not targets:
+            return []
+        created: list[dict[str, Any]] = []
+        if self.mode.request_model == "none":
+            self._drop_claims(pod)
+            for container in targets:
+                self._set_resources(container, None, 0)
+            self._note(pod, "asks for no accelerator (access mode has request model none)")
+        else:
+            count, source = self._count(pod, targets)
+            self.result.counts[pod.display] = count
+            self.result.count_sources[pod.display] = source
+            if self.mode.request_model == "extended-resource":
+                self._drop_claims(pod)
+                for container in targets:
+                    self._set_resources(container, self.resource_name, count)
+                self._note(pod, f"requests {self.resource_name}: {count} in limits and requests ({source})")
+            else:
+                if self.pci and count > len(self.pci):
+                    raise DeployRequestInvalid(
+                        f"{pod.display} asks for {count} devices per pod ({source}), but --pci-allow admits only "
+                        f"{len(self.pci)}; allow more addresses or pass --count",
+                        details={"count": count, "pci_allow": list(self.pci)},
+                    )
+                for container in targets:
+                    self._set_resources(container, None, 0)
+                created = self._claim(pod, targets, count, source)
+        self._scheduling(pod)
+        for container in targets:
+            self._image(pod, container)
+        return created
+
+    def _note(self, pod: PodTemplate, text: str) -> None:
+        self.result.notes.append(f"{pod.display}: {text}")
+
+    # -- count ------------------------------------------------------------------------------
+
+    def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
+        if self.options.count is not None:
+            return self.options.count, "--count"
+        stated = [r.count for c in targets for r in self.view.requests(pod, c)
+                  if r.profile_id == self.profile.id and r.count is not None]
+        if stated:
+            return max(stated), "the overlay's own request"
+        flags = [p for c in targets if (p := parallelism(c)) is not None]
+        if flags:
+            return max(flags), "tensor × pipeline parallel size in the model server's flags"
+        return 1, "default of one device per pod"
+
+    # -- extended resources -----------------------------------------------------------------
+
+    def _set_resources(self, container: dict[str, Any], name: str | None, count: int) -> None:
+        """Remove this hardware's extended resources; add ``name: count`` when given."""
+        resources = container.setdefault("resources", {})
+        for section in ("limits", "requests"):
+            values = resources.get(section)
+            if isinstance(values, dict):
+                for key in [k for k in values if self.view.resource_owner(k) == self.profile.id]:
+                    del values[key]
+            if name is not None:
+                resources.setdefault(section, {})
+                if not isinstance(resources[section], dict):
+                    resources[section] = {}
+                resources[section][name] = count
+            if section in resources and not resources[section]:
+                del resources[section]
+        if not resources:
+            del container["resources"]
+
+    # -- DRA claims -------------------------------------------------------------------------
+
+    def _drop_claims(self, pod: PodTemplate) -> None:
+        """Take every accelerator request out of the pod's claims (and claims left empty out of the pod)."""
+        entries = [e for e in pod.spec.get("resourceClaims") or [] if isinstance(e, dict)]
+        kept_entries = []
+        dropped_claims: set[str] = set()
+        dropped_requests: dict[str, set[str]] = {}
+        for entry in entries:
+            template_name = entry.get("resourceClaimTemplateName")
+            template = self.view.templates.get(str(template_name)) if template_name else None
+            if template is None:
+                kept_entries.append(entry)
+                continue
+            requests = template_requests(template)
+            accelerator = [r for r in requests if self.view.class_owner(request_class(r))]
+            if not accelerator:
+                kept_entries.append(entry)
+                continue
+            removed = {str(r.get("name")) for r in accelerator}
+            classes = ", ".join(sorted({str(request_class(r)) for r in accelerator}))
+            if len(accelerator) == len(requests):
+                self.dropped_templates.add(str(template_name))
+                dropped_claims.add(str(entry.get("name")))
+                self._note(pod, f"dropped ResourceClaimTemplate {template_name} ({classes})")
+            else:
+                devices = template["spec"]["spec"]["devices"]
+                devices["requests"] = [r for r in requests if r not in accelerator]
+                _prune_constraints(devices, removed)
+                dropped_requests[str(entry.get("name"))] = removed
+                kept_entries.append(entry)
+                self._note(pod, f"removed request(s) {', '.join(sorted(removed))} ({classes}) from ResourceClaimTemplate {template_name}")
+        if len(kept_entries) != len(entries):
+            if kept_entries:
+                pod.spec["resourceClaims"] = kept_entries
+            else:
+                del pod.spec["resourceClaims"]
+        for container in pod.containers() + [c for c in pod.spec.get("initContainers") or [] if isinstance(c, dict)]:
+            resources = container_resources(container)
+            uses = resources.get("claims")
+            if not isinstance(uses, list):
+                continue
+            kept = [u for u in uses if not (isinstance(u, dict) and (
+                u.get("name") in dropped_claims or u.get("request") in dropped_requests.get(str(u.get("name")), ())))]
+            if kept:
+                resources["claims"] = kept
+            else:
+                del resources["claims"]
+
+    def _claim(self, pod: PodTemplate, targets: list[dict[str, Any]], count: int, source: str) -> list[dict[str, Any]]:
+        """Reuse the pod's own claim on this hardware when it has one; otherwise add a template."""
+        mode = self.mode
+        assert mode.device_class and mode.claim_request_name
+        for container in targets:
+            for claim, template_name, request in self.view.claims(pod, container):
+                if request is None or template_name is None or self.view.class_owner(request_class(request)) != self.profile.id:
+                    continue
+                template = self.view.templates[template_name]
+                old_name = request.get("name")
+                self._shape_request(template, request, count)
+                self._rename_request_uses(pod, claim, old_name, mode.claim_request_name)
+                for other in targets:
+                    _use_claim(other, claim)
+                self._note(pod, f"requests {count} × {mode.device_class} through the overlay's ResourceClaimTemplate "
+                                f"{template_name}, request {mode.claim_request_name} ({source})")
+                return []
+        template_name = _unique(f"{pod.name}-{mode.claim_request_name}", set(self.view.templates))
+        claim_name = _unique(mode.claim_request_name, {str(e.get("name")) for e in pod.spec.get("resourceClaims") or []
+                                                        if isinstance(e, dict)})
+        metadata: dict[str, Any] = {"name": template_name}
+        namespace = pod.workload.get("metadata", {}).get("namespace")
+        if namespace:
+            metadata["namespace"] = namespace
+        labels = pod.workload.get("metadata", {}).get("labels")
+        if isinstance(labels, dict) and labels:
+            metadata["labels"] = dict(labels)
+        new_request: dict[str, Any] = {"name": mode.claim_request_name, "exactly": {}}
+        template = {"apiVersion": DRA_API_VERSION, "kind": CLAIM_TEMPLATE_KIND, "metadata": metadata,
+                    "spec": {"spec": {"devices": {"requests": [new_request]}}}}
+        self._shape_request(template, new_request, count)
+        self.view.templates[template_name] = template
+        pod.spec.setdefault("resourceClaims", []).append({"name": claim_name, "resourceClaimTemplateName": template_name})
+        for container in targets:
+            _use_claim(container, claim_name)
+        self._note(pod, f"requests {count} × {mode.device_class} through new ResourceClaimTemplate {template_name} ({source})")
+        return [template]
+
+    def _shape_request(self, template: dict[str, Any], request: dict[str, Any], count: int) -> None:
+        """The mode's device class, request name, count and PCI selector, in the v1 shape."""
+        template["apiVersion"] = DRA_API_VERSION
+        exactly = request.get("exactly")
+        if not isinstance(exactly, dict):  # v1beta1 kept these on the request itself
+            exactly = {k: request.pop(k) for k in list(request) if k != "name"}
+            request["exactly"] = exactly
+        request["name"] = self.mode.claim_request_name
+        exactly["deviceClassName"] = self.mode.device_class
+        exactly["allocationMode"] = "ExactCount"
+        exactly["count"] = count
+        supported, domain, attribute = self.profile.pci_allowlist(self.mode_name)
+        selectors = [s for s in exactly.get("selectors") or []
+                     if not (supported and _is_pci_selector(s, domain, attribute))]
+        if self.pci:
+            selectors.append({"cel": {"expression": pci_selector(domain, attribute, self.pci)}})
+        if selectors:
+            exactly["selectors"] = selectors
+        else:
+            exactly.pop("selectors", None)
+
+    def _rename_request_uses(self, pod: PodTemplate, claim: str, old: Any, new: str) -> None:
+        for container in pod.containers():
+            for use in container_resources(container).get("claims") or []:
+                if isinstance(use, dict) and use.get("name") == claim and use.get("request") == old:
+                    use["request"] = new
+
+    # -- scheduling and image ---------------------------------------------------------------
+
+    def _scheduling(self, pod: PodTemplate) -> None:
+        deployment = self.profile.deployment
+        tolerations = pod.spec.setdefault("tolerations", [])
+        for toleration in deployment.tolerations:
+            wanted = toleration.model_dump(exclude_none=True)
+            if wanted not in tolerations:
+                tolerations.append(wanted)
+                self._note(pod, f"tolerates {wanted['key']} ({wanted.get('effect', 'any effect')})")
+        if not tolerations:
+            del pod.spec["tolerations"]
+        selector = {**deployment.node_selector, **self.mode.node_selector}
+        if selector:
+            node_selector = pod.spec.setdefault("nodeSelector", {})
+            for key, value in selector.items():
+                if key not in node_selector:
+                    node_selector[key] = value
+                elif node_selector[key] != value:
+                    self._note(pod, f"kept the overlay's nodeSelector {key}={node_selector[key]} over the profile's {value}")
+        self._runtime_class(pod)
+
+    def _runtime_class(self, pod: PodTemplate) -> None:
+        matchers = [re.compile(m) for m in self.profile.deployment.runtime_class_matchers]
+        known = self.options.runtime_classes
+        if not matchers or known is None:
+            return
+        if pod.spec.get("runtimeClassName"):
+            self._note(pod, f"kept the overlay's runtimeClassName {pod.spec['runtimeClassName']}")
+            return
+        for matcher in matchers:
+            for runtime_class in known:
+                if matcher.search(runtime_class.name) or (runtime_class.handler and matcher.search(runtime_class.handler)):
+                    pod.spec["runtimeClassName"] = runtime_class.name
+                    self._note(pod, f"runs with RuntimeClass {runtime_class.name} (matches {matcher.pattern})")
+                    return
+        self._note(pod, "no RuntimeClass in the cluster matches " + ", ".join(m.pattern for m in matchers)
+                   + "; the default runtime is used")
+
+    def _image(self, pod: PodTemplate, container: dict[str, Any]) -> None:
+        deployment = self.profile.deployment
+        image = container.get("image")
+        if not deployment.runtime_image or not isinstance(image, str) or image == deployment.runtime_image:
+            return
+        managed = {image_repository(r) for r in deployment.managed_image_repositories}
+        if image_repository(image) in managed:
+            container["image"] = deployment.runtime_image
+            self._note(pod, f"container {container.get('name')}: image {image} -> {deployment.runtime_image} (managed repository)")
+        else:
+            self._note(pod, f"container {container.get('name')}: kept image {image} (not from a repository Lens manages)")
+
+
+def fit(rendered: list[dict[str, Any]], profile: HardwareProfile, options: FitOptions, resolver: Resolver) -> FitResult:
+    """A copy of ``rendered`` with the request shape of ``options.mode``; ``rendered`` is not changed."""
+    return Fitter(profile, options, resolver).fit(rendered)
+
+
+def _use_claim(container: dict[str, Any], claim: str) -> None:
+    uses = container.setdefault("resources", {}).setdefault("claims", [])
+    if not any(isinstance(u, dict) and u.get("name") == claim for u in uses):
+        uses.append({"name": claim})
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}-{n}", n + 1
+    return candidate
+
+
+def _is_pci_selector(selector: Any, domain: str, attribute: str) -> bool:
+    expression = selector.get("cel", {}).get("expression", "") if isinstance(selector, dict) else ""
+    return isinstance(expression, str) and expression.startswith(f'device.attributes["{domain}"].{attribute} in ')
+
+
+def _prune_constraints(devices: dict[str, Any], removed: set[str]) -> None:
+    """Constraints naming removed requests lose those names; one left with fewer than two goes."""
+    constraints = devices.get("constraints")
+    if not isinstance(constraints, list):
+        return
+    kept = []
+    for constraint in constraints:
+        names = constraint.get("requests") if isinstance(constraint, dict) else None
+        if isinstance(names, list):
+            names = [n for n in names if n not in removed]
+            if len(names) < 2:
+                continue
+            constraint["requests"] = names
+        kept.append(constraint)
+    if kept:
+        devices["constraints"] = kept
+    else:
+        devices.pop("constraints", None)

@@ -1,0 +1,143 @@
+"""``lens deploy`` through the real entry point: output, files, errors, and apply through the runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_d_lens.cli import main
+from llm_d_lens.deploy import cli as deploy_cli
+from llm_d_lens.deploy.conftest import needs_kustomize
+from llm_d_lens.runner import FakeRunner
+
+RENDERED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  labels:
+    llm-d.ai/accelerator-variant: gpu
+    llm-d.ai/accelerator-vendor: nvidia
+  name: decode
+spec:
+  template:
+    metadata:
+      labels:
+        llm-d.ai/accelerator-variant: gpu
+        llm-d.ai/accelerator-vendor: nvidia
+    spec:
+      containers:
+      - image: vllm/vllm-openai:v0.23.0
+        name: modelserver
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+          requests:
+            nvidia.com/gpu: 2
+"""
+
+
+def test_guides_lists_overlays_and_unsupported_directories(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "demo", "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["guides"] == ["demo"]
+    assert {(o["hardware"], o["model_server"], o["overlay"], o["status"]) for o in report["overlays"]} == {
+        ("amd", "vllm", ".", "ok"), ("nvidia", "sglang", ".", "ok"), ("nvidia", "vllm", "base", "ok"),
+        ("nvidia", "vllm", "gke", "ok"), ("nvidia", "vllm", "broken", "broken"), ("intel-xpu", "vllm", ".", "ok"),
+        ("google-tpu", "vllm", "v6", "ok"), ("google-tpu", "vllm", "v7", "ok"), ("google-tpu", "vllm", "base", "unlabelled"),
+    }
+    # npu is labelled but owned by no profile; components/ holds only a Component and is not hardware
+    assert report["unsupported"] == [{
+        "guide": "demo", "variant_dir": "npu", "path": "guides/demo/modelserver/npu",
+        "overlays": ["guides/demo/modelserver/npu/vllm"], "labels": ["npu/rebellions"],
+        "detail": "no registered profile has upstream_variant 'npu'"}]
+
+
+def test_guides_table_names_the_broken_file(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--hardware", "nvidia"]) == 0
+    out = capsys.readouterr().out
+    assert "patches[0].path: patch-missing.yaml does not exist" in out
+    assert "unsupported" not in out  # a hardware filter lists only that hardware
+
+
+def test_errors_exit_1_with_one_line_and_no_traceback(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "gaudi"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: OVERLAY_NOT_FOUND: no overlay for intel-gaudi in this llm-d source (guide demo)")
+    assert "Traceback" not in err
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "../x", "--hardware", "nvidia"]) == 1
+    assert "DEPLOY_UNSAFE_PATH" in capsys.readouterr().err
+
+
+@needs_kustomize
+def test_render_writes_a_file_and_never_overwrites_one_unasked(tree: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "out.yaml"
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7", "-o", str(target)]
+    assert main(args) == 0
+    objects = list(yaml.safe_load_all(target.read_text()))
+    assert objects[0]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
+    err = capsys.readouterr().err
+    assert "# overlay 'v7' as asked (of base, v6, v7)" in err
+    target.write_text("mine")
+    assert main(args) == 1
+    assert "out.yaml exists; pass --force to overwrite it" in capsys.readouterr().err
+    assert target.read_text() == "mine"
+    assert main([*args, "--force"]) == 0
+    assert target.read_text().startswith("apiVersion: apps/v1")
+
+
+@needs_kustomize
+def test_render_report_is_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "rocm", "--report", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["hardware"], report["mode"], report["request_model"]) == ("amd", "plugin", "extended-resource")
+    assert report["overlay"]["path"] == "guides/demo/modelserver/amd/vllm"
+    assert report["counts"] == {"Deployment/decode": 1}
+
+
+def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> FakeRunner:
+    fake = FakeRunner()
+    fake.reply(["kubectl", "kustomize", ...], stdout=RENDERED)
+    fake.reply(["kubectl", "apply", ...], stdout="deployment.apps/decode created (server dry run)\n")
+    monkeypatch.setattr(deploy_cli, "_runner", lambda kubeconfig, context: fake)
+    return fake
+
+
+def test_apply_is_a_server_side_dry_run_unless_yes(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    fake = fake_cluster(monkeypatch)
+    assert main(["deploy", "apply", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "-n", "llm-d"]) == 0
+    apply_call = fake.calls[-1]
+    assert list(apply_call.argv) == ["kubectl", "apply", "-f", "-", "--namespace", "llm-d", "--dry-run=server"]
+    sent = list(yaml.safe_load_all(apply_call.input or ""))
+    assert sent[0]["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    out = capsys.readouterr()
+    assert out.out == "deployment.apps/decode created (server dry run)\n"
+    assert "server-side dry run only; pass --yes to apply" in out.err
+    assert main(["deploy", "apply", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--yes"]) == 0
+    assert list(fake.calls[-1].argv) == ["kubectl", "apply", "-f", "-"]
+
+
+def test_runtime_classes_are_read_from_the_cluster_when_asked(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    fake = fake_cluster(monkeypatch)
+    fake.reply(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"], json_body={"items": [
+        {"metadata": {"name": "runc"}, "handler": "runc"}, {"metadata": {"name": "nvidia"}, "handler": "nvidia"}]})
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia",
+                 "--runtime-classes-from-cluster"]) == 0
+    rendered = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert rendered[0]["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+
+
+def test_pci_addresses_may_be_comma_separated(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    fake_cluster(monkeypatch)
+    assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--mode", "dra",
+                 "--pci-allow", "0000:3b:00.0,86:00.0", "--pci-allow", "0000:af:00.0"]) == 0
+    template = next(o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "ResourceClaimTemplate")
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [{"cel": {"expression":
+        'device.attributes["resource.kubernetes.io"].pciBusID in ["0000:3b:00.0", "0000:86:00.0", "0000:af:00.0"]'}}]

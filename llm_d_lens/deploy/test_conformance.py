@@ -1,0 +1,200 @@
+"""Conformance over the real llm-d tree (``../shared/upstream/llm-d``, or ``$LENS_LLM_D_ROOT``).
+
+The expected overlays, counts and shapes below were read by hand from the upstream files at
+7edda66 (plus hpu from 6e295e68): e.g. ``gpu/vllm/base/patch-vllm.yaml`` asks for
+``nvidia.com/gpu: 2``, ``tpu/v7/vllm`` for ``google.com/tpu: 4``, ``xpu/vllm`` claims one
+``gpu.intel.com`` device. ``gpu/vllm/gpt-oss`` is broken upstream (it names
+``patch-vllm-gpt120b.yaml``, which does not exist) and must be reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_d_lens.deploy.conftest import REPO, kustomize_skip_reason, tree_digest
+from llm_d_lens.deploy.discovery import discover
+from llm_d_lens.deploy.errors import OverlayNotFound, RenderFailed
+from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
+from llm_d_lens.deploy.source import LlmdSource
+from llm_d_lens.deploy.workloads import all_pod_templates
+from llm_d_lens.hardware.registry import get_registry
+from llm_d_lens.runner import CommandResult, CommandRunner
+
+
+def llm_d_root() -> Path | None:
+    candidates = []
+    if os.environ.get("LENS_LLM_D_ROOT"):
+        candidates.append(Path(os.environ["LENS_LLM_D_ROOT"]))
+    if os.environ.get("LENS_SHARED_ROOT"):
+        candidates.append(Path(os.environ["LENS_SHARED_ROOT"]) / "upstream" / "llm-d")
+    candidates.append(REPO / ".." / "shared" / "upstream" / "llm-d")
+    return next((c.resolve() for c in candidates if (c / "guides").is_dir()), None)
+
+
+ROOT = llm_d_root()
+pytestmark = pytest.mark.skipif(ROOT is None, reason="no llm-d tree: ../shared/upstream/llm-d is absent and $LENS_LLM_D_ROOT is unset")
+needs_kustomize = pytest.mark.skipif(kustomize_skip_reason() is not None, reason=kustomize_skip_reason() or "")
+GUIDE = "optimized-baseline"
+M = f"guides/{GUIDE}/modelserver"
+
+#: variant directory -> the built-in profile that owns it (the amd directory is labelled gpu/amd)
+OWNERS = {"amd": "amd", "cpu": "cpu", "gpu": "nvidia", "hpu": "intel-gaudi", "tpu": "google-tpu", "xpu": "intel-xpu"}
+
+#: (hardware, model server, overlay, directory, accelerators per pod) for every renderable overlay
+OVERLAYS: list[tuple[str, str, str, str, int]] = [
+    ("amd", "sglang", ".", f"{M}/amd/sglang", 2),
+    ("amd", "vllm", ".", f"{M}/amd/vllm", 2),
+    ("cpu", "vllm", ".", f"{M}/cpu/vllm", 1),  # no accelerator upstream; a dra.cpu claim gets the default of 1
+    ("nvidia", "sglang", "base", f"{M}/gpu/sglang/base", 2),
+    ("nvidia", "sglang", "gke", f"{M}/gpu/sglang/gke", 2),
+    ("nvidia", "trtllm", "base", f"{M}/gpu/trtllm/base", 2),
+    ("nvidia", "trtllm", "gke", f"{M}/gpu/trtllm/gke", 2),
+    ("nvidia", "vllm", "base", f"{M}/gpu/vllm/base", 2),
+    ("nvidia", "vllm", "gke", f"{M}/gpu/vllm/gke", 2),
+    ("intel-gaudi", "vllm", ".", f"{M}/hpu/vllm", 1),
+    ("google-tpu", "vllm", "v6", f"{M}/tpu/v6/vllm", 8),
+    ("google-tpu", "vllm", "v7", f"{M}/tpu/v7/vllm", 4),
+    ("intel-xpu", "vllm", ".", f"{M}/xpu/vllm", 1),
+]
+PRESENT = [row for row in OVERLAYS if ROOT is not None and (ROOT / row[3]).is_dir()]
+BROKEN = ("nvidia", "vllm", "gpt-oss", f"{M}/gpu/vllm/gpt-oss", "patch-vllm-gpt120b.yaml")
+
+
+class MemoRunner(CommandRunner):
+    """Runs each kustomize command once per session: every access mode re-fits the same render."""
+
+    results: dict[tuple[str, ...], CommandResult] = {}
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> CommandResult:  # type: ignore[override]
+        key = tuple(argv)
+        if key not in self.results:
+            self.results[key] = super().run(argv, **kwargs)
+        return self.results[key]
+
+
+def source() -> LlmdSource:
+    assert ROOT is not None
+    return LlmdSource(ROOT, str(ROOT))
+
+
+def test_every_variant_directory_is_a_profile_or_listed_unsupported() -> None:
+    registry = get_registry()
+    catalog = discover(source(), registry)
+    owned = {(o.guide, o.variant_dir): o.hardware for o in catalog.overlays}
+    unsupported = {(u.guide, u.name) for u in catalog.unsupported}
+    assert ROOT is not None
+    checked = 0
+    for guide_dir in sorted((ROOT / "guides").iterdir()):
+        modelserver = guide_dir / "modelserver"
+        if not modelserver.is_dir():
+            continue
+        for variant in sorted(p.name for p in modelserver.iterdir() if p.is_dir()):
+            key = (guide_dir.name, variant)
+            assert key in owned or key in unsupported, f"{modelserver / variant} is neither resolved nor reported"
+            if guide_dir.name == GUIDE and variant in OWNERS:
+                assert owned[key] == OWNERS[variant]
+            checked += 1
+    assert checked >= len({row[3].split("/")[3] for row in PRESENT})
+
+
+def test_the_upstream_overlays_are_found_with_their_labels() -> None:
+    report = describe_guides(root=ROOT, guide=GUIDE)
+    found = {(o["hardware"], o["model_server"], o["overlay"], o["path"]): o for o in report["overlays"]}
+    for hardware, server, name, path, _ in PRESENT:
+        row = found[(hardware, server, name, path)]
+        assert row["status"] == "ok", row
+    # the amd directory carries the gpu variant label with vendor amd
+    if ROOT is not None and (ROOT / f"{M}/amd/vllm").is_dir():
+        assert found[("amd", "vllm", ".", f"{M}/amd/vllm")]["labels"] == {
+            "llm-d.ai/accelerator-variant": "gpu", "llm-d.ai/accelerator-vendor": "amd"}
+
+
+def test_the_broken_upstream_overlay_is_reported_naming_the_file() -> None:
+    hardware, server, name, path, missing = BROKEN
+    if ROOT is None or not (ROOT / path).is_dir():
+        pytest.skip(f"{path} is not in this llm-d tree")
+    report = describe_guides(root=ROOT, guide=GUIDE, hardware=hardware)
+    row = next(o for o in report["overlays"] if o["path"] == path)
+    assert row["status"] == "broken"
+    assert f"{missing} does not exist ({path}/{missing})" in row["detail"]
+    assert sum(o["status"] == "ok" for o in report["overlays"]) >= 6  # and the rest are fine
+
+
+@needs_kustomize
+def test_the_broken_upstream_overlay_fails_to_render_naming_the_file() -> None:
+    hardware, server, name, path, missing = BROKEN
+    if ROOT is None or not (ROOT / path).is_dir():
+        pytest.skip(f"{path} is not in this llm-d tree")
+    with pytest.raises(RenderFailed) as raised:
+        render(RenderRequest(guide=GUIDE, hardware=hardware, model_server=server, overlay=name), root=ROOT, runner=MemoRunner())
+    assert missing in raised.value.message
+    assert raised.value.message.startswith(f"kustomize could not render {path}")
+
+
+def modes() -> list[tuple[str, str, str, str, int, str]]:
+    registry = get_registry()
+    return [(*row, mode) for row in PRESENT for mode in registry.get(row[0]).effective_modes()]
+
+
+@needs_kustomize
+@pytest.mark.parametrize("hardware,server,name,path,count,mode", modes(),
+                         ids=[f"{r[0]}-{r[1]}-{r[2]}-{r[5]}" for r in modes()])
+def test_every_overlay_renders_with_the_shape_of_every_access_mode(hardware: str, server: str, name: str, path: str,
+                                                                  count: int, mode: str) -> None:
+    result = render(RenderRequest(guide=GUIDE, hardware=hardware, model_server=server, overlay=name, mode=mode),
+                    root=ROOT, runner=MemoRunner())
+    assert result.choice.overlay.path == path
+    profile = get_registry().get(hardware)
+    spec = profile.effective_modes()[mode]
+    templates = {o["metadata"]["name"]: o for o in result.objects if o["kind"] == "ResourceClaimTemplate"}
+    pods = list(all_pod_templates(result.objects))
+    assert len(pods) == 1
+    pod = pods[0].spec
+    container = pod["containers"][0]
+    limits = container.get("resources", {}).get("limits", {})
+    requests = container.get("resources", {}).get("requests", {})
+    device_resources = {k for k in [*limits, *requests] if "/" in k}
+    if spec.request_model == "dra":
+        assert device_resources == set()
+        (claim,) = pod["resourceClaims"]
+        assert container["resources"]["claims"][0]["name"] == claim["name"]
+        template = templates[claim["resourceClaimTemplateName"]]
+        assert template["apiVersion"] == "resource.k8s.io/v1"
+        (request,) = template["spec"]["spec"]["devices"]["requests"]
+        assert request["name"] == spec.claim_request_name
+        assert (request["exactly"]["deviceClassName"], request["exactly"]["count"]) == (spec.device_class, count)
+    elif spec.request_model == "extended-resource":
+        assert templates == {}
+        assert "resourceClaims" not in pod
+        resource = spec.resource_names[0]
+        assert (limits[resource], requests[resource]) == (count, count)
+        assert device_resources == {resource}
+    else:
+        assert templates == {} and device_resources == set() and "resourceClaims" not in pod
+    for toleration in profile.deployment.tolerations:
+        assert toleration.model_dump(exclude_none=True) in pod["tolerations"]
+    assert [w.code for w in result.warnings] == []
+
+
+@needs_kustomize
+def test_rendering_leaves_the_source_untouched() -> None:
+    assert ROOT is not None
+    before = tree_digest(ROOT)
+    for hardware, server, name, _, _ in PRESENT[-3:]:
+        render(RenderRequest(guide=GUIDE, hardware=hardware, model_server=server, overlay=name), root=ROOT, runner=CommandRunner())
+    assert tree_digest(ROOT) == before
+
+
+def test_a_source_without_gaudi_overlays_says_so(tmp_path: Path) -> None:
+    assert ROOT is not None
+    copy = tmp_path / "llm-d"
+    shutil.copytree(ROOT / "guides", copy / "guides", ignore=shutil.ignore_patterns("hpu", "hpu-vllm"))
+    with pytest.raises(OverlayNotFound) as raised:
+        render(RenderRequest(guide=GUIDE, hardware="gaudi"), root=copy, runner=MemoRunner())
+    assert raised.value.message.startswith("no overlay for intel-gaudi in this llm-d source (guide optimized-baseline)")

@@ -1,0 +1,216 @@
+"""Pod templates in rendered objects, and the devices their containers ask for.
+
+Fitting and validation read a render the same way: every pod template (Deployments, StatefulSets,
+Jobs, LeaderWorkerSets and any custom object with ``spec.template``), each container's extended
+resources and DRA claims, and which registered hardware each of those resolves to. Keeping that
+in one place means the validator checks exactly what the fitter wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llm_d_lens.hardware.resolution import VARIANT_LABEL, Resolver
+
+ROLE_LABEL = "llm-d.ai/role"
+CLAIM_TEMPLATE_KIND = "ResourceClaimTemplate"
+DRA_API_VERSION = "resource.k8s.io/v1"
+
+# Where the pod template sits, for kinds that do not keep it at spec.template.
+_TEMPLATE_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "CronJob": (("spec", "jobTemplate", "spec", "template"),),
+    "LeaderWorkerSet": (("spec", "leaderWorkerTemplate", "leaderTemplate"), ("spec", "leaderWorkerTemplate", "workerTemplate")),
+}
+
+
+@dataclass
+class PodTemplate:
+    """One pod template inside a rendered object (the object itself for a bare Pod)."""
+
+    workload: dict[str, Any]
+    where: str
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(_get(self.workload, "metadata", "name") or "?")
+
+    @property
+    def display(self) -> str:
+        suffix = f" ({self.where})" if self.where not in ("spec", "spec.template") else ""
+        return f"{self.workload.get('kind', '?')}/{self.name}{suffix}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, dict) else {}
+
+    @property
+    def role(self) -> str:
+        return str(self.labels.get(ROLE_LABEL) or self.name)
+
+    def containers(self) -> list[dict[str, Any]]:
+        containers = self.spec.get("containers")
+        return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    """One device a container asks for: an extended resource, or a request inside a claim."""
+
+    container: str
+    kind: str  # "resource" | "claim"
+    key: str  # the resource name, or the DRA device class
+    count: int | None
+    profile_id: str | None  # the registered hardware it resolves to
+    template: str | None = None  # the ResourceClaimTemplate, for claims
+    request: str | None = None  # the request name inside it, for claims
+
+    def describe(self) -> str:
+        if self.kind == "resource":
+            return f"{self.key}: {self.count if self.count is not None else '?'}"
+        where = f"ResourceClaimTemplate {self.template}" if self.template else "a ResourceClaim"
+        return f"{self.count if self.count is not None else '?'} × {self.key} ({where}, request {self.request})"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
+    kind = obj.get("kind")
+    if kind == "Pod":
+        spec = obj.get("spec")
+        metadata = obj.setdefault("metadata", {})
+        return [PodTemplate(obj, "spec", metadata, spec)] if isinstance(spec, dict) else []
+    found = []
+    for path in _TEMPLATE_PATHS.get(str(kind), (("spec", "template"),)):
+        template = _get(obj, *path)
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            metadata = template.setdefault("metadata", {})
+            found.append(PodTemplate(obj, ".".join(path), metadata, template["spec"]))
+    return found
+
+
+def all_pod_templates(objects: list[dict[str, Any]]) -> Iterator[PodTemplate]:
+    for obj in objects:
+        yield from pod_templates(obj)
+
+
+def claim_templates(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(_get(o, "metadata", "name")): o for o in objects if o.get("kind") == CLAIM_TEMPLATE_KIND}
+
+
+def template_requests(template: dict[str, Any]) -> list[dict[str, Any]]:
+    requests = _get(template, "spec", "spec", "devices", "requests")
+    return [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
+
+
+def request_class(request: dict[str, Any]) -> str | None:
+    """The device class of a claim request, in the v1 (``exactly``) or v1beta1 (flat) shape."""
+    exactly = request.get("exactly")
+    if isinstance(exactly, dict):
+        return exactly.get("deviceClassName")
+    if isinstance(request.get("firstAvailable"), list) and request["firstAvailable"]:
+        first = request["firstAvailable"][0]
+        return first.get("deviceClassName") if isinstance(first, dict) else None
+    return request.get("deviceClassName")
+
+
+def request_count(request: dict[str, Any]) -> int | None:
+    exactly = request.get("exactly")
+    body: dict[str, Any] = exactly if isinstance(exactly, dict) else request
+    if body.get("allocationMode") == "All":
+        return None
+    return quantity(body.get("count", 1))
+
+
+def quantity(value: Any) -> int | None:
+    """A whole device count from a Kubernetes quantity (2, "2"); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def is_device_resource(name: str) -> bool:
+    """Extended resources (vendor.com/thing); core resources and kubernetes.io ones are not devices."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io")
+
+
+def container_resources(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    resources = container.get("resources")
+    return resources if isinstance(resources, dict) else {}
+
+
+class DeviceView:
+    """Reads device requests off pod templates, resolving each through the registry."""
+
+    def __init__(self, resolver: Resolver, objects: list[dict[str, Any]]):
+        self.resolver = resolver
+        self.templates = claim_templates(objects)
+
+    def resource_owner(self, name: str) -> str | None:
+        return self.resolver.match_resource(name).profile_id
+
+    def class_owner(self, device_class: str | None) -> str | None:
+        return self.resolver.match_device_class(device_class).profile_id if device_class else None
+
+    def requests(self, pod: PodTemplate, container: dict[str, Any]) -> list[DeviceRequest]:
+        found: list[DeviceRequest] = []
+        name = str(container.get("name", "?"))
+        resources = container_resources(container)
+        limits = _mapping(resources.get("limits"))
+        requests = _mapping(resources.get("requests"))
+        for resource in dict.fromkeys([*limits, *requests]):
+            if is_device_resource(resource):
+                count = quantity(limits.get(resource, requests.get(resource)))
+                found.append(DeviceRequest(name, "resource", resource, count, self.resource_owner(resource)))
+        for claim, template_name, request in self.claims(pod, container):
+            device_class = request_class(request) if request is not None else None
+            found.append(DeviceRequest(name, "claim", device_class or "?", request_count(request) if request else None,
+                                       self.class_owner(device_class), template_name, request.get("name") if request else claim))
+        return found
+
+    def claims(self, pod: PodTemplate, container: dict[str, Any]) -> Iterator[tuple[str, str | None, dict[str, Any] | None]]:
+        """(pod claim name, template name, request) for each claim the container uses."""
+        entries = {e.get("name"): e for e in pod.spec.get("resourceClaims") or [] if isinstance(e, dict)}
+        for use in container_resources(container).get("claims") or []:
+            if not isinstance(use, dict):
+                continue
+            entry = entries.get(use.get("name"))
+            template_name = entry.get("resourceClaimTemplateName") if entry else None
+            template = self.templates.get(str(template_name)) if template_name else None
+            if template is None:
+                yield str(use.get("name")), template_name, None
+                continue
+            for request in template_requests(template):
+                if use.get("request") in (None, request.get("name")):
+                    yield str(use.get("name")), str(template_name), request
+
+    def is_accelerated(self, pod: PodTemplate) -> bool:
+        """A model-server pod: it asks for registered hardware, or llm-d labelled it with a variant."""
+        if VARIANT_LABEL in pod.labels:
+            return True
+        return any(r.profile_id for c in pod.containers() for r in self.requests(pod, c))
+
+    def targets(self, pod: PodTemplate) -> list[dict[str, Any]]:
+        """The containers that get the accelerator: those already asking for one, else the first."""
+        containers = pod.containers()
+        asking = [c for c in containers if any(r.profile_id for r in self.requests(pod, c))]
+        return asking or containers[:1]
