@@ -68,7 +68,7 @@ def _group_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     # Typer may vendor its own click: take the exception classes from Typer itself.
-    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
     app = build_app(_group_of(args))
     try:
@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("Aborted.", err=True)
         return 1
-    except click_exception as exc:
-        exc.show()
-        return exc.exit_code
+    except click_exception as exc:  # usage errors: click's own message, exit code 2
+        exc.show()  # type: ignore[attr-defined]
+        return int(exc.exit_code)  # type: ignore[attr-defined]
     return result if isinstance(result, int) else 0
 
 

@@ -127,7 +127,7 @@ def _type_name(rule: Any) -> str:
     names = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
              "number": "a number", "boolean": "true or false", "null": "null"}
     if isinstance(rule, list):
-        return " or ".join(names.get(r, r) for r in rule)
+        return " or ".join(names.get(r, str(r)) for r in rule)
     return names.get(rule, str(rule))
 
 
