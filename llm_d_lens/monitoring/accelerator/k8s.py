@@ -205,7 +205,7 @@ class _Reader:
         if node is None:
             return default
         if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
-            raise self.fail(path, f"is a {type(node).__name__}, expected {kind.__name__}", node)
+            raise self.fail(path, f"has type {type(node).__name__}, expected {kind.__name__}", node)
         return node
 
     def str_(self, path: Sequence[str | int], default: str = "") -> str:

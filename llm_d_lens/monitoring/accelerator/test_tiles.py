@@ -118,8 +118,8 @@ def test_first_takes_partition_zero_then_the_device_level_series():
     expected = {"n1/S1": 300.0, "n1/S2": 120.0, "n1/S3": 500.0}
     with run_prometheus(to_openmetrics(samples)) as server:
         from_prometheus = by_name(refresh(server.url, ["amd"]))
-    page = "\n".join(f"{n}{{{','.join(f'{k}={v!r}'.replace(chr(39), chr(34)) for k, v in labels.items())}}} {value}"
-                     for n, labels, value in samples) + "\n"
+    page = "".join(n + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "} " + str(value) + "\n"
+                   for n, labels, value in samples)
     from_page = by_name(snapshot(page, ["amd"]))
     assert {k: v["power_watts"] for k, v in from_prometheus.items()} == expected
     assert {k: v["power_watts"] for k, v in from_page.items()} == expected
