@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from llm_d_lens.monitoring.errors import OptionInvalid
 from llm_d_lens.output import OutputFormat, console, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -45,7 +46,7 @@ def parse_time(text: str | None) -> float | None:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        raise typer.BadParameter(f"--at {text!r}: give Unix seconds or an ISO 8601 time such as 2026-01-01T00:00:00Z") from None
+        raise OptionInvalid(f"--at {text!r}: give Unix seconds or an ISO 8601 time such as 2026-01-01T00:00:00Z") from None
 
 
 def _settings(timeout: float | None) -> Any:
@@ -56,7 +57,7 @@ def _settings(timeout: float | None) -> Any:
     settings = TelemetrySettings.from_env()
     if timeout is not None:
         if timeout <= 0:
-            raise typer.BadParameter("--timeout must be more than 0 seconds")
+            raise OptionInvalid(f"--timeout {timeout}: must be more than 0 seconds")
         settings = replace(settings, timeout=timeout)
     return settings
 
@@ -87,7 +88,7 @@ def devices(
     selection = select(hardware)
     objects = _cluster(cluster, settings)
     if snapshot and scrape:
-        raise typer.BadParameter("give --snapshot or --scrape, not both")
+        raise OptionInvalid("give --snapshot or --scrape, not both")
     if snapshot or scrape:
         report = _run(_snapshot(snapshot, scrape, selection, settings, node, objects, mode))
     else:

@@ -8,6 +8,13 @@ from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import render_value
 
 
+class OptionInvalid(LensError):
+    """A command option or request parameter Lens cannot use, named with the accepted forms."""
+
+    code = "OPTION_INVALID"
+    http_status = 400
+
+
 class PrometheusNotConfigured(LensError):
     code = "PROMETHEUS_URL_MISSING"
     http_status = 400

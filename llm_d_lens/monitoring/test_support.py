@@ -74,12 +74,12 @@ def backfill(*texts: str, timestamp: int = BASE_TIMESTAMP) -> str:
     return body + "# EOF\n"
 
 
-def refresh(url: str, hardware: list[str] | None = None, **options: object) -> DeviceReport:
-    """One device refresh against ``url`` at BASE_TIMESTAMP."""
+def refresh(url: str, hardware: list[str] | None = None, at: float | None = BASE_TIMESTAMP, **options: object) -> DeviceReport:
+    """One device refresh against ``url``, evaluated at ``at`` (the backfilled samples' time by default)."""
 
     async def run() -> DeviceReport:
         async with PrometheusClient(url) as client:
-            return await read_devices(client, select(hardware), at=BASE_TIMESTAMP, **options)  # type: ignore[arg-type]
+            return await read_devices(client, select(hardware), at=at, **options)  # type: ignore[arg-type]
 
     return asyncio.run(run())
 
