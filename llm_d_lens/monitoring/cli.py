@@ -164,19 +164,23 @@ async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: 
 @app.command("queries")
 def show_queries(
     hardware: list[str] = HardwareOption,
-    node: str = typer.Option(None, "--node", help="Only this node's devices."),
+    dashboard: bool = typer.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
+    node: str = typer.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
     output: OutputFormat = OutputOption,
 ) -> None:
-    """The PromQL one refresh sends: an inventory query and one per quantity, per hardware."""
-    from llm_d_lens.monitoring.accelerator.queries import queries
+    """The PromQL one refresh sends (an inventory query and one per quantity, per hardware), or dashboard PromQL."""
+    from llm_d_lens.monitoring.accelerator.queries import dashboard_queries, queries
     from llm_d_lens.monitoring.accelerator.service import select
 
-    data = {s.profile.id: queries(s.plan, node) for s in select(hardware)}
+    if node is not None and not dashboard:
+        raise OptionInvalid("--node applies to --dashboard queries; a refresh reads every node and narrows the answer")
+    data = {s.profile.id: dashboard_queries(s.plan, node) if dashboard else queries(s.plan) for s in select(hardware)}
 
     def table(data: dict[str, dict[str, str]]) -> Any:
         from rich.table import Table
 
-        t = Table(title=f"{sum(len(q) for q in data.values())} queries per refresh", show_lines=True)
+        kind = "dashboard queries" if dashboard else "queries per refresh"
+        t = Table(title=f"{sum(len(q) for q in data.values())} {kind}", show_lines=True)
         for column in ("hardware", "reads", "PromQL"):
             t.add_column(column, overflow="fold")
         for hw, named in data.items():

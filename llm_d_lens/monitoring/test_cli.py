@@ -42,15 +42,21 @@ def test_devices_as_a_table_with_an_iso_time(prometheus, capsys):
 
 @needs_prometheus
 def test_devices_joined_with_cluster_objects_from_a_file(prometheus, capsys):
-    code, out, _ = run(capsys, "devices", "--prometheus", prometheus.url, "--hardware", "intel-xpu", "--node", "xpu-max1550-01",
+    code, out, _ = run(capsys, "devices", "--prometheus", prometheus.url, "--hardware", "intel-xpu",
                        "--cluster", str(shared("clusters", "dra-intel-cpu.json")), "--at", AT, "-o", "yaml")
     assert code == 0
     report = yaml.safe_load(out)
-    owners = {d["device"]: d["attribution"]["pod"] for d in report["devices"]}
-    assert owners["0000:29:00.0"] == "vllm-xpu-llama-3-1-70b-0" and owners["0000:ca:00.0"] is None
+    owners = {f"{d['node']}/{d['device']}": d["attribution"]["pod"] for d in report["devices"]}
+    assert owners["xpu-max1550-01/0000:29:00.0"] == "vllm-xpu-llama-3-1-70b-0"
+    assert owners["xpu-max1550-01/0000:ca:00.0"] is None
     assert {p["pod"]: p["allocations"][0]["status"] for p in report["pods"]} == {
         "vllm-xpu-llama-3-1-70b-0": "attributed", "vllm-xpu-qwen2-5-32b-59d7f8c6b4-k7wqz": "attributed",
         "vllm-xpu-llama-3-1-8b-7f8b9c6d5-p2mxr": "unavailable"}  # its Max 1100 node has no exporter in this Prometheus
+    node_only = yaml.safe_load(run(capsys, "devices", "--prometheus", prometheus.url, "--hardware", "intel-xpu", "--node",
+                                   "xpu-max1550-01", "--cluster", str(shared("clusters", "dra-intel-cpu.json")),
+                                   "--at", AT, "-o", "yaml")[1])
+    assert len(node_only["devices"]) == 8
+    assert sorted(p["pod"] for p in node_only["pods"]) == ["vllm-xpu-llama-3-1-70b-0", "vllm-xpu-qwen2-5-32b-59d7f8c6b4-k7wqz"]
 
 
 @needs_prometheus

@@ -53,6 +53,9 @@ COMMON_LABELS = ("node", "device", "sub", "uuid", "pci_bus_id", "serial", "model
 KEY_LABELS = ("node", "device", "sub")
 #: Prefix of the labels Lens writes in PromQL, so they never collide with an exporter's own.
 PREFIX = "lens_"
+#: Whose series name the devices and their pods: the first declared of these quantities. Memory is
+#: reported by every tile and partition, where activity or power may come from the first one only.
+IDENTITY_ORDER = ("memory_used", "memory_total", "utilization", "power", "energy", "temperature", "tensor_activity")
 
 
 def lens_label(common: str) -> str:
@@ -80,6 +83,16 @@ class DevicePlan:
     def folded(self) -> bool:
         """Whether tiles fold into their device (the rules make every source agree)."""
         return any(q.fold != "none" for q in self.quantities)
+
+    def raw_labels(self, commons: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """The exporter labels behind ``commons``, every spelling once, in order."""
+        return tuple(dict.fromkeys(name for common in commons for name in self.labels.get(common, ())))
+
+    def identity_selector(self) -> tuple[str, tuple[str, ...]]:
+        """(metric, matchers) whose series list every device and tile with its ids and pod labels."""
+        by_key = {q.quantity.key: q for q in self.quantities}
+        source = next(by_key[k] for k in IDENTITY_ORDER if k in by_key)
+        return source.metrics[0], source.matchers
 
     def metric_selectors(self) -> list[tuple[str, tuple[str, ...]]]:
         """Every (metric, matchers) the plan reads, once each, in declaration order."""

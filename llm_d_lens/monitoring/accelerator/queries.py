@@ -1,25 +1,27 @@
-"""A :class:`~.plan.DevicePlan` rendered as PromQL: one query per quantity, plus one inventory query.
+"""A :class:`~.plan.DevicePlan` rendered as PromQL, in two forms.
 
-Each query covers every device of the hardware at once, so the number of queries a refresh sends
-depends on the profiles, never on the number of devices. The steps, all inside Prometheus:
+*Refresh queries* are what Lens sends: an inventory query and one query per quantity, per hardware,
+each covering every device at once, so their number depends on the profiles and never on the
+number of devices. Each quantity query selects the source's series (its matchers drop the
+exporter's own double-counting aggregates), collapses duplicates per device or tile with the
+source's ``aggregation`` grouped by every spelling of the node, device and tile labels, combines the
+source's metrics (first present, sum, or divide skipping zero divisors) and converts to the common
+unit with an exact factor. The small per-tile result is then folded and relabelled by
+:mod:`.fold`, the same code a direct snapshot goes through. (Prometheus 2.x spends far more on
+``label_replace`` and set operators over every series than on the selection itself, so these two
+steps stay out of the hot path.)
 
-1. *relabel*: copy the exporter's labels onto ``lens_*`` labels with ``label_replace``; where the
-   profile lists alternative spellings (``Hostname``/``hostname``, ``exported_pod``/``pod``) the
-   first one a series carries wins. A node taken from ``instance`` loses its port.
-2. *normalise*: collapse each metric to one series per device (or tile) with the source's
-   ``aggregation``; series without a device label are dropped.
-3. *combine* the source's metrics (first present, sum, or divide, skipping zero divisors).
-4. *convert* to the common unit with an exact factor.
-5. *fold* tiles into their device with ``tile_aggregation``. A device-level series (no tile
-   label) wins over its tiles, so an exporter's own device aggregates are never added to the
-   tiles they summarise.
+*Dashboard queries* do everything in PromQL, for pasting into Grafana or alerting rules: the same
+steps, then the fold (a device-level series wins over its tiles; ``first`` takes tile ``0``) and the
+relabelling onto ``lens_*`` labels (the first spelling a series carries wins; a node taken from
+``instance`` loses its port). Tests hold both forms to the same numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, KEY_LABELS, DevicePlan, QuantityPlan, lens_label
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, lens_label
 from llm_d_lens.monitoring.prometheus.promql import label_name, quote, replacement_literal, selector
 
 #: A node read from ``instance`` (``host:port``) keeps only the host.
@@ -27,12 +29,11 @@ NODE_REGEX = "(.+?)(?::[0-9]+)?"
 ANY_VALUE = "(.+)"
 #: Which tile answers for a ``first`` fold when the device has no device-level series.
 PRIMARY_TILE = "0"
+DEVICE_KEY = ("node", "device")
+TILE_KEY = ("node", "device", "sub")
 
 _DEVICE = lens_label("device")
-_SUB = lens_label("sub")
 _NODE = lens_label("node")
-_FOLDED_KEY = ", ".join(lens_label(name) for name in ("node", "device"))
-_TILE_KEY = ", ".join(lens_label(name) for name in KEY_LABELS)
 
 
 def relabel(expression: str, plan: DevicePlan, commons: Iterable[str]) -> str:
@@ -46,13 +47,13 @@ def relabel(expression: str, plan: DevicePlan, commons: Iterable[str]) -> str:
     return expression
 
 
-def _normalised(plan: DevicePlan, quantity: QuantityPlan, metric: str) -> str:
-    series = relabel(selector(metric, quantity.matchers), plan, KEY_LABELS)
-    return f"({quantity.aggregation} by ({_TILE_KEY}) ({series}) unless on({_DEVICE}) vector(1))"
+def _by(names: Iterable[str]) -> str:
+    return ", ".join(label_name(n) for n in names)
 
 
 def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
-    parts = [_normalised(plan, quantity, metric) for metric in quantity.metrics]
+    tile_by = _by(plan.raw_labels(TILE_KEY))
+    parts = [f"{quantity.aggregation} by ({tile_by}) ({selector(m, quantity.matchers)})" for m in quantity.metrics]
     if quantity.combine == "sum":
         return "(" + " + ".join(parts) + ")"
     if quantity.combine == "divide":
@@ -69,19 +70,26 @@ def _converted(expression: str, quantity: QuantityPlan) -> str:
     return expression
 
 
-def _folded(expression: str, fold: str) -> str:
+def _folded(plan: DevicePlan, expression: str, fold: str) -> str:
     if fold == "none":
         return expression
-    device_level = f"({expression} and on({_SUB}) vector(1))"
+    device_by, subs = _by(plan.raw_labels(DEVICE_KEY)), plan.raw_labels(("sub",))
+    sub_on = _by(subs)
+    device_level = f"({expression} and on({sub_on}) vector(1))"
     if fold == "first":
-        primary = f'label_replace(vector(1), {quote(_SUB)}, {quote(PRIMARY_TILE)}, "", "")'
+        primary = f'label_replace(vector(1), {quote(subs[0])}, {quote(PRIMARY_TILE)}, "", "")'
         return (
-            f"(max by ({_FOLDED_KEY}) {device_level}"
-            f" or max by ({_FOLDED_KEY}) ({expression} and on({_SUB}) {primary})"
-            f" or max by ({_FOLDED_KEY}) ({expression}))"
+            f"(max by ({device_by}) {device_level}"
+            f" or max by ({device_by}) ({expression} and on({sub_on}) {primary})"
+            f" or max by ({device_by}) ({expression}))"
         )
-    tiles = f"({expression} unless on({_SUB}) vector(1))"
-    return f"({fold} by ({_FOLDED_KEY}) {device_level} or {fold} by ({_FOLDED_KEY}) {tiles})"
+    tiles = f"({expression} unless on({sub_on}) vector(1))"
+    return f"({fold} by ({device_by}) {device_level} or {fold} by ({device_by}) {tiles})"
+
+
+def _relabelled(plan: DevicePlan, expression: str, commons: tuple[str, ...]) -> str:
+    by = ", ".join(lens_label(c) for c in commons)
+    return f"(max by ({by}) ({relabel(expression, plan, commons)}) unless on({_DEVICE}) vector(1))"
 
 
 def on_node(expression: str, node: str | None) -> str:
@@ -92,21 +100,30 @@ def on_node(expression: str, node: str | None) -> str:
     return f"({expression}) and on({_NODE}) {wanted}"
 
 
-def quantity_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
-    """One series per device (or tile) holding ``quantity`` in its common unit."""
-    return on_node(_folded(_converted(_combined(plan, quantity), quantity), quantity.fold), node)
+def dashboard_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
+    """Self-contained PromQL: one series per device (or tile) in the common unit, on ``lens_*`` labels."""
+    folded = _folded(plan, _converted(_combined(plan, quantity), quantity), quantity.fold)
+    return on_node(_relabelled(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
 
 
-def inventory_query(plan: DevicePlan, node: str | None = None) -> str:
-    """One series per distinct identity (device, tile, ids, pod labels) any of the plan's metrics shows."""
-    union = " or ".join(selector(metric, matchers) for metric, matchers in plan.metric_selectors())
-    commons = [c for c in COMMON_LABELS if c in plan.labels]
-    by = ", ".join(lens_label(c) for c in commons)
-    return on_node(f"group by ({by}) ({relabel(f'({union})', plan, commons)})", node)
+def dashboard_queries(plan: DevicePlan, node: str | None = None) -> dict[str, str]:
+    return {q.quantity.key: dashboard_query(plan, q, node) for q in plan.quantities}
 
 
-def queries(plan: DevicePlan, node: str | None = None) -> dict[str, str]:
+def quantity_query(plan: DevicePlan, quantity: QuantityPlan) -> str:
+    """One series per tile (or device) in the common unit, on the exporter's own key labels."""
+    return _converted(_combined(plan, quantity), quantity)
+
+
+def inventory_query(plan: DevicePlan) -> str:
+    """One series per distinct identity (device, tile, ids, pod labels) of the identity source's series."""
+    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
+    metric, matchers = plan.identity_selector()
+    return f"group by ({_by(plan.raw_labels(commons))}) ({selector(metric, matchers)})"
+
+
+def queries(plan: DevicePlan) -> dict[str, str]:
     """Every query one refresh of this hardware sends: ``inventory`` and one per quantity."""
-    out = {"inventory": inventory_query(plan, node)}
-    out.update({q.quantity.key: quantity_query(plan, q, node) for q in plan.quantities})
+    out = {"inventory": inventory_query(plan)}
+    out.update({q.quantity.key: quantity_query(plan, q) for q in plan.quantities})
     return out

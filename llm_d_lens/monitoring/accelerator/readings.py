@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, DevicePlan, lens_label
+from llm_d_lens.monitoring.accelerator.fold import per_device, relabelled
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, QUANTITIES, DevicePlan
 from llm_d_lens.monitoring.prometheus.client import Sample
 
 
@@ -88,13 +89,13 @@ class Assembled:
     warnings: list[str]
 
 
-def _label(sample: Sample, common: str) -> str:
-    return sample.labels.get(lens_label(common), "")
-
-
 def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assembled:
-    """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot)."""
+    """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
+
+    Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    """
     folded = plan.folded
+    commons = [c for c in COMMON_LABELS if c in plan.labels]
     devices: dict[tuple[str, str, str], DeviceReading] = {}
     anonymous: dict[str, int] = defaultdict(int)
 
@@ -105,31 +106,30 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assemble
         return devices[key]
 
     for row in rows.get("inventory", ()):
-        node, device, sub = (_label(row, c) for c in ("node", "device", "sub"))
+        common = relabelled(dict(row.labels), plan, commons)
+        n, device, sub = common.get("node", ""), common.get("device", ""), common.get("sub", "")
         if not device:
-            anonymous[node] += 1
+            anonymous[n] += 1
             continue
-        r = reading(node, device, sub)
-        _add(r.uuids, _label(row, "uuid"))
-        _add(r.pci_bus_ids, _label(row, "pci_bus_id"))
-        _add(r.serials, _label(row, "serial"))
+        r = reading(n, device, sub)
+        _add(r.uuids, common.get("uuid", ""))
+        _add(r.pci_bus_ids, common.get("pci_bus_id", ""))
+        _add(r.serials, common.get("serial", ""))
         if folded:
             _add(r.tiles, sub)
-        r.model = r.model or _label(row, "model") or None
-        r.device_id = r.device_id or _label(row, "source") or None
-        pod = _label(row, "pod")
-        if pod:
-            owner = Owner(_label(row, "namespace"), pod, _label(row, "container"))
+        r.model = r.model or common.get("model") or None
+        r.device_id = r.device_id or common.get("source") or None
+        if common.get("pod"):
+            owner = Owner(common.get("namespace", ""), common["pod"], common.get("container", ""))
             if owner not in r.owners:
                 r.owners.append(owner)
     for quantity in plan.quantities:
-        for row in rows.get(quantity.quantity.key, ()):
-            node, device, sub = (_label(row, c) for c in ("node", "device", "sub"))
-            reading(node, device, sub).values[quantity.quantity.field] = row.value
+        for (n, device, sub), value in per_device(plan, quantity, rows.get(quantity.quantity.key, ())).items():
+            reading(n, device, sub).values[quantity.quantity.field] = value
     warnings = [
-        f"{plan.hardware}: {count} series on node {node or '(none)'} carry no device label "
+        f"{plan.hardware}: {count} series on node {n or '(none)'} carry no device label "
         f"({', '.join(plan.labels.get('device', ())) or 'label_schema.device is not set'}); they are left out"
-        for node, count in sorted(anonymous.items())
+        for n, count in sorted(anonymous.items())
     ]
     ordered = sorted(devices.values(), key=lambda d: (d.node, _natural(d.device), _natural(d.sub)))
     for d in ordered:

@@ -86,14 +86,18 @@ def _finish(
     rows_by_hardware: dict[str, dict[str, list[Sample]]],
     cluster: ClusterObjects | None,
     mode: str | None,
+    node: str | None,
 ) -> DeviceReport:
+    """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
     report = DeviceReport(hardware=[s.profile.id for s in selection])
+    wanted = cluster.node_name(node) if cluster is not None and node is not None else node
     for chosen in selection:
         assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id])
         own_mode = mode if mode in chosen.profile.access_modes else None
         for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
-            report.pods.setdefault(ref, []).append(allocation)
-        report.devices.extend(assembled.devices)
+            if wanted is None or allocation.node == wanted:
+                report.pods.setdefault(ref, []).append(allocation)
+        report.devices.extend(d for d in assembled.devices if wanted is None or d.node == wanted)
         report.warnings.extend(assembled.warnings)
     return report
 
@@ -109,13 +113,13 @@ async def read_devices(
 ) -> DeviceReport:
     """Devices of every selected hardware from Prometheus, all queries in flight together."""
     _check_mode(selection, mode)
-    jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan, node).items()]
+    jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
     before = client.queries_sent
     answers = await asyncio.gather(*(client.query(promql, at) for _, _, promql in jobs))
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
     for (hardware, name, _), answer in zip(jobs, answers):
         rows[hardware][name] = answer
-    report = _finish(selection, rows, cluster, mode)
+    report = _finish(selection, rows, cluster, mode, node)
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report
@@ -136,7 +140,7 @@ def snapshot_devices(
     samples = parse_exposition(text, source)
     if target:
         samples = with_target_label(samples, target)
-    rows = {s.profile.id: evaluate(s.plan, samples, node) for s in selection}
-    report = _finish(selection, rows, cluster, mode)
+    rows = {s.profile.id: evaluate(s.plan, samples) for s in selection}
+    report = _finish(selection, rows, cluster, mode, node)
     report.source = source
     return report

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from llm_d_lens.hardware.registry import get_registry
-from llm_d_lens.monitoring.accelerator.plan import QUANTITIES
+from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, plan_for
+from llm_d_lens.monitoring.accelerator.queries import dashboard_query
 from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, GAUDI_TARGET, VLLM_POD
 from llm_d_lens.monitoring.test_support import (
     by_name,
@@ -172,3 +173,22 @@ def test_device_metrics_expressions_agree_with_the_sources(raw_prometheus, hardw
         lens = sorted(d.values[quantity.field] for d in devices if quantity.field in d.values)
         assert raw == pytest.approx(lens, rel=1e-12), quantity.key
         assert all(not math.isnan(v) for v in raw)
+
+
+@pytest.mark.parametrize("hardware", ["nvidia", "amd", "intel-xpu", "intel-gaudi"])
+def test_dashboard_queries_agree_with_the_refresh(prometheus, hardware):
+    """The self-contained PromQL (fold and relabel inside Prometheus) gives the refresh's numbers,
+    tiles and partitions included (the Max 1550 and CPX fixtures are in this Prometheus too)."""
+    plan = plan_for(get_registry().get(hardware))
+    devices = refresh(prometheus.url, [hardware]).devices
+    assert len(devices) >= 2
+    for quantity in plan.quantities:
+        rows = prometheus.query(dashboard_query(plan, quantity), at=BASE_TIMESTAMP)
+        from_promql = {
+            (r["metric"].get("lens_node", ""), r["metric"]["lens_device"], r["metric"].get("lens_sub", "")): float(r["value"][1])
+            for r in rows
+        }
+        from_refresh = {(d.node, d.device, d.sub): d.values[quantity.quantity.field] for d in devices if quantity.quantity.field in d.values}
+        assert from_promql.keys() == from_refresh.keys(), quantity.quantity.key
+        for key, value in from_refresh.items():
+            assert from_promql[key] == pytest.approx(value, rel=1e-12), (quantity.quantity.key, key)

@@ -7,6 +7,7 @@ the URL and, when Prometheus refused or failed the query, Prometheus' own error 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     import httpx
 
 DEFAULT_TIMEOUT = 10.0
+MAX_IN_FLIGHT = 4
 #: Characters of a query quoted in an error; the rest is in ``details``.
 _QUERY_SHOWN = 300
 
@@ -60,14 +62,19 @@ class PrometheusClient:
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ):
         import httpx
 
         self.url = normalise_url(url)
         self.timeout = timeout
         self.queries_sent = 0
+        # Prometheus evaluates on a few cores; more queries in flight than that only queue up in
+        # the connection pool, where httpx spends time scanning connections
+        self._slots = asyncio.Semaphore(max_in_flight)
         self._http = httpx.AsyncClient(
             base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport, headers=dict(headers or {}),
+            limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight),
         )
 
     async def __aenter__(self) -> PrometheusClient:
@@ -88,7 +95,8 @@ class PrometheusClient:
             form["time"] = repr(float(at))
         self.queries_sent += 1
         try:
-            response = await self._http.post("/api/v1/query", data=form)
+            async with self._slots:
+                response = await self._http.post("/api/v1/query", data=form)
         except httpx.TimeoutException:
             raise PrometheusTimeout(
                 f"Prometheus at {self.url} did not answer within {self.timeout:g} s", details=self._details(promql)

@@ -7,6 +7,9 @@ import asyncio
 import httpx
 import pytest
 
+from llm_d_lens.hardware.registry import get_registry
+from llm_d_lens.monitoring.accelerator.plan import plan_for
+from llm_d_lens.monitoring.accelerator.queries import dashboard_query
 from llm_d_lens.monitoring.errors import (
     PrometheusBadQuery,
     PrometheusQueryFailed,
@@ -107,7 +110,10 @@ def test_a_url_that_is_not_http_is_refused(url):
 
 @needs_prometheus
 @pytest.mark.parametrize("attempt", ['gpu-node-01"} or vector(1) or {a="', "gpu-node-01\\", "gpu-node-.*", "$1"])
-def test_a_node_filter_stays_a_literal(prometheus, attempt):
+def test_a_node_in_dashboard_promql_stays_a_literal(prometheus, attempt):
+    plan = plan_for(get_registry().get("nvidia"))
+    power = next(q for q in plan.quantities if q.quantity.key == "power")
+    assert prometheus.query(dashboard_query(plan, power, node=attempt), at=BASE_TIMESTAMP) == []
     assert refresh(prometheus.url, ["nvidia"], node=attempt).devices == []
 
 
@@ -116,6 +122,10 @@ def test_a_node_name_with_dollar_signs_and_quotes_matches_exactly():
     odd = 'node$1"x'
     samples = [("DCGM_FI_DEV_POWER_USAGE", {"Hostname": odd, "gpu": "0", "UUID": "GPU-1"}, 100.0),
                ("DCGM_FI_DEV_POWER_USAGE", {"Hostname": "plain", "gpu": "0", "UUID": "GPU-2"}, 200.0)]
+    plan = plan_for(get_registry().get("nvidia"))
+    power = next(q for q in plan.quantities if q.quantity.key == "power")
     with run_prometheus(to_openmetrics(samples)) as server:
+        rows = server.query(dashboard_query(plan, power, node=odd))
         devices = by_name(refresh(server.url, ["nvidia"], node=odd))
+    assert [(r["metric"]["lens_node"], float(r["value"][1])) for r in rows] == [(odd, 100.0)]
     assert {name: d["power_watts"] for name, d in devices.items()} == {f"{odd}/0": 100.0}
