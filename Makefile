@@ -25,6 +25,8 @@ demo: $(STAMP)
 	$(BIN)/lens hardware resolve --device-class gpu.intel.com
 	$(BIN)/lens hardware resolve --resource example.com/unknown-accelerator
 	$(BIN)/lens hardware doctor
+	$(BIN)/lens telemetry devices --snapshot llm_d_lens/monitoring/accelerator/testdata/amd-cpx-partitions.prom --hardware amd
+	$(BIN)/lens telemetry queries --hardware nvidia --output json
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

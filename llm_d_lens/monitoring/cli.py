@@ -232,7 +232,7 @@ def _devices_table(report: dict[str, Any]) -> Any:
         t.add_column(column, overflow="fold")
     gib = 2**30
     for d in report["devices"]:
-        device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ({len(d['tiles'])} tiles)" if len(d["tiles"]) > 1 else "")
+        device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ×{len(d['tiles'])}" if len(d["tiles"]) > 1 else "")
         t.add_row(
             d["hardware"], d["node"] or "-", device,
             _number(d["utilization_ratio"], 0.01, 0, "%"),

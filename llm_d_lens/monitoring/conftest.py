@@ -3,7 +3,8 @@
 The shared samples go in as the exporters wrote them, plus variants as Prometheus stores them
 after a scrape: DCGM on a second node with the newer ``hostname`` spelling and with its pod labels
 kept as ``exported_*`` (a target pod label added, as with honour_labels off); Gaudi with the target's
-``instance``; vLLM with the target's namespace and pod.
+``instance``; vLLM with the target's namespace and pod; the TPU fixture scraped from the device
+plugin's pod, so its workload labels are ``exported_*`` too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, skip
 VLLM_POD = "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
 EXPORTER_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xk2p", "container": "nvidia-dcgm-exporter"}
 GAUDI_TARGET = {"instance": "10.0.0.7:41611"}
+#: the TPU device plugin's own pod, scraped by a ServiceMonitor that keeps target labels and adds the node
+TPU_TARGET = {"namespace": "kube-system", "pod": "tpu-device-plugin-x8k2p", "container": "tpu-device-plugin",
+              "instance": "10.128.0.21:2112", "node": "gke-tpu-pool-1-a1b2"}
 
 
 def stored_pages() -> list[str]:
@@ -32,6 +36,7 @@ def stored_pages() -> list[str]:
         as_stored(sample_text("vllm.prom"), {"namespace": "llm-serving", "pod": VLLM_POD}),
         fixture_text("xpu-max1550-tiles.prom"),
         fixture_text("amd-cpx-partitions.prom"),
+        as_stored(fixture_text("tpu-v6e.prom"), TPU_TARGET),
     ]
 
 

@@ -83,7 +83,7 @@ def test_a_snapshot_file_needs_no_prometheus(capsys, tmp_path):
 
 def test_tiles_are_shown_folded(capsys):
     code, out, _ = run(capsys, "devices", "--snapshot", str(TESTDATA / "xpu-max1550-tiles.prom"), "--hardware", "xpu")
-    assert code == 0 and "0000:29:00.0 (2 tiles)" in out
+    assert code == 0 and "0000:29:00.0 ×2" in out
 
 
 def test_queries_lists_the_inventory_and_one_per_quantity(capsys):

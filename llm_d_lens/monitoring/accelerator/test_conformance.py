@@ -14,7 +14,7 @@ import pytest
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_query
-from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, GAUDI_TARGET, VLLM_POD
+from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, GAUDI_TARGET, TPU_TARGET, VLLM_POD
 from llm_d_lens.monitoring.test_support import (
     by_name,
     cluster,
@@ -133,6 +133,27 @@ def test_gaudi_in_common_units_with_the_node_from_the_target(prometheus):
     assert sorted(named) == ["gaudi-node-01/0", "gaudi-node-01/1"]
 
 
+def test_tpu_in_common_units_from_the_device_plugin(prometheus):
+    """No TPU sample is shared, so this reads the hand-written testdata/tpu-v6e.prom."""
+    node, chip = TPU_TARGET["node"], "4371783459163393063"
+    devices = by_name(refresh(prometheus.url, ["google-tpu"]))
+    assert sorted(devices) == [f"{node}/{chip}-{i}" for i in range(4)]
+    busy = devices[f"{node}/{chip}-0"]
+    # duty_cycle 75 (%); memory_used 20 GiB of memory_total 32 GiB (bytes); tensorcore_utilization 55 (%)
+    assert busy["utilization_ratio"] == 75 / 100
+    assert (busy["memory_used_bytes"], busy["memory_total_bytes"]) == (20 * 2**30, 32 * 2**30)
+    assert busy["tensor_activity_ratio"] == 55 / 100
+    assert (busy["power_watts"], busy["energy_joules"], busy["temperature_celsius"]) == (None, None, None)
+    assert busy["model"] == "tpu-v6e-slice" and busy["device_id"] == f"{chip}-0"
+    # the workload's labels arrive as exported_*; the idle chips carry only the device plugin's own pod
+    assert busy["attribution"]["pod"] == "vllm-tpu-0" and busy["attribution"]["namespace"] == "serve"
+    assert devices[f"{node}/{chip}-2"]["attribution"]["pod"] == TPU_TARGET["pod"]
+    objects = cluster(pod_object("vllm-tpu-0", node, namespace="serve", limits={"google.com/tpu": "2"}),
+                      pod_object(TPU_TARGET["pod"], node, namespace="kube-system", container="tpu-device-plugin"))
+    joined = by_name(refresh(prometheus.url, ["google-tpu"], cluster=objects))
+    assert [joined[f"{node}/{chip}-{i}"]["attribution"]["status"] for i in range(4)] == ["attributed", "attributed", "idle", "idle"]
+
+
 @pytest.mark.parametrize(
     "hardware, page, node",
     [
@@ -175,7 +196,7 @@ def test_device_metrics_expressions_agree_with_the_sources(raw_prometheus, hardw
         assert all(not math.isnan(v) for v in raw)
 
 
-@pytest.mark.parametrize("hardware", ["nvidia", "amd", "intel-xpu", "intel-gaudi"])
+@pytest.mark.parametrize("hardware", ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"])
 def test_dashboard_queries_agree_with_the_refresh(prometheus, hardware):
     """The self-contained PromQL (fold and relabel inside Prometheus) gives the refresh's numbers,
     tiles and partitions included (the Max 1550 and CPX fixtures are in this Prometheus too)."""
