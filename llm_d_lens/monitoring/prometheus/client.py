@@ -138,7 +138,7 @@ def _samples(data: Any, url: str) -> list[Sample]:
     try:
         if kind == "vector":
             # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
-            return [Sample(dict(item["metric"]), float(item["value"][1])) for item in result]
+            return [Sample(item["metric"], float(item["value"][1])) for item in result]
         if kind == "scalar":
             return [Sample({}, float(result[1]))]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
