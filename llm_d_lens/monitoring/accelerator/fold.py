@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
-from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE, TILE_KEY
+from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
 from llm_d_lens.monitoring.prometheus.client import Sample
 
 Key = tuple[str, str, str]  # common (node, device, sub)

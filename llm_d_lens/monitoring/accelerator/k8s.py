@@ -107,8 +107,9 @@ class ClusterObjects:
     devices: dict[tuple[str, str, str], SliceDevice] = field(default_factory=dict)  # (driver, pool, name)
     nodes: list[NodeInfo] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
-    _pod_index: dict[tuple[str, str], PodInfo] = field(default_factory=dict, init=False, repr=False)
-    _claim_index: dict[tuple[str, str], ClaimInfo] = field(default_factory=dict, init=False, repr=False)
+    # built on first lookup; the object lists are not changed after reading
+    _pod_index: dict[tuple[str, str], PodInfo] | None = field(default=None, init=False, repr=False)
+    _claim_index: dict[tuple[str, str], ClaimInfo] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_documents(cls, documents: Iterable[tuple[str, Any]]) -> ClusterObjects:
@@ -146,12 +147,12 @@ class ClusterObjects:
         return cls.from_documents(documents)
 
     def pod(self, namespace: str, name: str) -> PodInfo | None:
-        if len(self._pod_index) != len(self.pods):
+        if self._pod_index is None:
             self._pod_index = {p.ref: p for p in self.pods}
         return self._pod_index.get((namespace, name))
 
     def claim(self, namespace: str, name: str) -> ClaimInfo | None:
-        if len(self._claim_index) != len(self.claims):
+        if self._claim_index is None:
             self._claim_index = {(c.namespace, c.name): c for c in self.claims}
         return self._claim_index.get((namespace, name))
 
