@@ -40,6 +40,8 @@ demo: $(STAMP)
 	else $(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware rocm --mode dra \
 	  --pci-allow 0000:c1:00.0 --pci-allow 0000:c2:00.0 >/dev/null || exit 1; \
 	$(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware xpu --mode plugin || exit 1; fi; fi
+	$(BIN)/lens telemetry devices --snapshot llm_d_lens/monitoring/accelerator/testdata/amd-cpx-partitions.prom --hardware amd
+	$(BIN)/lens telemetry queries --hardware nvidia --output json
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

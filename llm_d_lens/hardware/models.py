@@ -186,11 +186,20 @@ class MetricSource(Contract):
         description="first: the first listed metric present; sum: add them; divide: the first divided by the second.",
     )
     matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
-    unit: SourceUnit
-    scale: float = Field(default=1.0, strict=False)
-    output_unit: OutputUnit
-    aggregation: Aggregation = "max"
-    tile_aggregation: TileAggregation = "none"
+    unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
+    scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
+    output_unit: OutputUnit = Field(description="The quantity's common unit: ratio, bytes, W, J or celsius.")
+    aggregation: Aggregation = Field(
+        default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
+    )
+    tile_aggregation: TileAggregation = Field(
+        default="none",
+        description=(
+            "How tiles/partitions fold into one physical device. A device-level series (no tile label) is used when "
+            "present; otherwise sum/avg/max/min folds the tiles, and first takes tile '0' (else any). none lists each "
+            "tile as its own device."
+        ),
+    )
 
 
 class LabelSchema(Contract):
@@ -210,8 +219,19 @@ class LabelSchema(Contract):
 
 
 class Allocation(Contract):
+    """How a device seen by the exporter is found in the cluster's allocations (telemetry joins)."""
+
     drivers: list[str] = Field(default_factory=list, description="DRA driver names whose allocations belong to this hardware.")
-    pci_attributes: list[str] = Field(default_factory=list, description="Device attributes carrying the PCI bus id.")
+    pci_attributes: list[str] = Field(
+        default_factory=list,
+        description="DRA device attributes carrying the PCI bus id; a bare name means the driver's own domain.",
+    )
+    uuid_attributes: list[str] = Field(
+        default_factory=list, description="DRA device attributes carrying the value of the exporter's uuid label."
+    )
+    serial_attributes: list[str] = Field(
+        default_factory=list, description="DRA device attributes carrying the value of the exporter's serial label."
+    )
     node_labels: list[str] = Field(default_factory=list)
     device_name_pattern: str | None = None
     resource_id_pattern: str | None = Field(default=None, description="Regular expression with a named group 'pci'.")
@@ -224,8 +244,12 @@ class Telemetry(Contract):
     label_schema: LabelSchema = Field(default_factory=LabelSchema)
     allocation_join: AllocationJoin = "none"
     allocation: Allocation | None = None
-    source_label: str | None = None
-    scrape_path: str | None = None
+    source_label: str | None = Field(
+        default=None, description="Exporter label naming the physical device; reported as the device's device_id."
+    )
+    scrape_path: str | None = Field(
+        default=None, description="Path of the exporter's exposition page, for direct snapshots without Prometheus."
+    )
     pod_metrics: dict[str, str | list[str]] = Field(default_factory=dict)
     modes: dict[str, AllocationJoin] = Field(default_factory=dict, description="Access mode -> allocation join.")
 

@@ -22,6 +22,20 @@ UNIT_DIMENSION = {
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
 }
+#: The fixed common unit of every telemetry quantity.
+QUANTITY_UNITS = {
+    "utilization": "ratio", "memory_used": "bytes", "memory_total": "bytes", "power": "W",
+    "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
+}
+PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+# What a PromQL expression holds besides metric names: strings, matcher blocks, ranges, label lists.
+_PROMQL_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_PROMQL_BRACES = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
+_PROMQL_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_PROMQL_IDENTIFIER = re.compile(r"(?<![\w.:])[a-zA-Z_:][a-zA-Z0-9_:]*(?![\w:])(?!\s*\()")
+_PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+                    "group_left", "group_right", "inf", "nan", "atan2", "start", "end"}
 
 
 def check(profile: HardwareProfile) -> list[ProfileIssue]:
@@ -183,19 +197,89 @@ def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:
     for quantity, source in t.device_metric_sources.items():
         base = f"$.telemetry.device_metric_sources.{quantity}"
         yield from _source_issues(base, source)
-    for quantity, expression in t.device_metrics.items():
-        declared = [m for s in t.device_metric_sources.values() for m in s.metrics]
-        own = t.device_metric_sources.get(quantity)  # type: ignore[call-overload]
-        wanted = own.metrics if own else declared
-        if wanted and not any(re.search(rf"(?<![\w:]){re.escape(m)}(?![\w:])", expression) for m in wanted):
-            yield ProfileIssue(
-                f"$.telemetry.device_metrics.{quantity}",
-                f"uses none of the metrics device_metric_sources declares ({', '.join(wanted)})",
-                expression,
-            )
+        if source.output_unit != QUANTITY_UNITS[quantity]:
+            yield ProfileIssue(f"{base}.output_unit", f"{quantity} is reported in {QUANTITY_UNITS[quantity]}", source.output_unit)
+    yield from _device_metrics(p)
+    yield from _tiles(p)
+    yield from _label_names(p)
     joins = set(t.modes.values()) | {t.allocation_join}
     if "pod-status" in joins and not (t.allocation and t.allocation.resource_id_pattern):
         yield ProfileIssue("$.telemetry.allocation.resource_id_pattern", "the pod-status join needs a resource_id_pattern", None)
+
+
+def promql_metric_names(expression: str) -> list[str]:
+    """The metric names a PromQL expression selects (functions, keywords and label names left out)."""
+    text = _PROMQL_STRINGS.sub(" ", expression)
+    previous = None
+    while previous != text:  # nested blocks, innermost first
+        previous, text = text, _PROMQL_BRACES.sub(" ", text)
+    text = _PROMQL_LABEL_LISTS.sub(" ", text)
+    names = [m.group(0) for m in _PROMQL_IDENTIFIER.finditer(text)]
+    return list(dict.fromkeys(n for n in names if n.lower() not in _PROMQL_KEYWORDS))
+
+
+def _device_metrics(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """device_metrics are the dashboards' PromQL; they must read the metrics the sources declare."""
+    t = p.telemetry
+    assert t is not None
+    declared = [m for s in t.device_metric_sources.values() for m in s.metrics]
+    if not declared:
+        return  # a profile without sources (the guide's minimal template) has nothing to check against
+    for quantity, expression in t.device_metrics.items():
+        own = t.device_metric_sources.get(quantity)  # type: ignore[call-overload]
+        wanted = own.metrics if own else declared
+        used = promql_metric_names(expression)
+        stray = [name for name in used if name not in wanted]
+        if not used or stray:
+            what = f"uses {', '.join(stray)}, which" if stray else "uses none of the metrics"
+            whose = f"device_metric_sources.{quantity}" if own else "device_metric_sources"
+            yield ProfileIssue(
+                f"$.telemetry.device_metrics.{quantity}",
+                f"{what} {whose} does not declare ({', '.join(wanted)})" if stray
+                else f"{what} {whose} declares ({', '.join(wanted)})",
+                expression,
+            )
+
+
+def _tiles(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """A device is either folded from its tiles or listed per tile: every source must agree."""
+    t = p.telemetry
+    assert t is not None
+    folded = {q: s.tile_aggregation for q, s in t.device_metric_sources.items() if s.tile_aggregation != "none"}
+    if not folded:
+        return
+    unfolded = [q for q, s in t.device_metric_sources.items() if s.tile_aggregation == "none"]
+    if unfolded:
+        yield ProfileIssue(
+            f"$.telemetry.device_metric_sources.{unfolded[0]}.tile_aggregation",
+            f"is none while {', '.join(sorted(folded))} fold tiles; set tile_aggregation on every source or on none",
+            "none",
+        )
+    if t.label_schema.tile is None and t.label_schema.partition is None:
+        yield ProfileIssue("$.telemetry.label_schema", "tile_aggregation needs a tile or partition label to fold", None)
+
+
+def _label_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """Label and metric names go into generated PromQL, so each must be a valid name."""
+    t = p.telemetry
+    assert t is not None
+    for field_name, value in t.label_schema.model_dump().items():
+        names = value if isinstance(value, list) else [value] if value is not None else []
+        for i, name in enumerate(names):
+            if not PROM_LABEL_NAME.match(name):
+                path = f"$.telemetry.label_schema.{field_name}" + (f"[{i}]" if isinstance(value, list) else "")
+                yield ProfileIssue(path, "is not a Prometheus label name", name)
+    if t.source_label is not None and not PROM_LABEL_NAME.match(t.source_label):
+        yield ProfileIssue("$.telemetry.source_label", "is not a Prometheus label name", t.source_label)
+    for quantity, source in t.device_metric_sources.items():
+        for i, metric in enumerate(source.metrics):
+            if not PROM_METRIC_NAME.match(metric):
+                yield ProfileIssue(f"$.telemetry.device_metric_sources.{quantity}.metrics[{i}]", "is not a Prometheus metric name", metric)
+    for key, names in t.pod_metrics.items():
+        for i, metric in enumerate(names if isinstance(names, list) else [names]):
+            if not PROM_METRIC_NAME.match(metric):
+                path = f"$.telemetry.pod_metrics.{key}" + (f"[{i}]" if isinstance(names, list) else "")
+                yield ProfileIssue(path, "is not a Prometheus metric name", metric)
 
 
 def _source_issues(base: str, source: MetricSource) -> Iterator[ProfileIssue]:

@@ -77,7 +77,7 @@ CATALOGUE = [
     ("unit that cannot convert", edited(bundled("nvidia"), "telemetry", "device_metric_sources", "power", "output_unit", "J"),
      '$.telemetry.device_metric_sources.power.output_unit: cannot convert W to J (value: "J")'),
     ("device_metrics using an undeclared metric", edited(bundled("nvidia"), "telemetry", "device_metrics", "power", "nv_power_watts"),
-     '$.telemetry.device_metrics.power: uses none of the metrics device_metric_sources declares (DCGM_FI_DEV_POWER_USAGE) (value: "nv_power_watts")'),
+     '$.telemetry.device_metrics.power: uses nv_power_watts, which device_metric_sources.power does not declare (DCGM_FI_DEV_POWER_USAGE) (value: "nv_power_watts")'),
     ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
      '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
     ("unknown overlay placeholder", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "guides/{guide}/{arch}"),

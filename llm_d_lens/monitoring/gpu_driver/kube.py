@@ -39,7 +39,7 @@ def format_version(version: tuple[int, int, int]) -> str:
 def server_version_of(document: Any, argv: list[str]) -> tuple[tuple[int, int, int], str]:
     """The server's version from ``kubectl version -o json``: gitVersion first, major/minor as fallback.
 
-    Managed clusters decorate both (``v1.33.5-gke.1080000``, minor ``"33+"``), so only the leading
+    Managed clusters decorate both (``v1.33.5-<provider>.1080000``, minor ``"33+"``), so only the leading
     numbers count.
     """
     server = document.get("serverVersion") if isinstance(document, Mapping) else None

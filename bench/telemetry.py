@@ -1,0 +1,149 @@
+"""How one telemetry refresh scales: queries sent and time, against a floor measured in the same run.
+
+A synthetic cluster (by default 1,000 devices on 125 nodes across three hardware profiles) is
+generated from the profiles themselves: every metric each profile's device sources read, with the
+labels its label_schema names and values its matchers accept. It is backfilled into a real
+Prometheus, and one refresh (``read_devices``: an inventory query plus one per quantity, per
+hardware, all in flight together) is timed against the floor: one raw ``/api/v1/query`` of the
+metric with the most series, through the same client.
+
+Goal: the query count does not grow with devices, and a refresh takes at most 3x the floor.
+
+    python bench/telemetry.py [--devices 1000] [--nodes 125] [--hardware nvidia,amd,intel-xpu] [--repeats 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from collections import Counter
+
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan
+from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
+from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+from llm_d_lens.monitoring.prometheus.promql import matches, parse_matcher
+from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
+
+GOAL = 3.0
+#: Labels beyond the profile's own, so series weigh what real exporters' do.
+EXTRA_LABELS = 6
+
+
+def _satisfying(matchers: tuple[str, ...]) -> dict[str, str]:
+    """Labels a series needs to pass ``matchers`` (absent labels satisfy "" and negative matchers)."""
+    labels: dict[str, str] = {}
+    for text in matchers:
+        name, op, value = parse_matcher(text)
+        if op == "=" and value:
+            labels[name] = value
+        elif op == "=~":
+            labels[name] = value.split("|")[0]
+    for text in matchers:
+        if not matches(labels, *parse_matcher(text)):
+            raise SystemExit(f"cannot generate a series for matcher {text}")
+    return labels
+
+
+def series_for(plan: DevicePlan, node: str, index: int, rng: random.Random) -> list[tuple[str, dict[str, str], float]]:
+    """Every series one device of ``plan`` exports, with the profile's own label names."""
+    first = {common: names[0] for common, names in plan.labels.items()}
+    identity = {
+        "node": node, "device": f"{index}", "uuid": f"{node}-dev-{index}", "pci_bus_id": f"0000:{16 + index:02x}:00.0",
+        "serial": f"SN-{node}-{index}", "model": "bench accelerator", "source": f"{node}-dev-{index}",
+        "sub": "0",
+    }
+    if index % 2 == 0:
+        identity.update({"pod": f"serve-{node}-{index // 2}", "namespace": "bench", "container": "server"})
+    labels = {first[common]: value for common, value in identity.items() if common in first and (common != "sub" or plan.folded)}
+    # real exporters put 11-16 labels on a series (driver and firmware versions, card model, job ids, ...)
+    labels.update({f"exporter_info_{k}": f"{chr(97 + k)}-value-{index % 4}-{k * 7919 % 1000:03d}" for k in range(EXTRA_LABELS)})
+    out, seen = [], set()
+    for metric, matchers in plan.metric_selectors():
+        series = {**labels, **_satisfying(matchers)}
+        identity_key = (metric, tuple(sorted(series.items())))
+        if identity_key not in seen:  # two sources may read one metric: it is still one series
+            seen.add(identity_key)
+            out.append((metric, series, round(rng.uniform(0.1, 0.9), 4)))
+    return out
+
+
+def generate(selection: list[Selected], devices: int, nodes: int, seed: int = 7) -> tuple[str, Counter[str]]:
+    rng = random.Random(seed)
+    per_node = max(1, devices // nodes)
+    samples = []
+    for n in range(nodes):
+        chosen = selection[n % len(selection)]
+        node = f"{chosen.profile.id}-node-{n:03d}"
+        for index in range(per_node):
+            samples.extend(series_for(chosen.plan, node, index, rng))
+    return to_openmetrics(samples), Counter(name for name, _, _ in samples)
+
+
+async def _time(action, repeats: int) -> list[float]:
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        await action()
+        timings.append(time.perf_counter() - started)
+    return timings
+
+
+async def measure(url: str, selection: list[Selected], largest: str, repeats: int) -> dict[str, object]:
+    async with PrometheusClient(url, timeout=60) as client:
+        await client.query(largest, BASE_TIMESTAMP)  # warm the connection and Prometheus' caches alike
+        await read_devices(client, selection, at=BASE_TIMESTAMP)
+        floor = await _time(lambda: client.query(largest, BASE_TIMESTAMP), repeats)
+        before = client.queries_sent
+        report = await read_devices(client, selection, at=BASE_TIMESTAMP)
+        queries = client.queries_sent - before
+        refresh = await _time(lambda: read_devices(client, selection, at=BASE_TIMESTAMP), repeats)
+    return {"floor": statistics.median(floor), "refresh": statistics.median(refresh), "queries": queries,
+            "devices": len(report.devices)}
+
+
+def run(devices: int, nodes: int, hardware: list[str], repeats: int) -> list[str]:
+    selection = select(hardware)
+    lines = []
+    small_devices, small_nodes = max(len(selection), devices // 10), max(len(selection), nodes // 10)
+    results = {}
+    for size, (d, n) in (("small", (small_devices, small_nodes)), ("full", (devices, nodes))):
+        openmetrics, counts = generate(selection, d, n)
+        with run_prometheus(openmetrics) as server:
+            largest, largest_series = counts.most_common(1)[0]
+            results[size] = {**asyncio.run(measure(server.url, selection, largest, repeats if size == "full" else 1)),
+                             "largest": largest, "largest_series": largest_series, "series": sum(counts.values()),
+                             "nodes": n}
+    small, full = results["small"], results["full"]
+    lines.append(f"devices: {full['devices']} on {full['nodes']} nodes ({', '.join(hardware)}); series backfilled: {full['series']}")
+    constant = "yes" if small["queries"] == full["queries"] else "NO"
+    lines.append(f"queries per refresh: {small['queries']} at {small['devices']} devices, {full['queries']} at "
+                 f"{full['devices']} devices (constant: {constant})")
+    lines.append(f"floor (one raw /api/v1/query of {full['largest']}, {full['largest_series']} series): "
+                 f"median {full['floor'] * 1000:.1f} ms")
+    ratio = full["refresh"] / full["floor"]
+    verdict = "met" if ratio <= GOAL else "NOT met"
+    lines.append(f"refresh ({len(selection)} hardware, {full['queries']} queries): median {full['refresh'] * 1000:.1f} ms "
+                 f"= {ratio:.2f}x floor (goal <= {GOAL:g}x: {verdict})")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--devices", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=125)
+    parser.add_argument("--hardware", default="nvidia,amd,intel-xpu", help="comma-separated profile ids")
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args(argv)
+    if skip_reason():
+        print(f"skipped: {skip_reason()}")
+        return 0
+    for line in run(args.devices, args.nodes, [h for h in args.hardware.split(",") if h], args.repeats):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""The last two steps of every reading, in Python: fold tiles into devices, relabel onto common labels.
+
+Input rows carry the exporter's own labels (from a refresh query or a direct snapshot): one row per
+device or tile, already in the common unit. The rules are the dashboard PromQL's, step for step:
+
+* fold per device (every spelling of node and device): a device-level row (no tile label) wins over
+  its tiles; otherwise ``first`` takes tile ``0`` (else the largest), and sum/avg/max/min fold them;
+* relabel: for each common label the first spelling a row carries wins, a node taken from
+  ``instance`` loses its port, rows without a device are left out, and rows that land on the same
+  device are collapsed with max.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
+from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
+from llm_d_lens.monitoring.prometheus.client import Sample
+
+Key = tuple[str, str, str]  # common (node, device, sub)
+_NODE = re.compile(NODE_REGEX)
+
+AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
+    "sum": sum,
+    "avg": lambda values: sum(values) / len(values),
+    "max": max,
+    "min": min,
+}
+
+
+def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
+    return tuple([labels.get(n, "") for n in names])
+
+
+def relabelled(labels: dict[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
+    """The common labels of one row: the first exporter spelling present wins."""
+    out: dict[str, str] = {}
+    for common in commons:
+        for source in plan.labels.get(common, ()):
+            value = labels.get(source, "")
+            if value:
+                out[common] = node_name(value) if common == "node" else value
+                break
+    return out
+
+
+@lru_cache(maxsize=4096)
+def node_name(value: str) -> str:
+    """The node an exporter's node label names: ``host:port`` (a target's ``instance``) keeps the host."""
+    return _NODE.fullmatch(value).group(1) if value else value  # type: ignore[union-attr]
+
+
+def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
+    for name in names:
+        value = labels.get(name)
+        if value:
+            return value
+    return ""
+
+
+def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ...]) -> float:
+    if untiled in tiles:  # a device-level row wins over its tiles
+        return tiles[untiled]
+    if fold == "first":
+        primary = (PRIMARY_TILE, *untiled[1:])
+        return tiles[primary] if primary in tiles else max(tiles.values())
+    return AGGREGATIONS[fold](list(tiles.values()))
+
+
+def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, float]:
+    """``quantity`` per device (or tile, when it does not fold), keyed by common (node, device, sub).
+
+    Rows that land on the same key (two spellings of one node, say) are collapsed with max.
+    """
+    node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
+    values: list[tuple[Mapping[str, str], float]]
+    if quantity.fold == "none":
+        values = [(row.labels, row.value) for row in rows]
+        sub_names = plan.labels.get("sub", ())
+    else:
+        device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
+        devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
+        for row in rows:
+            devices[raw_key(row.labels, device_raw)][raw_key(row.labels, sub_raw)] = row.value
+        untiled = tuple("" for _ in sub_raw)
+        values = [(dict(zip(device_raw, device)), _fold(quantity.fold, tiles, untiled)) for device, tiles in devices.items()]
+        sub_names = ()
+    out: dict[Key, float] = {}
+    for labels, value in values:
+        device = _first(labels, device_names)
+        if not device:
+            continue
+        key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
+        previous = out.get(key)
+        out[key] = value if previous is None or value > previous else previous
+    return out

@@ -1,0 +1,155 @@
+"""What to read for one hardware profile, independent of how it is read.
+
+A :class:`DevicePlan` is the profile's ``telemetry`` block turned into common quantities with fixed
+names and units, exact conversion factors, and the exporter labels behind each common label. Both
+readers use it: :mod:`.promql` renders it as PromQL for Prometheus, :mod:`.snapshot` evaluates it
+over a parsed exposition page. Neither knows which vendor a plan came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llm_d_lens.hardware.models import HardwareProfile, MetricSource
+from llm_d_lens.hardware.rules import QUANTITY_UNITS
+
+#: Source unit -> factor to the quantity's common unit. MB is read as MiB: the exporters that
+#: report "MB" compute it as bytes / 2^20.
+UNIT_FACTORS: dict[str, Fraction] = {
+    "percent": Fraction(1, 100), "ratio": Fraction(1),
+    "bytes": Fraction(1), "MiB": Fraction(2**20), "MB": Fraction(2**20), "GiB": Fraction(2**30),
+    "mW": Fraction(1, 1000), "W": Fraction(1),
+    "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
+    "celsius": Fraction(1),
+}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    key: str  # the profile's device_metric_sources key
+    field: str  # the reading's field name, carrying the unit
+    unit: str
+    title: str
+
+
+QUANTITIES: tuple[Quantity, ...] = tuple(
+    Quantity(key, f"{key}_{suffix}", QUANTITY_UNITS[key], title)
+    for key, suffix, title in (
+        ("utilization", "ratio", "util"),
+        ("memory_used", "bytes", "mem used"),
+        ("memory_total", "bytes", "mem total"),
+        ("power", "watts", "power"),
+        ("energy", "joules", "energy"),
+        ("temperature", "celsius", "temp"),
+        ("tensor_activity", "ratio", "tensor"),
+    )
+)
+QUANTITY_BY_KEY = {q.key: q for q in QUANTITIES}
+
+#: Common labels, in the order readings show them. ``sub`` is the tile or partition.
+COMMON_LABELS = ("node", "device", "sub", "uuid", "pci_bus_id", "serial", "model", "pod", "namespace", "container", "source")
+#: The labels every quantity row keeps: one physical device (or one tile, when tiles are not folded).
+KEY_LABELS = ("node", "device", "sub")
+#: Prefix of the labels Lens writes in PromQL, so they never collide with an exporter's own.
+PREFIX = "lens_"
+#: Whose series name the devices and their pods: the first declared of these quantities. Memory is
+#: reported by every tile and partition, where activity or power may come from the first one only.
+IDENTITY_ORDER = ("memory_used", "memory_total", "utilization", "power", "energy", "temperature", "tensor_activity")
+
+
+def lens_label(common: str) -> str:
+    return PREFIX + common
+
+
+@dataclass(frozen=True)
+class QuantityPlan:
+    quantity: Quantity
+    metrics: tuple[str, ...]
+    matchers: tuple[str, ...]
+    combine: str  # first | sum | divide
+    factor: Fraction  # unit conversion times the profile's scale
+    aggregation: str  # collapses duplicate series of one device (or tile)
+    fold: str  # tile_aggregation
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    hardware: str
+    labels: dict[str, tuple[str, ...]]  # common label -> exporter labels, first present wins
+    quantities: tuple[QuantityPlan, ...]
+
+    @property
+    def folded(self) -> bool:
+        """Whether tiles fold into their device (the rules make every source agree)."""
+        return any(q.fold != "none" for q in self.quantities)
+
+    def raw_labels(self, commons: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """The exporter labels behind ``commons``, every spelling once, in order."""
+        return tuple(dict.fromkeys(name for common in commons for name in self.labels.get(common, ())))
+
+    def identity_selector(self) -> tuple[str, tuple[str, ...]]:
+        """(metric, matchers) whose series list every device and tile with its ids and pod labels."""
+        by_key = {q.quantity.key: q for q in self.quantities}
+        source = next(by_key[k] for k in IDENTITY_ORDER if k in by_key)
+        return source.metrics[0], source.matchers
+
+    def metric_selectors(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Every (metric, matchers) the plan reads, once each, in declaration order."""
+        seen: dict[tuple[str, tuple[str, ...]], None] = {}
+        for q in self.quantities:
+            for metric in q.metrics:
+                seen[(metric, q.matchers)] = None
+        return list(seen)
+
+
+def _names(value: str | list[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def plan_for(profile: HardwareProfile) -> DevicePlan | None:
+    """The plan of a profile's ``device_metric_sources``, or None when it declares none."""
+    telemetry = profile.telemetry
+    if telemetry is None or not telemetry.device_metric_sources:
+        return None
+    schema = telemetry.label_schema
+    labels = {
+        "node": _names(schema.node),
+        "device": _names(schema.device),
+        "sub": _names(schema.tile) + _names(schema.partition),
+        "uuid": _names(schema.uuid),
+        "pci_bus_id": _names(schema.pci_bus_id),
+        "serial": _names(schema.serial),
+        "model": _names(schema.model),
+        "pod": _names(schema.pod),
+        "namespace": _names(schema.namespace),
+        "container": _names(schema.container),
+        "source": _names(telemetry.source_label),
+    }
+    sources = telemetry.device_metric_sources
+    quantities = tuple(_quantity_plan(q, sources[q.key]) for q in QUANTITIES if q.key in sources)  # type: ignore[index]
+    return DevicePlan(profile.id, {k: v for k, v in labels.items() if v}, quantities)
+
+
+def _quantity_plan(quantity: Quantity, source: MetricSource) -> QuantityPlan:
+    factor = UNIT_FACTORS[source.unit] * Fraction(str(source.scale))
+    return QuantityPlan(
+        quantity=quantity,
+        metrics=tuple(source.metrics),
+        matchers=tuple(source.matchers),
+        combine=source.combine,
+        factor=factor,
+        aggregation=source.aggregation,
+        fold=source.tile_aggregation,
+    )
+
+
+def apply_factor(value: float, factor: Fraction) -> float:
+    """``value`` converted exactly as the PromQL rendering does it (multiply, then divide)."""
+    if factor.numerator != 1:
+        value = value * factor.numerator
+    if factor.denominator != 1:
+        value = value / factor.denominator
+    return value

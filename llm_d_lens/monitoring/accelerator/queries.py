@@ -1,0 +1,129 @@
+"""A :class:`~.plan.DevicePlan` rendered as PromQL, in two forms.
+
+*Refresh queries* are what Lens sends: an inventory query and one query per quantity, per hardware,
+each covering every device at once, so their number depends on the profiles and never on the
+number of devices. Each quantity query selects the source's series (its matchers drop the
+exporter's own double-counting aggregates), collapses duplicates per device or tile with the
+source's ``aggregation`` grouped by every spelling of the node, device and tile labels, combines the
+source's metrics (first present, sum, or divide skipping zero divisors) and converts to the common
+unit with an exact factor. The small per-tile result is then folded and relabelled by
+:mod:`.fold`, the same code a direct snapshot goes through. (Prometheus 2.x spends far more on
+``label_replace`` and set operators over every series than on the selection itself, so these two
+steps stay out of the hot path.)
+
+*Dashboard queries* do everything in PromQL, for pasting into Grafana or alerting rules: the same
+steps, then the fold (a device-level series wins over its tiles; ``first`` takes tile ``0``) and the
+relabelling onto ``lens_*`` labels (the first spelling a series carries wins; a node taken from
+``instance`` loses its port). Tests hold both forms to the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, lens_label
+from llm_d_lens.monitoring.prometheus.promql import label_name, quote, replacement_literal, selector
+
+#: A node read from ``instance`` (``host:port``) keeps only the host.
+NODE_REGEX = "(.+?)(?::[0-9]+)?"
+ANY_VALUE = "(.+)"
+#: Which tile answers for a ``first`` fold when the device has no device-level series.
+PRIMARY_TILE = "0"
+DEVICE_KEY = ("node", "device")
+TILE_KEY = ("node", "device", "sub")
+
+_DEVICE = lens_label("device")
+_NODE = lens_label("node")
+
+
+def relabel(expression: str, plan: DevicePlan, commons: Iterable[str]) -> str:
+    """``expression`` with ``lens_<common>`` labels set from the exporter labels the plan names."""
+    for common in commons:
+        regex = NODE_REGEX if common == "node" else ANY_VALUE
+        for source in reversed(plan.labels.get(common, ())):  # the first spelling is applied last, so it wins
+            expression = (
+                f"label_replace({expression}, {quote(lens_label(common))}, \"$1\", {quote(label_name(source))}, {quote(regex)})"
+            )
+    return expression
+
+
+def _by(names: Iterable[str]) -> str:
+    return ", ".join(label_name(n) for n in names)
+
+
+def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
+    tile_by = _by(plan.raw_labels(TILE_KEY))
+    parts = [f"{quantity.aggregation} by ({tile_by}) ({selector(m, quantity.matchers)})" for m in quantity.metrics]
+    if quantity.combine == "sum":
+        return "(" + " + ".join(parts) + ")"
+    if quantity.combine == "divide":
+        return f"({parts[0]} / ({parts[1]} != 0))"
+    return "(" + " or ".join(parts) + ")"
+
+
+def _converted(expression: str, quantity: QuantityPlan) -> str:
+    factor = quantity.factor
+    if factor.numerator != 1:
+        expression = f"({expression} * {factor.numerator})"
+    if factor.denominator != 1:
+        expression = f"({expression} / {factor.denominator})"
+    return expression
+
+
+def _folded(plan: DevicePlan, expression: str, fold: str) -> str:
+    if fold == "none":
+        return expression
+    device_by, subs = _by(plan.raw_labels(DEVICE_KEY)), plan.raw_labels(("sub",))
+    sub_on = _by(subs)
+    device_level = f"({expression} and on({sub_on}) vector(1))"
+    if fold == "first":
+        primary = f'label_replace(vector(1), {quote(subs[0])}, {quote(PRIMARY_TILE)}, "", "")'
+        return (
+            f"(max by ({device_by}) {device_level}"
+            f" or max by ({device_by}) ({expression} and on({sub_on}) {primary})"
+            f" or max by ({device_by}) ({expression}))"
+        )
+    tiles = f"({expression} unless on({sub_on}) vector(1))"
+    return f"({fold} by ({device_by}) {device_level} or {fold} by ({device_by}) {tiles})"
+
+
+def _relabelled(plan: DevicePlan, expression: str, commons: tuple[str, ...]) -> str:
+    by = ", ".join(lens_label(c) for c in commons)
+    return f"(max by ({by}) ({relabel(expression, plan, commons)}) unless on({_DEVICE}) vector(1))"
+
+
+def on_node(expression: str, node: str | None) -> str:
+    """Keep only series of ``node``; the name is a literal, whatever characters it holds."""
+    if node is None:
+        return expression
+    wanted = f"label_replace(vector(1), {quote(_NODE)}, {replacement_literal(node)}, \"\", \"\")"
+    return f"({expression}) and on({_NODE}) {wanted}"
+
+
+def dashboard_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
+    """Self-contained PromQL: one series per device (or tile) in the common unit, on ``lens_*`` labels."""
+    folded = _folded(plan, _converted(_combined(plan, quantity), quantity), quantity.fold)
+    return on_node(_relabelled(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
+
+
+def dashboard_queries(plan: DevicePlan, node: str | None = None) -> dict[str, str]:
+    return {q.quantity.key: dashboard_query(plan, q, node) for q in plan.quantities}
+
+
+def quantity_query(plan: DevicePlan, quantity: QuantityPlan) -> str:
+    """One series per tile (or device) in the common unit, on the exporter's own key labels."""
+    return _converted(_combined(plan, quantity), quantity)
+
+
+def inventory_query(plan: DevicePlan) -> str:
+    """One series per distinct identity (device, tile, ids, pod labels) of the identity source's series."""
+    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
+    metric, matchers = plan.identity_selector()
+    return f"group by ({_by(plan.raw_labels(commons))}) ({selector(metric, matchers)})"
+
+
+def queries(plan: DevicePlan) -> dict[str, str]:
+    """Every query one refresh of this hardware sends: ``inventory`` and one per quantity."""
+    out = {"inventory": inventory_query(plan)}
+    out.update({q.quantity.key: quantity_query(plan, q) for q in plan.quantities})
+    return out

@@ -1,0 +1,146 @@
+"""One refresh of device telemetry: every selected hardware, read, assembled and attributed.
+
+From Prometheus, all queries of all hardware go out at once; their number is fixed by the
+profiles (an inventory query plus one per declared quantity, per hardware), whatever the number
+of devices. From a direct snapshot, the same plan is evaluated over one exporter page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribute
+from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
+from llm_d_lens.monitoring.accelerator.queries import queries
+from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble
+from llm_d_lens.monitoring.accelerator.snapshot import evaluate
+from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
+from llm_d_lens.monitoring.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.monitoring.prometheus.exposition import parse_exposition, with_target_label
+
+
+@dataclass(frozen=True)
+class Selected:
+    profile: HardwareProfile
+    plan: DevicePlan
+
+
+@dataclass
+class DeviceReport:
+    devices: list[DeviceReading] = field(default_factory=list)
+    pods: dict[tuple[str, str], list[PodAllocation]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    hardware: list[str] = field(default_factory=list)
+    queries_sent: int = 0
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "hardware": self.hardware,
+            "queries": self.queries_sent,
+            "devices": [d.to_dict() for d in self.devices],
+            "pods": [
+                {"namespace": ns or None, "pod": pod, "allocations": [a.to_dict() for a in allocations]}
+                for (ns, pod), allocations in sorted(self.pods.items())
+            ],
+            "warnings": self.warnings,
+        }
+
+
+def select(hardware: Sequence[str] | None, registry: Any = None) -> list[Selected]:
+    """The hardware to read: the ones named (each must declare device sources), or every one that does."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = registry or get_registry()
+    if hardware:
+        chosen = []
+        for key in hardware:
+            profile = registry.get(key)
+            plan = plan_for(profile)
+            if plan is None:
+                raise TelemetryNotDeclared(
+                    f"hardware {profile.id!r} declares no telemetry.device_metric_sources, so Lens has no device metrics to read",
+                    details={"hardware": profile.id},
+                )
+            if profile.id not in [s.profile.id for s in chosen]:
+                chosen.append(Selected(profile, plan))
+        return chosen
+    return [Selected(p, plan) for p in registry.profiles() if (plan := plan_for(p)) is not None]
+
+
+def _check_mode(selection: Sequence[Selected], mode: str | None) -> None:
+    if mode is not None and not any(mode in s.profile.access_modes for s in selection):
+        known = sorted({m for s in selection for m in s.profile.access_modes})
+        raise AccessModeUnknown(f"no selected hardware has an access mode {mode!r}; known modes: {', '.join(known)}",
+                                details={"mode": mode, "modes": known})
+
+
+def _finish(
+    selection: Sequence[Selected],
+    rows_by_hardware: dict[str, dict[str, list[Sample]]],
+    cluster: ClusterObjects | None,
+    mode: str | None,
+    node: str | None,
+) -> DeviceReport:
+    """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
+    report = DeviceReport(hardware=[s.profile.id for s in selection])
+    wanted = cluster.node_name(node) if cluster is not None and node is not None else node
+    for chosen in selection:
+        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id])
+        own_mode = mode if mode in chosen.profile.access_modes else None
+        for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
+            if wanted is None or allocation.node == wanted:
+                report.pods.setdefault(ref, []).append(allocation)
+        report.devices.extend(d for d in assembled.devices if wanted is None or d.node == wanted)
+        report.warnings.extend(assembled.warnings)
+    return report
+
+
+async def read_devices(
+    client: PrometheusClient,
+    selection: Sequence[Selected],
+    *,
+    at: float | None = None,
+    node: str | None = None,
+    cluster: ClusterObjects | None = None,
+    mode: str | None = None,
+) -> DeviceReport:
+    """Devices of every selected hardware from Prometheus, all queries in flight together."""
+    _check_mode(selection, mode)
+    jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
+    before = client.queries_sent
+    answers = await asyncio.gather(*(client.query(promql, at) for _, _, promql in jobs))
+    rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
+    for (hardware, name, _), answer in zip(jobs, answers):
+        rows[hardware][name] = answer
+    report = _finish(selection, rows, cluster, mode, node)
+    report.queries_sent = client.queries_sent - before
+    report.source = client.url
+    return report
+
+
+def snapshot_devices(
+    text: str,
+    source: str,
+    selection: Sequence[Selected],
+    *,
+    target: str | None = None,
+    node: str | None = None,
+    cluster: ClusterObjects | None = None,
+    mode: str | None = None,
+) -> DeviceReport:
+    """Devices read from one exporter page; ``target`` (``host:port``) stands in for Prometheus' ``instance``."""
+    _check_mode(selection, mode)
+    samples = parse_exposition(text, source)
+    if target:
+        samples = with_target_label(samples, target)
+    rows = {s.profile.id: evaluate(s.plan, samples) for s in selection}
+    report = _finish(selection, rows, cluster, mode, node)
+    report.source = source
+    return report

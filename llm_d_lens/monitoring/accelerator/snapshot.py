@@ -1,0 +1,68 @@
+"""The refresh queries of :mod:`.queries`, evaluated over one exporter page without Prometheus.
+
+It answers with the rows Prometheus would return for the same queries (the exporter's own labels,
+values in the common unit), so the rest of a reading (:mod:`.fold`, :mod:`.readings`) is one code
+path for both. The conformance tests hold the two to the same numbers on the same samples.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, apply_factor
+from llm_d_lens.monitoring.accelerator.queries import TILE_KEY
+from llm_d_lens.monitoring.prometheus.client import Sample
+from llm_d_lens.monitoring.prometheus.exposition import ExpositionSample
+from llm_d_lens.monitoring.prometheus.promql import matches, parse_matcher
+
+RawKey = tuple[str, ...]
+
+
+def _selected(samples: Sequence[ExpositionSample], metric: str, matchers: Sequence[str]) -> list[ExpositionSample]:
+    parsed = [parse_matcher(m) for m in matchers]
+    return [s for s in samples if metric in s.names and all(matches(s.labels, *m) for m in parsed)]
+
+
+def _grouped(samples: Sequence[ExpositionSample], names: Sequence[str], aggregation: str) -> dict[RawKey, float]:
+    """``<aggregation> by (names)``: absent labels group as empty, as in PromQL."""
+    groups: dict[RawKey, list[float]] = defaultdict(list)
+    for sample in samples:
+        groups[raw_key(sample.labels, names)].append(sample.value)
+    reduce = AGGREGATIONS[aggregation]
+    return {key: reduce(values) for key, values in groups.items()}
+
+
+def _combined(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[ExpositionSample]) -> dict[RawKey, float]:
+    names = plan.raw_labels(TILE_KEY)
+    parts = [_grouped(_selected(samples, m, quantity.matchers), names, quantity.aggregation) for m in quantity.metrics]
+    if quantity.combine == "sum":
+        keys = set.intersection(*(set(p) for p in parts))
+        return {k: sum(p[k] for p in parts) for k in keys}
+    if quantity.combine == "divide":
+        numerator, denominator = parts
+        return {k: numerator[k] / denominator[k] for k in numerator if denominator.get(k, 0) != 0}
+    out: dict[RawKey, float] = {}
+    for part in parts:  # "or": the first metric present for a key wins
+        for key, value in part.items():
+            out.setdefault(key, value)
+    return out
+
+
+def _rows(names: Sequence[str], values: dict[RawKey, float]) -> list[Sample]:
+    return [Sample({n: v for n, v in zip(names, key) if v}, value) for key, value in values.items()]
+
+
+def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str, list[Sample]]:
+    """The rows each refresh query (:func:`.queries.queries`) would return, computed from ``samples``."""
+    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
+    identity_names = plan.raw_labels(commons)
+    metric, matchers = plan.identity_selector()
+    identities = _grouped(_selected(samples, metric, matchers), identity_names, "max")
+    out = {"inventory": _rows(identity_names, {key: 1.0 for key in identities})}
+    tile_names = plan.raw_labels(TILE_KEY)
+    for quantity in plan.quantities:
+        converted = {k: apply_factor(v, quantity.factor) for k, v in _combined(plan, quantity, samples).items()}
+        out[quantity.quantity.key] = _rows(tile_names, converted)
+    return out

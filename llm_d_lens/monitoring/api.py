@@ -1,0 +1,67 @@
+"""``/api/v1/telemetry``: devices and pods in common units.
+
+The Prometheus URL and the cluster objects come from the server's environment (see
+:mod:`llm_d_lens.monitoring.settings`), never from a request, so a caller cannot point the server
+at an address of its choosing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+router = APIRouter(tags=["telemetry"])
+
+
+async def _context() -> tuple[Any, Any]:
+    from llm_d_lens.monitoring.accelerator.k8s import load
+    from llm_d_lens.monitoring.settings import TelemetrySettings
+
+    settings = TelemetrySettings.from_env()
+    settings.require_url()
+    cluster = await asyncio.to_thread(load, list(settings.cluster_objects)) if settings.cluster_objects else None
+    return settings, cluster
+
+
+@router.get("/telemetry/devices")
+async def devices(
+    hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: all that declare device sources)."),
+    node: str | None = Query(default=None, description="Only this node's devices."),
+    mode: str | None = Query(default=None, description="Join every node with this access mode."),
+    at: float | None = Query(default=None, description="Evaluation time, Unix seconds (default: now)."),
+) -> dict[str, Any]:
+    """Every device of the selected hardware with its common quantities and attribution."""
+    from llm_d_lens.monitoring.accelerator.service import read_devices, select
+    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+
+    selection = select(hardware)
+    settings, cluster = await _context()
+    async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
+        report = await read_devices(client, selection, at=at, node=node, cluster=cluster, mode=mode)
+    return report.to_dict()
+
+
+@router.get("/telemetry/pods")
+async def pods(
+    hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: all)."),
+    namespace: str | None = Query(default=None, description="Only pods in this namespace."),
+    pod: str | None = Query(default=None, description="Only this pod."),
+    mode: str | None = Query(default=None, description="Join every node with this access mode."),
+    at: float | None = Query(default=None, description="Evaluation time, Unix seconds (default: now)."),
+) -> dict[str, Any]:
+    """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+    from llm_d_lens.monitoring.profiling.service import read_pod_report
+
+    selection = select(hardware)
+    registry = get_registry()
+    pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
+    settings, cluster = await _context()
+    async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
+        report = await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod,
+                                       cluster=cluster, mode=mode)
+    return report.to_dict()

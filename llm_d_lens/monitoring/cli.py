@@ -1,0 +1,264 @@
+"""``lens telemetry``: accelerator devices and serving pods, in common units, from Prometheus.
+
+``devices`` reads every hardware that declares device sources (or the ones named), attributes each
+device to the pod holding it, and says why when it cannot. ``pods`` adds each serving pod's KV-cache
+and request figures. ``queries`` prints the PromQL a refresh sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from datetime import datetime
+from typing import Any, TypeVar
+
+import typer
+
+from llm_d_lens.monitoring.errors import OptionInvalid
+from llm_d_lens.output import OutputFormat, console, emit
+
+app = typer.Typer(no_args_is_help=True)
+T = TypeVar("T")
+
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL [env LENS_PROMETHEUS_URL].")
+HardwareOption = typer.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
+ClusterOption = typer.Option(
+    [], "--cluster", metavar="FILE",
+    help="Kubernetes JSON (pods, ResourceClaims, ResourceSlices, nodes) for the allocation joins; 'kubectl' reads the current cluster [env LENS_CLUSTER_OBJECTS].",
+)
+ModeOption = typer.Option(None, "--mode", help="Access mode to join every node with, instead of the one its pods use.")
+AtOption = typer.Option(None, "--at", help="Evaluation time: Unix seconds or ISO 8601 (default: now).")
+TimeoutOption = typer.Option(None, "--timeout", help="Seconds per query [env LENS_PROMETHEUS_TIMEOUT, default 10].")
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
+
+
+def parse_time(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise OptionInvalid(f"--at {text!r}: give Unix seconds or an ISO 8601 time such as 2026-01-01T00:00:00Z") from None
+
+
+def _settings(timeout: float | None) -> Any:
+    from dataclasses import replace
+
+    from llm_d_lens.monitoring.settings import TelemetrySettings
+
+    settings = TelemetrySettings.from_env()
+    if timeout is not None:
+        if timeout <= 0:
+            raise OptionInvalid(f"--timeout {timeout}: must be more than 0 seconds")
+        settings = replace(settings, timeout=timeout)
+    return settings
+
+
+def _cluster(sources: list[str], settings: Any) -> Any:
+    from llm_d_lens.monitoring.accelerator.k8s import load
+
+    return load(sources or list(settings.cluster_objects))
+
+
+@app.command("devices")
+def devices(
+    prometheus: str = PrometheusOption,
+    hardware: list[str] = HardwareOption,
+    node: str = typer.Option(None, "--node", help="Only this node's devices."),
+    cluster: list[str] = ClusterOption,
+    mode: str = ModeOption,
+    at: str = AtOption,
+    timeout: float = TimeoutOption,
+    snapshot: str = typer.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
+    scrape: str = typer.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Every accelerator in common units, with the pod it works for."""
+    from llm_d_lens.monitoring.accelerator.service import select
+
+    settings = _settings(timeout)
+    selection = select(hardware)
+    objects = _cluster(cluster, settings)
+    if snapshot and scrape:
+        raise OptionInvalid("give --snapshot or --scrape, not both")
+    if snapshot or scrape:
+        report = _run(_snapshot(snapshot, scrape, selection, settings, node, objects, mode))
+    else:
+        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode))
+    _warn(report.warnings, output)
+    emit(report.to_dict(), output, _devices_table)
+
+
+async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None) -> Any:
+    from llm_d_lens.monitoring.accelerator.service import read_devices
+    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+
+    async with PrometheusClient(url, timeout=settings.timeout) as client:
+        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode)
+
+
+async def _snapshot(path: str | None, url: str | None, selection: Any, settings: Any, node: str | None, objects: Any, mode: str | None) -> Any:
+    from pathlib import Path
+
+    from llm_d_lens.monitoring.accelerator.service import snapshot_devices
+    from llm_d_lens.monitoring.errors import SnapshotInvalid
+    from llm_d_lens.monitoring.prometheus.exposition import fetch_exposition, snapshot_url
+
+    target = None
+    if path is not None:
+        try:
+            text, source = Path(path).read_text(encoding="utf-8"), path
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SnapshotInvalid(f"{path}: cannot read the exporter page ({exc})") from None
+    else:
+        assert url is not None
+        paths = {s.profile.telemetry.scrape_path for s in selection if s.profile.telemetry and s.profile.telemetry.scrape_path}
+        source = snapshot_url(url, next(iter(paths)) if len(paths) == 1 else None)
+        text, target = await fetch_exposition(source, timeout=settings.timeout)
+    return snapshot_devices(text, source, selection, target=target, node=node, cluster=objects, mode=mode)
+
+
+@app.command("pods")
+def pods(
+    prometheus: str = PrometheusOption,
+    hardware: list[str] = HardwareOption,
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only pods in this namespace."),
+    pod: str = typer.Option(None, "--pod", help="Only this pod."),
+    cluster: list[str] = ClusterOption,
+    mode: str = ModeOption,
+    at: str = AtOption,
+    timeout: float = TimeoutOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Serving pods: KV-cache usage, running and waiting requests, and their devices' figures."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.service import select
+
+    settings = _settings(timeout)
+    selection = select(hardware)
+    registry = get_registry()
+    pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
+    objects = _cluster(cluster, settings)
+    report = _run(_pods(settings.require_url(prometheus), selection, pod_profiles, settings, parse_time(at), namespace, pod, objects, mode))
+    _warn(report.warnings, output)
+    emit(report.to_dict(), output, _pods_table)
+
+
+async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: float | None, namespace: str | None,
+                pod: str | None, objects: Any, mode: str | None) -> Any:
+    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+    from llm_d_lens.monitoring.profiling.service import read_pod_report
+
+    async with PrometheusClient(url, timeout=settings.timeout) as client:
+        return await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod, cluster=objects, mode=mode)
+
+
+@app.command("queries")
+def show_queries(
+    hardware: list[str] = HardwareOption,
+    dashboard: bool = typer.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
+    node: str = typer.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """The PromQL one refresh sends (an inventory query and one per quantity, per hardware), or dashboard PromQL."""
+    from llm_d_lens.monitoring.accelerator.queries import dashboard_queries, queries
+    from llm_d_lens.monitoring.accelerator.service import select
+
+    if node is not None and not dashboard:
+        raise OptionInvalid("--node applies to --dashboard queries; a refresh reads every node and narrows the answer")
+    data = {s.profile.id: dashboard_queries(s.plan, node) if dashboard else queries(s.plan) for s in select(hardware)}
+
+    def table(data: dict[str, dict[str, str]]) -> Any:
+        from rich.table import Table
+
+        kind = "dashboard queries" if dashboard else "queries per refresh"
+        t = Table(title=f"{sum(len(q) for q in data.values())} {kind}", show_lines=True)
+        for column in ("hardware", "reads", "PromQL"):
+            t.add_column(column, overflow="fold")
+        for hw, named in data.items():
+            for name, promql in named.items():
+                t.add_row(hw, name, promql)
+        return t
+
+    emit(data, output, table)
+
+
+def _warn(warnings: list[str], output: OutputFormat) -> None:
+    if output is OutputFormat.table:
+        for warning in warnings:
+            console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}")
+
+
+def _number(value: float | None, scale: float = 1.0, digits: int = 1, suffix: str = "") -> str:
+    return "-" if value is None else f"{value / scale:.{digits}f}{suffix}"
+
+
+def _energy(joules: float | None) -> str:
+    if joules is None:
+        return "-"
+    for scale, unit in ((1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ")):
+        if abs(joules) >= scale:
+            return f"{joules / scale:.2f} {unit}"
+    return f"{joules:.1f} J"
+
+
+def _who(attribution: dict[str, Any] | None) -> str:
+    if not attribution:
+        return "-"
+    status = attribution["status"]
+    if status == "attributed":
+        return f"{attribution['namespace'] or '-'}/{attribution['pod']}"
+    colour = {"idle": "dim", "unavailable": "red", "unattributed": "yellow"}.get(status, "")
+    reason = f": {attribution['reason']}" if attribution.get("reason") else ""
+    return f"[{colour}]{status}{reason}[/{colour}]" if colour else f"{status}{reason}"
+
+
+def _devices_table(report: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    title = f"{len(report['devices'])} devices from {report['source']}"
+    if report["queries"]:
+        title += f" ({report['queries']} queries)"
+    t = Table(title=title)
+    for column in ("hardware", "node", "device", "util", "mem used / total GiB", "power W", "energy", "temp °C", "tensor", "pod"):
+        t.add_column(column, overflow="fold")
+    gib = 2**30
+    for d in report["devices"]:
+        device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ×{len(d['tiles'])}" if len(d["tiles"]) > 1 else "")
+        t.add_row(
+            d["hardware"], d["node"] or "-", device,
+            _number(d["utilization_ratio"], 0.01, 0, "%"),
+            f"{_number(d['memory_used_bytes'], gib)} / {_number(d['memory_total_bytes'], gib)}",
+            _number(d["power_watts"]), _energy(d["energy_joules"]), _number(d["temperature_celsius"], digits=0),
+            _number(d["tensor_activity_ratio"], 0.01, 0, "%"), _who(d["attribution"]),
+        )
+    return t
+
+
+def _pods_table(report: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"{len(report['pods'])} pods from {report['source']} ({report['queries']} queries)")
+    for column in ("pod", "model", "KV cache", "running", "waiting", "devices", "power W", "mem used GiB"):
+        t.add_column(column, overflow="fold")
+    for p in report["pods"]:
+        figures = p["devices"]
+        if figures["status"] in (None, "attributed"):
+            held = str(len(figures["devices"])) if figures["status"] else "-"
+        else:
+            held = f"[red]{figures['status']}[/red]: {figures['reason']}"
+        t.add_row(
+            f"{p['namespace'] or '-'}/{p['pod'] or '-'}", p["model"] or "-",
+            _number(p["kv_cache_usage_ratio"], 0.01, 1, "%"), _number(p["requests_running"], digits=0),
+            _number(p["requests_waiting"], digits=0), held,
+            _number(figures["power_watts"]), _number(figures["memory_used_bytes"], 2**30),
+        )
+    return t

@@ -1,0 +1,60 @@
+"""One real Prometheus for the telemetry tests, backfilled with every sample and fixture page.
+
+The shared samples go in as the exporters wrote them, plus variants as Prometheus stores them
+after a scrape: DCGM on a second node with the newer ``hostname`` spelling and with its pod labels
+kept as ``exported_*`` (a target pod label added, as with honour_labels off); Gaudi with the target's
+``instance``; vLLM with the target's namespace and pod; the TPU fixture scraped from the device
+plugin's pod, so its workload labels are ``exported_*`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from llm_d_lens.monitoring.test_support import as_stored, backfill, fixture_text, sample_text, shared
+from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, skip_reason
+
+VLLM_POD = "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
+EXPORTER_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xk2p", "container": "nvidia-dcgm-exporter"}
+GAUDI_TARGET = {"instance": "10.0.0.7:41611"}
+#: the TPU device plugin's own pod, scraped by a ServiceMonitor that keeps target labels and adds the node
+TPU_TARGET = {"namespace": "kube-system", "pod": "tpu-device-plugin-x8k2p", "container": "tpu-device-plugin",
+              "instance": "10.128.0.21:2112", "node": "gke-tpu-pool-1-a1b2"}
+
+
+def stored_pages() -> list[str]:
+    dcgm = sample_text("dcgm-exporter.prom")
+    node_two = as_stored(dcgm.replace("gpu-node-01", "gpu-node-02"), EXPORTER_TARGET, rename={"Hostname": "hostname"})
+    return [
+        dcgm,
+        node_two,
+        sample_text("amd-device-metrics-exporter.prom"),
+        sample_text("intel-xpumanager.prom"),
+        as_stored(sample_text("gaudi-metric-exporter.prom"), GAUDI_TARGET),
+        as_stored(sample_text("vllm.prom"), {"namespace": "llm-serving", "pod": VLLM_POD}),
+        fixture_text("xpu-max1550-tiles.prom"),
+        fixture_text("amd-cpx-partitions.prom"),
+        as_stored(fixture_text("tpu-v6e.prom"), TPU_TARGET),
+    ]
+
+
+@pytest.fixture(scope="session")
+def prometheus() -> Iterator[PrometheusServer]:
+    """Every sample and fixture, backfilled at BASE_TIMESTAMP."""
+    if skip_reason():
+        pytest.skip(skip_reason() or "")
+    shared("telemetry")
+    with run_prometheus(backfill(*stored_pages())) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def raw_prometheus() -> Iterator[PrometheusServer]:
+    """Only the four shared device samples, as the exporters wrote them (for raw PromQL checks)."""
+    if skip_reason():
+        pytest.skip(skip_reason() or "")
+    names = ["dcgm-exporter.prom", "amd-device-metrics-exporter.prom", "intel-xpumanager.prom", "gaudi-metric-exporter.prom"]
+    with run_prometheus(backfill(*(sample_text(n) for n in names))) as server:
+        yield server

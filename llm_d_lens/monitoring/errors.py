@@ -1,0 +1,90 @@
+"""Errors a user meets reading telemetry, each with a stable code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.errors import render_value
+
+
+class OptionInvalid(LensError):
+    """A command option or request parameter Lens cannot use, named with the accepted forms."""
+
+    code = "OPTION_INVALID"
+    http_status = 400
+
+
+class PrometheusNotConfigured(LensError):
+    code = "PROMETHEUS_URL_MISSING"
+    http_status = 400
+
+
+class PrometheusUrlInvalid(LensError):
+    code = "PROMETHEUS_URL_INVALID"
+    http_status = 400
+
+
+class PrometheusUnreachable(LensError):
+    code = "PROMETHEUS_UNREACHABLE"
+    http_status = 502
+
+
+class PrometheusTimeout(LensError):
+    code = "PROMETHEUS_TIMEOUT"
+    http_status = 504
+
+
+class PrometheusBadQuery(LensError):
+    """Prometheus refused the query itself (``errorType: bad_data``); its own text is quoted."""
+
+    code = "PROMETHEUS_BAD_QUERY"
+    http_status = 502
+
+
+class PrometheusQueryFailed(LensError):
+    """Prometheus accepted the query but could not answer it (execution error, timeout, overload)."""
+
+    code = "PROMETHEUS_QUERY_FAILED"
+    http_status = 502
+
+
+class PrometheusResponseInvalid(LensError):
+    """Something answered, but not with the Prometheus HTTP API."""
+
+    code = "PROMETHEUS_RESPONSE_INVALID"
+    http_status = 502
+
+
+class SnapshotUnreachable(LensError):
+    code = "TELEMETRY_SNAPSHOT_UNREACHABLE"
+    http_status = 502
+
+
+class SnapshotInvalid(LensError):
+    code = "TELEMETRY_SNAPSHOT_INVALID"
+    http_status = 422
+
+
+class TelemetryNotDeclared(LensError):
+    """The hardware asked for declares nothing Lens could read for this view."""
+
+    code = "TELEMETRY_NOT_DECLARED"
+    http_status = 422
+
+
+class AccessModeUnknown(LensError):
+    code = "TELEMETRY_MODE_UNKNOWN"
+    http_status = 400
+
+
+class ClusterObjectsInvalid(LensError):
+    """A Kubernetes object Lens was given does not have the shape it needs; names where and what."""
+
+    code = "CLUSTER_OBJECTS_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, where: str, message: str, value: Any = None):
+        shown = f" (value: {render_value(value)})" if value is not None else ""
+        super().__init__(f"{source}: {where}: {message}{shown}",
+                         details={"source": source, "path": where, "value": value})

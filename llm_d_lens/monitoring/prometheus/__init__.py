@@ -1,0 +1,1 @@
+"""Talking to Prometheus: an HTTP client, safe PromQL building blocks, and exposition snapshots."""

@@ -1,0 +1,147 @@
+"""A small async client for Prometheus' instant-query API.
+
+Queries go out as form-encoded POSTs (Lens' generated queries are long), each with a timeout.
+Whatever goes wrong comes back as one of the errors in :mod:`llm_d_lens.monitoring.errors`, with
+the URL and, when Prometheus refused or failed the query, Prometheus' own error text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from llm_d_lens.monitoring.errors import (
+    PrometheusBadQuery,
+    PrometheusQueryFailed,
+    PrometheusResponseInvalid,
+    PrometheusTimeout,
+    PrometheusUnreachable,
+    PrometheusUrlInvalid,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_TIMEOUT = 10.0
+MAX_IN_FLIGHT = 4
+#: Characters of a query quoted in an error; the rest is in ``details``.
+_QUERY_SHOWN = 300
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One element of an instant vector."""
+
+    labels: Mapping[str, str]
+    value: float
+
+
+def normalise_url(url: str) -> str:
+    """``url`` without a trailing slash, or :class:`PrometheusUrlInvalid` saying what is wrong."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise PrometheusUrlInvalid(
+            f"Prometheus URL {url!r} must be http(s)://host[:port][/path], e.g. http://prometheus.monitoring:9090",
+            details={"url": url},
+        )
+    if parts.query or parts.fragment:
+        raise PrometheusUrlInvalid(f"Prometheus URL {url!r} must not carry a query or fragment", details={"url": url})
+    return url.strip().rstrip("/")
+
+
+class PrometheusClient:
+    """Instant queries against one Prometheus; counts what it sends so callers can report it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ):
+        import httpx
+
+        self.url = normalise_url(url)
+        self.timeout = timeout
+        self.queries_sent = 0
+        # Prometheus evaluates on a few cores; more queries in flight than that only queue up in
+        # the connection pool, where httpx spends time scanning connections
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._http = httpx.AsyncClient(
+            base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport, headers=dict(headers or {}),
+            limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight),
+        )
+
+    async def __aenter__(self) -> PrometheusClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def query(self, promql: str, at: float | None = None) -> list[Sample]:
+        """The instant vector ``promql`` evaluates to (a scalar becomes one unlabelled sample)."""
+        import httpx
+
+        form = {"query": promql}
+        if at is not None:
+            form["time"] = repr(float(at))
+        self.queries_sent += 1
+        try:
+            async with self._slots:
+                response = await self._http.post("/api/v1/query", data=form)
+        except httpx.TimeoutException:
+            raise PrometheusTimeout(
+                f"Prometheus at {self.url} did not answer within {self.timeout:g} s", details=self._details(promql)
+            ) from None
+        except httpx.HTTPError as exc:
+            reason = str(exc) or type(exc).__name__
+            raise PrometheusUnreachable(f"cannot reach Prometheus at {self.url}: {reason}", details=self._details(promql)) from None
+        return self._result(response, promql)
+
+    def _details(self, promql: str) -> dict[str, Any]:
+        return {"url": self.url, "query": promql}
+
+    def _result(self, response: httpx.Response, promql: str) -> list[Sample]:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
+            snippet = response.text[:200].strip().replace("\n", " ")
+            raise PrometheusResponseInvalid(
+                f"{self.url} answered HTTP {response.status_code} with something that is not the Prometheus API"
+                f" (is the URL a Prometheus server?): {snippet!r}",
+                details={**self._details(promql), "status_code": response.status_code},
+            )
+        if body["status"] == "error":
+            error_type, error = body.get("errorType", "unknown"), body.get("error", "")
+            shown = promql if len(promql) <= _QUERY_SHOWN else promql[:_QUERY_SHOWN] + "..."
+            details = {**self._details(promql), "error_type": error_type, "error": error}
+            if error_type == "bad_data":
+                raise PrometheusBadQuery(f"Prometheus at {self.url} rejected the query: {error} (query: {shown})", details=details)
+            raise PrometheusQueryFailed(f"Prometheus at {self.url} failed the query ({error_type}): {error}", details=details)
+        return _samples(body.get("data"), self.url)
+
+
+def _samples(data: Any, url: str) -> list[Sample]:
+    if not isinstance(data, dict) or "result" not in data:
+        raise PrometheusResponseInvalid(f"Prometheus at {url} answered without data.result")
+    kind, result = data.get("resultType"), data["result"]
+    try:
+        if kind == "vector":
+            # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
+            return [Sample(item["metric"], float(item["value"][1])) for item in result]
+        if kind == "scalar":
+            return [Sample({}, float(result[1]))]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise PrometheusResponseInvalid(f"Prometheus at {url} answered a malformed {kind} ({exc})") from None
+    raise PrometheusResponseInvalid(f"Prometheus at {url} answered a {kind!r} result; Lens asks for instant vectors")
+

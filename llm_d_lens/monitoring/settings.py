@@ -1,0 +1,46 @@
+"""Where telemetry comes from when a command or request does not say: the environment.
+
+``LENS_PROMETHEUS_URL``      the Prometheus to query (the API reads only this, never a URL from a request)
+``LENS_PROMETHEUS_TIMEOUT``  seconds per query (default 10)
+``LENS_CLUSTER_OBJECTS``     Kubernetes JSON files for the allocation joins, separated by the path
+                             separator, or ``kubectl`` to read them from the current cluster
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from llm_d_lens.monitoring.errors import PrometheusNotConfigured, PrometheusUrlInvalid
+from llm_d_lens.monitoring.prometheus.client import DEFAULT_TIMEOUT
+
+KUBECTL = "kubectl"
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    prometheus_url: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    cluster_objects: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TelemetrySettings:
+        env = os.environ if environ is None else environ
+        raw_timeout = env.get("LENS_PROMETHEUS_TIMEOUT", "").strip()
+        try:
+            timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT
+        except ValueError:
+            raise PrometheusUrlInvalid(f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} is not a number of seconds") from None
+        if timeout <= 0:
+            raise PrometheusUrlInvalid(f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} must be more than 0 seconds")
+        objects = tuple(p for p in env.get("LENS_CLUSTER_OBJECTS", "").split(os.pathsep) if p.strip())
+        return cls(env.get("LENS_PROMETHEUS_URL", "").strip() or None, timeout, objects)
+
+    def require_url(self, given: str | None = None) -> str:
+        url = given or self.prometheus_url
+        if not url:
+            raise PrometheusNotConfigured(
+                "no Prometheus to ask: pass --prometheus URL or set LENS_PROMETHEUS_URL (e.g. http://prometheus.monitoring:9090)"
+            )
+        return url

@@ -1,0 +1,77 @@
+"""``/api/v1/telemetry/devices`` and ``/pods`` through the real app, against a real Prometheus."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from llm_d_lens.api.app import create_app
+from llm_d_lens.monitoring.test_support import needs_prometheus, shared
+from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, free_port
+
+
+@pytest.fixture
+def api(monkeypatch) -> TestClient:
+    monkeypatch.delenv("LENS_PROMETHEUS_URL", raising=False)
+    monkeypatch.delenv("LENS_CLUSTER_OBJECTS", raising=False)
+    return TestClient(create_app())
+
+
+@needs_prometheus
+def test_devices(api, prometheus, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", prometheus.url)
+    answer = api.get("/api/v1/telemetry/devices", params={"hardware": "amd", "node": "amd-node-01", "at": BASE_TIMESTAMP})
+    assert answer.status_code == 200
+    devices = {d["device"]: d for d in answer.json()["devices"]}
+    assert devices["PCB049874-0071"]["memory_total_bytes"] == 196592 * 2**20
+    assert devices["PCB049874-0071"]["attribution"]["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
+    assert answer.json()["queries"] == 8
+
+
+@needs_prometheus
+def test_devices_with_cluster_objects_from_the_environment(api, prometheus, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", prometheus.url)
+    monkeypatch.setenv("LENS_CLUSTER_OBJECTS", str(shared("clusters", "dra-intel-cpu.json")))
+    answer = api.get("/api/v1/telemetry/devices", params=[("hardware", "intel-xpu"), ("node", "xpu-max1550-01"), ("at", BASE_TIMESTAMP)])
+    owners = {d["device"]: d["attribution"]["pod"] for d in answer.json()["devices"]}
+    assert owners["0000:9a:00.0"] == "vllm-xpu-qwen2-5-32b-59d7f8c6b4-k7wqz"
+
+
+@needs_prometheus
+def test_pods(api, prometheus, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", prometheus.url)
+    answer = api.get("/api/v1/telemetry/pods", params={"hardware": "nvidia", "namespace": "llm-serving", "at": BASE_TIMESTAMP})
+    assert answer.status_code == 200
+    (pod,) = answer.json()["pods"]
+    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["devices"]["power_watts"] == 612.35 * 2
+
+
+@needs_prometheus
+def test_a_node_parameter_cannot_widen_the_query(api, prometheus, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", prometheus.url)
+    answer = api.get("/api/v1/telemetry/devices", params={"node": 'x"} or vector(1) or {a="', "at": BASE_TIMESTAMP})
+    assert answer.status_code == 200 and answer.json()["devices"] == []
+
+
+def test_without_a_configured_prometheus_the_answer_says_how(api):
+    answer = api.get("/api/v1/telemetry/devices")
+    assert answer.status_code == 400 and answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "PROMETHEUS_URL_MISSING"
+
+
+def test_prometheus_down_is_a_bad_gateway(api, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", f"http://127.0.0.1:{free_port()}")
+    answer = api.get("/api/v1/telemetry/pods")
+    assert answer.status_code == 502 and answer.json()["code"] == "PROMETHEUS_UNREACHABLE"
+
+
+def test_unknown_hardware_is_not_found(api, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", "http://prometheus.test:9090")
+    answer = api.get("/api/v1/telemetry/devices", params={"hardware": "no-such-chip"})
+    assert answer.status_code == 404 and answer.json()["code"] == "ACCELERATOR_NOT_REGISTERED"
+
+
+def test_the_prometheus_url_is_not_a_request_parameter(api):
+    # the server asks only the Prometheus it is configured with; a caller cannot point it elsewhere
+    answer = api.get("/api/v1/telemetry/devices", params={"prometheus": "http://169.254.169.254"})
+    assert answer.status_code == 400 and answer.json()["code"] == "PROMETHEUS_URL_MISSING"
