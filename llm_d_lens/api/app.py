@@ -20,6 +20,7 @@ PROBLEM_JSON = "application/problem+json"
 #: modules exposing an ``APIRouter`` named ``router``, mounted under /api/v1
 ROUTERS: tuple[str, ...] = (
     "llm_d_lens.hardware.api",
+    "llm_d_lens.cluster.api",
 )
 
 
