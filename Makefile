@@ -25,6 +25,7 @@ demo: $(STAMP)
 	$(BIN)/lens hardware resolve --device-class gpu.intel.com
 	$(BIN)/lens hardware resolve --resource example.com/unknown-accelerator
 	$(BIN)/lens hardware doctor
+	$(BIN)/lens cluster inspect --demo --nodes
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write
