@@ -119,18 +119,17 @@ class Catalog:
     def memory_model(self, profile_id: str, product: str | None) -> MemoryFigure | None:
         """The profile's ``planning.memory_models`` entry for a product, matched loosely.
 
-        Products are spelled differently by each source (``NVIDIA H100 80GB HBM3`` from DRA,
-        ``NVIDIA-H100-80GB-HBM3`` from a label, ``Max_1550`` / ``Max 1550``), so case, spaces,
-        underscores and hyphens are ignored.
+        Products are spelled differently by each source (``Acme X1 80GB`` from a DRA attribute,
+        ``Acme-X1-80GB`` or ``Acme_X1_80GB`` from a node label), so case, spaces, underscores and
+        hyphens are ignored.
         """
         if not product:
             return None
         models = self._models.get(profile_id)
         if models is None:
-            models = {
-                product_key(name): (model.memory_gib, name)
-                for name, model in self.profile(profile_id).planning.memory_models.items()
-            }
+            models = {}
+            for name, model in self.profile(profile_id).planning.memory_models.items():
+                models.setdefault(product_key(name), (model.memory_gib, name))  # the first spelling names it
             self._models[profile_id] = models
         found = models.get(product_key(product))
         if found is None:

@@ -3,7 +3,7 @@
 ResourceSlices are read per pool (driver + pool name): only the slices of the newest pool
 generation count, a pool split over several slices is read as one, and a device listed twice is
 counted once. Attribute and capacity names are accepted bare (``productName``, meaning the
-driver's own domain) or qualified (``gpu.nvidia.com/productName``, ``dra.cpu/cpu``).
+driver's own domain) or qualified (``gpu.example.com/productName``, ``dra.cpu/cpu``).
 
 A device is held while a claim's ``status.allocation`` names it, whatever its pods are doing: the
 scheduler keeps it in use until the claim is deallocated. Devices that allow several allocations
@@ -33,7 +33,7 @@ class Device:
     node: str | None
     profile_id: str | None
     partition: bool = False
-    #: A partition carved on demand from shared counters (dynamic MIG): a possibility, not a unit.
+    #: A partition carved on demand from shared counters (dynamic partitioning): a possibility, not a unit.
     dynamic: bool = False
     shared: bool = False
     tainted: bool = False

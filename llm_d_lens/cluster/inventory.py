@@ -2,11 +2,11 @@
 
 How a node's hardware is counted (the rules are the profiles'; see docs/cluster.md):
 
-* **devices** are physical: a profile's count label when the node has one (a MIG-partitioned
-  node advertises ``gpu: 0`` yet holds 8 GPUs), otherwise the larger of the whole-device extended
-  resources and the DRA whole devices, so the same GPUs seen through a device plugin and a DRA
-  driver count once;
-* **partitions** (MIG slices, AMD compute partitions, SR-IOV functions) are counted apart from
+* **devices** are physical: a profile's count label when the node has one (a node whose GPUs
+  are all partitioned advertises ``gpu: 0`` yet holds 8 GPUs), otherwise the larger of the
+  whole-device extended resources and the DRA whole devices, so the same GPUs seen through a
+  device plugin and a DRA driver count once;
+* **partitions** (GPU slices, compute partitions, SR-IOV functions) are counted apart from
   devices, never both;
 * **allocatable / allocated / available** are in schedulable units (whole devices and partitions
   alike); available never goes below zero, an excess is reported as ``overcommitted``;

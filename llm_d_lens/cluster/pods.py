@@ -1,4 +1,4 @@
-"""What pods hold through extended resources (``nvidia.com/gpu: 4`` in a container's limits).
+"""What pods hold through extended resources (``example.com/gpu: 4`` in a container's limits).
 
 Pods are read once and indexed by node. Only pods bound to a node and not finished hold devices:
 a Pending pod without a node holds nothing (it is reported as demand), Succeeded and Failed pods
