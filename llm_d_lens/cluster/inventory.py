@@ -17,7 +17,7 @@ How a node's hardware is counted (the rules are the profiles'; see docs/cluster.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -89,8 +89,8 @@ class _Builder:
             self._count(record)
         self._nodeless(dra_by_node, orphans_by_node, known, dra)
         self._pending(usage, dra)
-        for (kind, name), entry in sorted(usage_unknown_nodes(usage, known).items()):
-            self.notes.append(f"{entry} pod(s) on node {name!r}, which is not in the cluster, hold {kind}")
+        for (resource, node_name), pods in sorted(usage_unknown_nodes(usage, known).items()):
+            self.notes.append(f"{pods} pod(s) on node {node_name!r}, which is not in the cluster, hold {resource}")
         self.notes += dra.notes
         for driver, unclaimed in sorted(dra.unclaimed.items()):
             entry = self._unsupported("dra-driver", driver)
@@ -106,8 +106,8 @@ class _Builder:
 
     # -- one node ------------------------------------------------------------------------------
 
-    def _node(self, node: dict[str, Any], devices: Any, usage: PodUsage, dra_resources: Mapping[str, str],
-              orphans: Any, dra: DraDevices) -> NodeRecord:
+    def _node(self, node: dict[str, Any], devices: Iterable[Device], usage: PodUsage, dra_resources: Mapping[str, str],
+              orphans: Iterable[tuple[str, str]], dra: DraDevices) -> NodeRecord:
         catalog = self.catalog
         metadata = node["metadata"]
         name = metadata["name"]
@@ -136,7 +136,8 @@ class _Builder:
         for profile_id, selector in catalog.present(labels):
             _slot(slots, profile_id).selector = selector
         for device in devices:
-            _slot(slots, device.profile_id).dra.append(device)  # type: ignore[arg-type]
+            if device.profile_id is not None:
+                _slot(slots, device.profile_id).dra.append(device)
         for profile_id, what in orphans:
             _slot(slots, profile_id).orphans.append(what)
         self._node_usage(record, slots, usage, dra_resources)
@@ -238,8 +239,7 @@ class _Builder:
 
         # Allocation.
         counts.allocated = plugin_allocated + dra_allocated
-        both = slot.plugin and units and (whole_capacity or partition_capacity)
-        if both:
+        if slot.plugin and units and (whole_capacity or partition_capacity):
             counts.allocatable = max(plugin_allocatable, dra_allocatable)
             counts.available = max(0, counts.allocatable - counts.allocated)
             counts.overcommitted = max(0, counts.allocated - counts.allocatable)
@@ -367,7 +367,8 @@ class _Builder:
         for node_name in sorted({*dra_by_node, *orphans_by_node} - known, key=lambda n: n or ""):
             slots: dict[str, _Slot] = {}
             for device in dra_by_node.get(node_name, ()):
-                _slot(slots, device.profile_id).dra.append(device)  # type: ignore[arg-type]
+                if device.profile_id is not None:
+                    _slot(slots, device.profile_id).dra.append(device)
             for profile_id, what in orphans_by_node.get(node_name, ()):
                 _slot(slots, profile_id).orphans.append(what)
             for profile_id, slot in sorted(slots.items()):

@@ -524,3 +524,23 @@ def test_a_slice_without_a_driver_is_refused() -> None:
     del broken["spec"]["driver"]
     with pytest.raises(ObjectInvalid, match=r"ResourceSlice s: spec.driver: null is not a DRA driver name"):
         inventory(node("n"), broken)
+
+
+# -- objects without a node of this cluster --------------------------------------------------------
+
+
+def test_devices_not_tied_to_a_node_count_in_their_bucket_with_a_note() -> None:
+    shared = [device(f"d{i}", attrs=attributes(type="gpu", model="Max 1550"), capacity={"memory": "128Gi"}) for i in range(2)]
+    result = inventory(node("n"), resource_slice("fabric", driver="gpu.intel.com", node_name=None, pool="fabric", devices=shared),
+                       claim("c", results=[("gpu.intel.com", "fabric", "d1")], reserved_for=["p"]))
+    xpu = bucket(result, "intel-xpu")
+    assert (xpu["nodes"], xpu["devices"], xpu["allocated"], xpu["available"]) == (0, 2, 1, 1)
+    assert xpu["vram"]["totalBytes"] == 2 * 128 * GIB
+    assert "intel-xpu: 2 DRA device(s) published not tied to a single node" in result.notes
+    assert result.total_gpu_count == 2
+
+
+def test_pods_bound_to_a_node_missing_from_the_snapshot_are_reported() -> None:
+    result = inventory(node("n", resources={"nvidia.com/gpu": "8"}), pod("lost", "ghost", limits={"nvidia.com/gpu": "2"}))
+    assert hardware(result, "n", "nvidia")["allocated"] == 0
+    assert "1 pod(s) on node 'ghost', which is not in the cluster, hold nvidia.com/gpu" in result.notes
