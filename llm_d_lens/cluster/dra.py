@@ -19,6 +19,7 @@ from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog, attribute_value
 from llm_d_lens.cluster.errors import ObjectInvalid
+from llm_d_lens.cluster.objects import list_at, mapping_at
 from llm_d_lens.cluster.quantity import QuantityError, parse_bytes, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device)
@@ -73,7 +74,7 @@ class OrphanAllocation:
     """A claim holds a device no ResourceSlice publishes (a stale slice, a driver being replaced)."""
 
     node: str | None
-    profile_id: str | None
+    profile_id: str
     key: DeviceKey
     holder: str
 
@@ -113,11 +114,11 @@ def read_slices(slices: Iterable[dict[str, Any]], catalog: Catalog) -> DraDevice
     result = DraDevices()
     pools: dict[tuple[str, str], tuple[int, list[dict[str, Any]], int | None]] = {}
     for item in slices:
-        spec = item.get("spec") or {}
+        spec = mapping_at(item, "spec", item.get("spec"))
         driver = spec.get("driver")
         if not isinstance(driver, str) or not driver:
             raise ObjectInvalid(item, "spec.driver", driver, "is not a DRA driver name")
-        pool = spec.get("pool") or {}
+        pool = mapping_at(item, "spec.pool", spec.get("pool"))
         pool_name = pool.get("name")
         if not isinstance(pool_name, str) or not pool_name:
             raise ObjectInvalid(item, "spec.pool.name", pool_name, "is not a pool name")
@@ -147,7 +148,7 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
                 result: DraDevices) -> None:
     spec = item["spec"]
     slice_node = spec.get("nodeName")
-    devices = spec.get("devices") or []
+    devices = list_at(item, "spec.devices", spec.get("devices"))
     if profile_id is None:
         unclaimed = result.unclaimed.setdefault(driver, UnclaimedDriver())
         for device in devices:
@@ -171,8 +172,8 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
         # resource.k8s.io/v1beta1 nests a device's fields under "basic".
         body, path = (device["basic"], f"spec.devices[{index}].basic") if isinstance(device.get("basic"), dict) \
             else (device, f"spec.devices[{index}]")
-        attributes = body.get("attributes") or {}
-        capacity = body.get("capacity") or {}
+        attributes = mapping_at(item, f"{path}.attributes", body.get("attributes"))
+        capacity = mapping_at(item, f"{path}.capacity", body.get("capacity"))
         record = Device(driver, pool, name, slice_node or body.get("nodeName"), profile_id)
         for attribute in inventory.dra_product_attributes:
             value = attribute_value(lookup(attributes, attribute, driver))
@@ -207,12 +208,13 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
                  pod_phases: Mapping[tuple[str, str], str | None]) -> None:
     """Mark every device an allocated claim holds; note what is surprising about it."""
     for claim in claims:
-        status = claim.get("status") or {}
-        allocation = status.get("allocation")
+        status = mapping_at(claim, "status", claim.get("status"))
+        allocation = mapping_at(claim, "status.allocation", status.get("allocation"))
         if not allocation:
             _pending_claim(dra, claim, catalog)
             continue
-        results = (allocation.get("devices") or {}).get("results") or []
+        devices = mapping_at(claim, "status.allocation.devices", allocation.get("devices"))
+        results = list_at(claim, "status.allocation.devices.results", devices.get("results"))
         metadata = claim["metadata"]
         namespace, claim_name = metadata.get("namespace") or "", metadata["name"]
         pods = [r.get("name") for r in status.get("reservedFor") or [] if isinstance(r, dict) and r.get("resource") == "pods"]
@@ -252,11 +254,15 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
 def _pending_claim(dra: DraDevices, claim: dict[str, Any], catalog: Catalog) -> None:
     """Count what an unallocated claim asks for, per profile of its device class."""
     wanted: dict[str, int] = {}
-    for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+    spec = mapping_at(claim, "spec", claim.get("spec"))
+    devices = mapping_at(claim, "spec.devices", spec.get("devices"))
+    for request in list_at(claim, "spec.devices.requests", devices.get("requests")):
         if not isinstance(request, dict):
             continue
         # v1 nests the request under "exactly" (or alternatives under "firstAvailable"); v1beta1 does not.
         exact = request.get("exactly") or next(iter(request.get("firstAvailable") or ()), None) or request
+        if not isinstance(exact, dict):
+            continue
         profile_id = catalog.device_class(str(exact.get("deviceClassName") or ""))
         if profile_id is None:
             continue

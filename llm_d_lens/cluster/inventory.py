@@ -26,7 +26,7 @@ from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported, Vram
-from llm_d_lens.cluster.objects import ClusterObjects
+from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at
 from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
@@ -79,7 +79,6 @@ class _Builder:
         known: set[str] = set()
         orphans_by_node: dict[str | None, list[tuple[str, str]]] = {}
         for orphan in dra.orphans:
-            assert orphan.profile_id is not None
             orphans_by_node.setdefault(orphan.node, []).append((orphan.profile_id, f"{'/'.join(orphan.key)} ({orphan.holder})"))
         for node in objects.nodes:
             name = node["metadata"]["name"]
@@ -111,13 +110,14 @@ class _Builder:
         catalog = self.catalog
         metadata = node["metadata"]
         name = metadata["name"]
-        labels = metadata.get("labels") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+        labels = mapping_at(node, "metadata.labels", metadata.get("labels"))
+        spec = mapping_at(node, "spec", node.get("spec"))
+        status = mapping_at(node, "status", node.get("status"))
+        conditions = list_at(node, "status.conditions", status.get("conditions"))
+        ready = any(type(c) is dict and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
         record = NodeRecord(name, ready, spec.get("unschedulable") is True)
-        capacity = status.get("capacity") or {}
-        allocatable = status.get("allocatable") or {}
+        capacity = mapping_at(node, "status.capacity", status.get("capacity"))
+        allocatable = mapping_at(node, "status.allocatable", status.get("allocatable"))
         slots: dict[str, _Slot] = {}
         names = allocatable.keys() if capacity.keys() == allocatable.keys() else allocatable.keys() | capacity.keys()
         for resource in names:
@@ -344,7 +344,7 @@ class _Builder:
         names: dict[str, str] = {}
         for item in self.objects.device_classes:
             class_name = item["metadata"]["name"]
-            spec = item.get("spec") or {}
+            spec = mapping_at(item, "spec", item.get("spec"))
             names[IMPLICIT_CLASS_RESOURCE + class_name] = class_name
             explicit = spec.get("extendedResourceName")
             if isinstance(explicit, str) and explicit:
@@ -355,8 +355,9 @@ class _Builder:
 
     def _class_driver_claimed(self, spec: Mapping[str, Any]) -> bool:
         for selector in spec.get("selectors") or ():
-            expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-            for driver in _CEL_DRIVER.findall(expression):
+            cel = selector.get("cel") if isinstance(selector, dict) else None
+            expression = cel.get("expression") if isinstance(cel, dict) else None
+            for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):
                 if self.catalog.driver(driver) is not None:
                     return True
         return False

@@ -9,11 +9,13 @@ unreachable server) is raised as it is, with kubectl's stderr.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_d_lens.cluster.objects import ClusterObjects, Document
-from llm_d_lens.runner import CommandFailed, Runner, format_command
+from llm_d_lens.cluster.snapshot import parse_json
+from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, Runner, format_command
 
 #: What kubectl prints when the API server does not know a resource type.
 NO_RESOURCE_TYPE = "the server doesn't have a resource type"
@@ -55,4 +57,8 @@ async def _get(runner: Runner, query: Query, timeout: float | None) -> Document 
         if query.dra and NO_RESOURCE_TYPE in exc.stderr:
             return None
         raise
-    return Document(f"`{format_command(result.argv)}`", result.json())
+    try:
+        body = parse_json(result.stdout)
+    except json.JSONDecodeError as exc:
+        raise CommandOutputInvalid(result.argv, str(exc)) from None
+    return Document(f"`{format_command(result.argv)}`", body)

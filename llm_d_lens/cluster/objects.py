@@ -121,3 +121,25 @@ def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+def mapping_at(item: Any, path: str, value: Any) -> dict[str, Any]:
+    """``value`` (found at ``path`` in ``item``) as a JSON object; absent is empty, anything else an error."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return {}
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not an object")
+
+
+def list_at(item: Any, path: str, value: Any) -> list[Any]:
+    """``value`` as a JSON array; absent is empty, anything else an error."""
+    if type(value) is list:
+        return value
+    if value is None:
+        return []
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not a list")

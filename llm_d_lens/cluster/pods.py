@@ -17,6 +17,7 @@ from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.errors import ObjectInvalid
+from llm_d_lens.cluster.objects import list_at, mapping_at
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -47,7 +48,9 @@ def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
         spec = pod.get("spec")
         if not spec:
             continue
-        status = pod.get("status") or {}
+        if type(spec) is not dict:
+            mapping_at(pod, "spec", spec)
+        status = mapping_at(pod, "status", pod.get("status"))
         phase = status.get("phase")
         if spec.get("resourceClaims"):
             metadata = pod["metadata"]
@@ -59,8 +62,10 @@ def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
             continue
         mapped = status.get("extendedResourceClaimStatus")
         if mapped:
-            for mapping in mapped.get("requestMappings") or []:
-                requests.pop(mapping.get("resourceName"), None)
+            where = "status.extendedResourceClaimStatus"
+            for mapping in list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings")):
+                if isinstance(mapping, dict):
+                    requests.pop(mapping.get("resourceName"), None)
         node = spec.get("nodeName")
         metadata = pod["metadata"]
         who = f"{metadata.get('namespace') or ''}/{metadata['name']}"
@@ -82,7 +87,7 @@ def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
 def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) -> dict[str, int]:
     """Extended-resource units the scheduler reserves for this pod (only resources with a domain)."""
     app: dict[str, int] = {}
-    for index, container in enumerate(spec.get("containers") or ()):
+    for index, container in enumerate(list_at(pod, "spec.containers", spec.get("containers"))):
         wanted = _container_requests(pod, "containers", index, container, catalog)
         if wanted:
             for name, count in wanted.items():
@@ -92,7 +97,7 @@ def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) ->
         return app
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for index, container in enumerate(init_containers):
+    for index, container in enumerate(list_at(pod, "spec.initContainers", init_containers)):
         wanted = _container_requests(pod, "initContainers", index, container, catalog) or {}
         if container.get("restartPolicy") == "Always":  # a sidecar keeps running beside the app
             for name, count in wanted.items():
@@ -110,11 +115,16 @@ def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) ->
 
 def _container_requests(pod: dict[str, Any], group: str, index: int, container: dict[str, Any],
                         catalog: Catalog) -> dict[str, int] | None:
+    if type(container) is not dict:
+        mapping_at(pod, f"spec.{group}[{index}]", container)
     resources = container.get("resources")
     if not resources:
         return None
-    requests = resources.get("requests") or {}
-    limits = resources.get("limits") or {}
+    where = f"spec.{group}[{index}].resources"
+    if type(resources) is not dict:
+        mapping_at(pod, where, resources)
+    requests = mapping_at(pod, f"{where}.requests", resources.get("requests"))
+    limits = mapping_at(pod, f"{where}.limits", resources.get("limits"))
     found: dict[str, int] | None = None
     is_extended = catalog.is_extended
     for field_name, values in (("requests", requests), ("limits", limits)):

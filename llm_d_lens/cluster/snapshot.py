@@ -7,6 +7,7 @@ replaces a file the user has unless asked, and never leaves a half-written one b
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
@@ -50,11 +51,27 @@ def read_json(file: Path) -> Any:
         except (OSError, EOFError, zlib.error) as exc:
             raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
     try:
-        return json.loads(data)
+        return parse_json(data)
     except UnicodeDecodeError:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def parse_json(data: str | bytes) -> Any:
+    """``json.loads`` with the cyclic garbage collector paused.
+
+    Parsing a large cluster creates millions of containers, and the collector would walk all of
+    them again and again while they are being built; JSON cannot hold a reference cycle, so those
+    walks find nothing. Pausing them halves the time to read a big snapshot.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def snapshot_document(items: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -544,3 +544,28 @@ def test_pods_bound_to_a_node_missing_from_the_snapshot_are_reported() -> None:
     result = inventory(node("n", resources={"nvidia.com/gpu": "8"}), pod("lost", "ghost", limits={"nvidia.com/gpu": "2"}))
     assert hardware(result, "n", "nvidia")["allocated"] == 0
     assert "1 pod(s) on node 'ghost', which is not in the cluster, hold nvidia.com/gpu" in result.notes
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (lambda n, p, s: n["status"].__setitem__("capacity", ["nvidia.com/gpu"]),
+         'Node n: status.capacity: ["nvidia.com/gpu"] is a JSON array, not an object'),
+        (lambda n, p, s: n["metadata"].__setitem__("labels", "gpu=true"), 'Node n: metadata.labels: "gpu=true" is a JSON string, not an object'),
+        (lambda n, p, s: p["spec"].__setitem__("containers", {"name": "main"}),
+         'Pod llm/p: spec.containers: {"name": "main"} is a JSON object, not a list'),
+        (lambda n, p, s: p["spec"]["containers"][0]["resources"].__setitem__("limits", 4),
+         "Pod llm/p: spec.containers[0].resources.limits: 4 is a JSON number, not an object"),
+        (lambda n, p, s: s["spec"].__setitem__("devices", "gpu-0"), 'ResourceSlice s: spec.devices: "gpu-0" is a JSON string, not a list'),
+        (lambda n, p, s: s["spec"]["devices"][0].__setitem__("attributes", []),
+         "ResourceSlice s: spec.devices[0].attributes: [] is a JSON array, not an object"),
+    ],
+)
+def test_a_field_of_the_wrong_json_type_is_named_not_a_traceback(broken, message: str) -> None:  # type: ignore[no-untyped-def]
+    n = node("n", resources={"nvidia.com/gpu": "8"})
+    p = pod("p", "n", limits={"nvidia.com/gpu": "1"})
+    s = resource_slice("s", driver="gpu.intel.com", node_name="n", devices=[device("d0", attrs=attributes(type="gpu"))])
+    broken(n, p, s)
+    with pytest.raises(ObjectInvalid) as caught:
+        inventory(n, p, s)
+    assert str(caught.value) == f"test.json: {message}"

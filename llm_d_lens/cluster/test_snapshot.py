@@ -120,3 +120,22 @@ def test_a_snapshot_is_not_written_into_a_missing_directory_or_over_a_directory(
         write_snapshot(snapshot_document([]), tmp_path / "absent" / "snap.json")
     with pytest.raises(SnapshotExists, match="is a directory"):
         write_snapshot(snapshot_document([]), tmp_path)
+
+
+def test_parsing_pauses_the_garbage_collector_only_while_it_runs() -> None:
+    import gc
+
+    from llm_d_lens.cluster.snapshot import parse_json
+
+    assert gc.isenabled()
+    assert parse_json(b'{"kind": "List", "items": [1, [2]]}') == {"kind": "List", "items": [1, [2]]}
+    assert gc.isenabled()
+    with pytest.raises(json.JSONDecodeError):
+        parse_json("{")
+    assert gc.isenabled()  # restored after a failure too
+    gc.disable()
+    try:
+        parse_json("[]")
+        assert not gc.isenabled()  # a caller who paused it keeps it paused
+    finally:
+        gc.enable()
