@@ -4,12 +4,12 @@ For each size it writes a synthetic snapshot shaped like ``kubectl get ... -o js
 every built-in kind (device-plugin and DRA GPUs with 8 devices each, TPU hosts, CPU pools), about
 20 pods per node with realistic specs and statuses, ResourceSlices for the DRA nodes and allocated
 ResourceClaims for the pods that use them. It then prints, per size, the median time of
-``json.load`` (the floor) and of the whole inventory (``load_snapshot`` + ``build_inventory``),
-and their ratio. The goal is a ratio of at most 1.5 at 5,000 nodes and time per node that stays
+``json.load`` (the floor) and of the whole inventory as ``lens cluster inspect --snapshot`` runs it
+(``service.inspect``: read, parse, count), and their ratio. The goal is a ratio of at most 1.5 at 5,000 nodes and time per node that stays
 flat as the cluster grows.
 
-The inventory parses with the cyclic garbage collector paused (see ``snapshot.parse_json``), which
-plain ``json.load`` does not, so it can beat that floor. The last two columns are therefore the
+The inventory reads and counts with the cyclic garbage collector paused (see
+``snapshot.gc_paused``), which plain ``json.load`` does not, so it can beat that floor. The last two columns are therefore the
 honest measure of everything else the inventory does: ``json.load`` with the collector paused too,
 and the inventory's ratio to it.
 
@@ -34,8 +34,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llm_d_lens.cluster.catalog import Catalog  # noqa: E402
-from llm_d_lens.cluster.inventory import build_inventory  # noqa: E402
-from llm_d_lens.cluster.snapshot import load_snapshot  # noqa: E402
+from llm_d_lens.cluster.service import inspect  # noqa: E402
+from llm_d_lens.cluster.source import ClusterSource  # noqa: E402
 
 # node kind -> (share of nodes, extended resource or DRA driver, labels)
 KINDS: list[tuple[str, int]] = [("nv-plugin", 45), ("amd", 14), ("nv-dra", 14), ("tpu", 7), ("gaudi", 6),
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 gc.enable()
 
         floor_s, bare_s, inventory_s = median_seconds(
-            [floor, floor_without_gc, lambda: build_inventory(load_snapshot(path), catalog)], args.repeat)
+            [floor, floor_without_gc, lambda: inspect(ClusterSource(snapshot=path), catalog=catalog)], args.repeat)
         per_node.append(inventory_s / size)
         print(f"{size:>6} {size * args.pods_per_node:>7} {path.stat().st_size / 2**20:>7.1f} {floor_s:>12.4f} {inventory_s:>12.4f} "
               f"{inventory_s / floor_s:>6.2f} {inventory_s / size * 1e6:>12.1f} {bare_s:>12.4f} {inventory_s / bare_s:>6.2f}", flush=True)

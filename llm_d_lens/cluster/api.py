@@ -35,10 +35,10 @@ async def overview(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims."""
-    from llm_d_lens.cluster.inventory import build_inventory
+    from llm_d_lens.cluster.service import inspect
 
-    objects = await source.aload(runner)
-    result = await run_in_threadpool(build_inventory, objects, None, source.describe())
+    # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
+    result = await run_in_threadpool(inspect, source, runner)
     document = result.to_dict()
     if not nodes:
         document.pop("nodes")

@@ -30,12 +30,12 @@ def inspect(
 
     Reads the cluster kubectl's current context points at unless --snapshot, --demo or --context says otherwise.
     """
-    from llm_d_lens.cluster.inventory import build_inventory
     from llm_d_lens.cluster.render import overview_renderable
+    from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
 
     source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
-    overview = build_inventory(source.load(), source=source.describe())
+    overview = inspect_cluster(source)
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes))
 
 
@@ -48,7 +48,7 @@ def snapshot(
     timeout: float = TimeoutOption,
 ) -> None:
     """Save a live cluster's nodes, pods and DRA objects to one file `lens cluster inspect --snapshot` reads."""
-    from llm_d_lens.cluster.snapshot import snapshot_document, write_snapshot
+    from llm_d_lens.cluster.snapshot import gc_paused, snapshot_document, write_snapshot
     from llm_d_lens.cluster.source import ClusterSource
 
     if out.exists() and not force:  # refuse before asking the cluster anything
@@ -56,8 +56,10 @@ def snapshot(
 
         raise SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
     source = ClusterSource(context=context, kubeconfig=kubeconfig, timeout=timeout)
-    objects = source.load()
-    written = write_snapshot(snapshot_document(objects.all_items()), out, force=force)
-    counts = ", ".join(f"{count} {kind}" for kind, count in objects.counts().items())
-    dra = {True: "served", False: "not served", None: "unknown"}[objects.dra_api]
+    with gc_paused():
+        objects = source.load()
+        written = write_snapshot(snapshot_document(objects.all_items()), out, force=force)
+        counts = ", ".join(f"{count} {kind}" for kind, count in objects.counts().items())
+        dra = {True: "served", False: "not served", None: "unknown"}[objects.dra_api]
+        del objects
     console(stderr=True).print(f"wrote {written}: {counts} (DRA API {dra})", highlight=False, markup=False)

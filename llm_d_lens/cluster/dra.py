@@ -41,8 +41,9 @@ class Device:
     product: str | None = None
     memory_bytes: int | None = None
     counter_sets: tuple[str, ...] = ()
-    capacity: dict[str, Decimal] | None = None
-    consumed: dict[str, Decimal] | None = None
+    #: consumable capacity of a shared device, and how much of it claims use (qualified names)
+    capacity: dict[str, Decimal] = field(default_factory=dict)
+    consumed: dict[str, Decimal] = field(default_factory=dict)
     allocated: bool = False
     #: A whole device some of whose capacity a dynamic partition now holds.
     occupied: bool = False
@@ -65,7 +66,7 @@ class Device:
 
 @dataclass
 class UnclaimedDriver:
-    devices: int = 0
+    devices: set[tuple[str, str]] = field(default_factory=set)  # (pool, device)
     nodes: set[str] = field(default_factory=set)
 
 
@@ -152,8 +153,8 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
     if profile_id is None:
         unclaimed = result.unclaimed.setdefault(driver, UnclaimedDriver())
         for device in devices:
-            if isinstance(device, dict) and (driver, pool, device.get("name")) not in result.devices:
-                unclaimed.devices += 1
+            if isinstance(device, dict):
+                unclaimed.devices.add((pool, str(device.get("name"))))
                 node = slice_node or device.get("nodeName")
                 if node:
                     unclaimed.nodes.add(node)
@@ -200,7 +201,6 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
                 qualify(cap, driver): _capacity_quantity(item, f"{path}.capacity[{_quote(cap)}].value", raw)
                 for cap, raw in capacity.items()
             }
-            record.consumed = {}
         result.devices[key] = record
 
 
@@ -236,12 +236,11 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
                     dra.orphans.append(OrphanAllocation(_allocated_node(allocation) or key[1], profile_id, key, holder))
                 continue
             if device.shared:
-                consumed = result.get("consumedCapacity") or {}
-                assert device.consumed is not None
-                for cap, value in consumed.items():
-                    path = f"status.allocation.devices.results[{index}].consumedCapacity[{_quote(cap)}]"
+                where = f"status.allocation.devices.results[{index}].consumedCapacity"
+                for cap, value in mapping_at(claim, where, result.get("consumedCapacity")).items():
                     name = qualify(cap, device.driver)
-                    device.consumed[name] = device.consumed.get(name, Decimal(0)) + _capacity_quantity(claim, path, value)
+                    amount = _capacity_quantity(claim, f"{where}[{_quote(cap)}]", value)
+                    device.consumed[name] = device.consumed.get(name, Decimal(0)) + amount
             elif device.allocated:
                 dra.notes.append(f"device {'/'.join(key)} is allocated to both {device.holders[0]} and {holder}")
             device.allocated = device.allocated or not device.shared

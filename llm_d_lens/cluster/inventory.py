@@ -94,7 +94,7 @@ class _Builder:
         for driver, unclaimed in sorted(dra.unclaimed.items()):
             entry = self._unsupported("dra-driver", driver)
             entry.nodes |= unclaimed.nodes
-            entry.quantity += unclaimed.devices
+            entry.quantity += len(unclaimed.devices)
         if objects.ignored_kinds:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
             self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
@@ -207,11 +207,10 @@ class _Builder:
                 hardware.holders[holder] = hardware.holders.get(holder, 0) + 1
             if device.product:
                 hardware.products.add(device.product)
-            if device.shared and device.capacity is not None:
-                for name, total in device.capacity.items():
-                    entry = hardware.capacity.setdefault(name, [Decimal(0), Decimal(0)])
-                    entry[0] += total
-                    entry[1] += (device.consumed or {}).get(name, Decimal(0))
+            for name, total in device.capacity.items():
+                entry = hardware.capacity.setdefault(name, [Decimal(0), Decimal(0)])
+                entry[0] += total
+                entry[1] += device.consumed.get(name, Decimal(0))
         if slot.dra:
             hardware.request_models.add("dra")
             for driver in sorted({d.driver for d in slot.dra}):

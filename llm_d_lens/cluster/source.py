@@ -80,16 +80,6 @@ class ClusterSource:
         with self._snapshot_path() as path:
             return load_snapshot(path)
 
-    async def aload(self, runner: Runner | None = None) -> ClusterObjects:
-        """:meth:`load` for the API: kubectl runs without blocking, files are read in a thread."""
-        if self.live:
-            from llm_d_lens.cluster.live import fetch
-
-            return await fetch(runner or self.runner(), timeout=self.timeout)
-        import asyncio
-
-        return await asyncio.to_thread(self.load)
-
     @contextlib.contextmanager
     def _snapshot_path(self) -> Iterator[Path]:
         if self.snapshot is not None:

@@ -139,3 +139,20 @@ def test_parsing_pauses_the_garbage_collector_only_while_it_runs() -> None:
         assert not gc.isenabled()  # a caller who paused it keeps it paused
     finally:
         gc.enable()
+
+
+def test_inspect_counts_a_snapshot_and_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    import gc
+
+    from llm_d_lens.cluster.errors import ObjectInvalid
+    from llm_d_lens.cluster.service import inspect
+    from llm_d_lens.cluster.source import ClusterSource
+
+    good = _write(tmp_path / "good.json", as_list(node("n", resources={"google.com/tpu": "4"}), pod("p", "n", limits={"google.com/tpu": "4"})))
+    overview = inspect(ClusterSource(snapshot=good))
+    assert (overview.total_gpu_count, overview.source) == (4, {"kind": "snapshot", "path": str(good)})
+    assert gc.isenabled()
+    bad = _write(tmp_path / "bad.json", as_list(node("n", resources={"google.com/tpu": "four"})))
+    with pytest.raises(ObjectInvalid, match=r'bad.json: Node n: status.capacity\["google.com/tpu"\]: "four" is not a quantity'):
+        inspect(ClusterSource(snapshot=bad))
+    assert gc.isenabled()
