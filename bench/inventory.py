@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     directory = args.keep or Path(tempfile.mkdtemp(prefix="lens-bench-"))
     print(f"{'nodes':>6} {'pods':>7} {'MiB':>7} {'json.load s':>12} {'inventory s':>12} {'ratio':>6} {'ms/1k nodes':>12} "
           f"{'no-gc load s':>12} {'ratio':>6}")
-    per_node: list[float] = []
+    per_node: list[tuple[float, float, float]] = []  # seconds per node: inventory, json.load, GC-paused json.load
     for size in sizes:
         path = directory / f"cluster-{size}.json"
         write_snapshot(path, size, args.pods_per_node, args.indent)
@@ -260,15 +260,16 @@ def main(argv: list[str] | None = None) -> int:
 
         floor_s, bare_s, inventory_s = median_seconds(
             [floor, floor_without_gc, lambda: inspect(ClusterSource(snapshot=path), catalog=catalog)], args.repeat)
-        per_node.append(inventory_s / size)
+        per_node.append((inventory_s / size, floor_s / size, bare_s / size))
         print(f"{size:>6} {size * args.pods_per_node:>7} {path.stat().st_size / 2**20:>7.1f} {floor_s:>12.4f} {inventory_s:>12.4f} "
               f"{inventory_s / floor_s:>6.2f} {inventory_s / size * 1e6:>12.1f} {bare_s:>12.4f} {inventory_s / bare_s:>6.2f}", flush=True)
         if not args.keep:
             os.unlink(path)
     if not args.keep:
         os.rmdir(directory)
-    growth = per_node[-1] / per_node[0]
-    print(f"time per node, largest vs smallest size: {growth:.2f}x (1.00x is linear)")
+    growth = [last / first for last, first in zip(per_node[-1], per_node[0], strict=True)]
+    print(f"time per node, largest vs smallest size: inventory {growth[0]:.2f}x, json.load {growth[1]:.2f}x, "
+          f"GC-paused json.load {growth[2]:.2f}x (1.00x is linear)")
     return 0
 
 
