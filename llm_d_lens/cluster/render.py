@@ -96,17 +96,17 @@ def _nodes_table(nodes: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
     table = Table(title="nodes", title_justify="left")
-    for column in ("node", "status", "hardware", "devices", "partitions", "allocatable", "allocated", "available",
-                   "VRAM", "products", "held by"):
-        table.add_column(column)
+    for column in ("node", "status", "hardware", "devices", "partitions", "allocatable", "allocated", "available", "VRAM"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("held by", overflow="fold")
     for node in nodes:
         status = ("Ready" if node["ready"] else "[red]NotReady[/red]") + (" [yellow]cordoned[/yellow]" if node["cordoned"] else "")
         if not node["hardware"]:
-            table.add_row(node["name"], status, "[dim]-[/dim]", *[""] * 8)
+            table.add_row(node["name"], status, "[dim]-[/dim]", *[""] * 7)
             continue
         for index, hw in enumerate(node["hardware"]):
-            holders = ", ".join(f"{h['holder']} ({h['count']})" for h in hw["holders"]) or "-"
+            holders = "\n".join(f"{h['holder']} ({h['count']})" for h in hw["holders"]) or "-"
             table.add_row(node["name"] if index == 0 else "", status if index == 0 else "", hw["profileId"],
                           str(hw["devices"]), str(hw["partitions"]), str(hw["allocatable"]), str(hw["allocated"]),
-                          str(hw["available"]), _vram(hw["vram"]), ", ".join(hw["products"]) or "-", holders)
+                          str(hw["available"]), _vram(hw["vram"]), holders)
     return table
