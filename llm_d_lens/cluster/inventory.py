@@ -25,7 +25,7 @@ from typing import Any
 from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported, Vram
+from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported
 from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at
 from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
@@ -168,97 +168,40 @@ class _Builder:
             record.notes.append(f"pods hold {count} {resource}, which this node does not advertise")
 
     def _hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
-        profile = self.catalog.profile(slot.profile_id)
-        inventory = profile.inventory
+        inventory = self.catalog.profile(slot.profile_id).inventory
         hardware = NodeHardware(slot.profile_id, present_by_labels=slot.selector is not None)
-        notes = hardware.notes
-        counts = hardware.counts
+        notes, counts = hardware.notes, hardware.counts
+        plugin = _plugin_figures(slot, hardware)
+        claimed = _dra_figures(slot, hardware, dra)
 
-        # Extended resources (device plugins).
-        whole_capacity = partition_capacity = plugin_allocatable = plugin_allocated = plugin_available = 0
-        plugin_over = 0
-        for resource, (total, usable, kind) in sorted(slot.plugin.items()):
-            used = slot.requested.get(resource, 0)
-            hardware.channels.append(Channel(resource, "extended-resource", kind, total, usable, used))
-            if kind == "device":
-                whole_capacity += total
-            else:
-                partition_capacity += total
-            plugin_allocatable += usable
-            plugin_allocated += used
-            plugin_available += max(0, usable - used)
-            plugin_over += max(0, used - usable)
-        if slot.plugin:
-            hardware.request_models.add("extended-resource")
-        for hold in slot.holds:
-            hardware.holders[hold.pod] = hardware.holders.get(hold.pod, 0) + hold.count
-
-        # DRA devices.
-        whole = [d for d in slot.dra if not d.partition]
-        static_parts = [d for d in slot.dra if d.partition and not d.dynamic]
-        units = whole + static_parts
-        dra_allocatable = sum(1 for d in units if not d.tainted)
-        dra_allocated = sum(1 for d in units if d.in_use)
-        dra_available = sum(1 for d in units if d.available)
-        for device in slot.dra:
-            if device.dynamic and device.allocated and not dra.parents_of(device):
-                dra_allocated += 1  # a dynamic partition of a device the slices do not list
-            for holder in device.holders:
-                hardware.holders[holder] = hardware.holders.get(holder, 0) + 1
-            if device.product:
-                hardware.products.add(device.product)
-            for name, total in device.capacity.items():
-                entry = hardware.capacity.setdefault(name, [Decimal(0), Decimal(0)])
-                entry[0] += total
-                entry[1] += device.consumed.get(name, Decimal(0))
-        if slot.dra:
-            hardware.request_models.add("dra")
-            for driver in sorted({d.driver for d in slot.dra}):
-                mine = [d for d in units if d.driver == driver]
-                for kind in ("device", "partition"):
-                    group = [d for d in mine if d.partition == (kind == "partition")]
-                    if group:
-                        hardware.channels.append(Channel(driver, "dra", kind, len(group),
-                                                         sum(1 for d in group if not d.tainted),
-                                                         sum(1 for d in group if d.in_use)))
-            tainted = sum(1 for d in units if d.tainted)
-            if tainted:
-                notes.append(f"{tainted} DRA device(s) carry a NoSchedule/NoExecute taint and are not allocatable")
-        if slot.orphans:
-            dra_allocated += len(slot.orphans)
-            notes.append("claims hold devices no ResourceSlice publishes: " + ", ".join(slot.orphans))
-
-        # Physical devices and partitions.
         count_label = self._count_label(inventory.count_labels, labels, notes)
         if count_label is not None:
-            counts.devices = max(count_label, len(whole))
+            counts.devices = max(count_label, claimed.whole)
         else:
-            counts.devices = max(whole_capacity, len(whole))
-        counts.partitions = partition_capacity + len(static_parts)
-
-        # Allocation.
-        counts.allocated = plugin_allocated + dra_allocated
-        if slot.plugin and units and (whole_capacity or partition_capacity):
-            counts.allocatable = max(plugin_allocatable, dra_allocatable)
+            counts.devices = max(plugin.whole, claimed.whole)
+        counts.partitions = plugin.partitions + claimed.partitions
+        counts.allocated = plugin.allocated + claimed.allocated
+        if plugin.units and claimed.units:
+            counts.allocatable = max(plugin.allocatable, claimed.allocatable)
             counts.available = max(0, counts.allocatable - counts.allocated)
             counts.overcommitted = max(0, counts.allocated - counts.allocatable)
-            notes.append(f"seen through extended resources ({whole_capacity + partition_capacity}) and a DRA driver "
-                         f"({len(units)}): the same devices, counted once")
+            notes.append(f"seen through extended resources ({plugin.units}) and a DRA driver ({claimed.units}): "
+                         "the same devices, counted once")
         else:
-            counts.allocatable = plugin_allocatable + dra_allocatable
-            counts.available = plugin_available + dra_available
-            counts.overcommitted = plugin_over + len(slot.orphans)
+            counts.allocatable = plugin.allocatable + claimed.allocatable
+            counts.available = plugin.available + claimed.available
+            counts.overcommitted = plugin.over + claimed.over
         if counts.overcommitted:
             notes.append(f"over-committed: {counts.overcommitted} more unit(s) held than allocatable")
 
-        # Products and VRAM.
         label_product = next((labels[key] for key in inventory.product_labels if labels.get(key)), None)
         if label_product:
             hardware.products.add(label_product)
+        whole = [d for d in slot.dra if not d.partition]
         self._vram(hardware, whole, counts.devices - len(whole), label_product, labels)
 
         if not counts.devices and not counts.partitions and not slot.dra:
-            if slot.selector is not None and not whole_capacity:
+            if slot.selector is not None and not plugin.whole:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(slot.selector.items()))
                 if self._needs_advertising(slot.profile_id):
                     notes.append(f"present by node labels ({shown}), 0 devices advertised: driver missing?")
@@ -436,6 +379,76 @@ class _Builder:
             entry.quantity += parse_count(value)
         except QuantityError:
             pass  # an unknown resource is observed, not validated
+
+
+@dataclass
+class _Figures:
+    """What one way of advertising (extended resources, or DRA) shows of a profile on a node."""
+
+    whole: int = 0  # whole devices
+    partitions: int = 0
+    allocatable: int = 0
+    allocated: int = 0
+    available: int = 0
+    over: int = 0  # units held beyond what is allocatable
+
+    @property
+    def units(self) -> int:
+        return self.whole + self.partitions
+
+
+def _plugin_figures(slot: _Slot, hardware: NodeHardware) -> _Figures:
+    figures = _Figures()
+    for resource, (total, usable, kind) in sorted(slot.plugin.items()):
+        used = slot.requested.get(resource, 0)
+        hardware.channels.append(Channel(resource, "extended-resource", kind, total, usable, used))
+        if kind == "device":
+            figures.whole += total
+        else:
+            figures.partitions += total
+        figures.allocatable += usable
+        figures.allocated += used
+        figures.available += max(0, usable - used)
+        figures.over += max(0, used - usable)
+    if slot.plugin:
+        hardware.request_models.add("extended-resource")
+    for hold in slot.holds:
+        hardware.holders[hold.pod] = hardware.holders.get(hold.pod, 0) + hold.count
+    return figures
+
+
+def _dra_figures(slot: _Slot, hardware: NodeHardware, dra: DraDevices) -> _Figures:
+    """DRA units: whole devices and static partitions; dynamic partitions only once allocated."""
+    units = [d for d in slot.dra if not d.dynamic]
+    figures = _Figures(whole=sum(1 for d in units if not d.partition), partitions=sum(1 for d in units if d.partition),
+                       allocatable=sum(1 for d in units if not d.tainted), allocated=sum(1 for d in units if d.in_use),
+                       available=sum(1 for d in units if d.available), over=len(slot.orphans))
+    for device in slot.dra:
+        if device.dynamic and device.allocated and not dra.parents_of(device):
+            figures.allocated += 1  # a dynamic partition of a device the slices do not list
+        for holder in device.holders:
+            hardware.holders[holder] = hardware.holders.get(holder, 0) + 1
+        if device.product:
+            hardware.products.add(device.product)
+        for name, total in device.capacity.items():
+            entry = hardware.capacity.setdefault(name, [Decimal(0), Decimal(0)])
+            entry[0] += total
+            entry[1] += device.consumed.get(name, Decimal(0))
+    if slot.dra:
+        hardware.request_models.add("dra")
+        for driver in sorted({d.driver for d in units}):
+            for partition in (False, True):
+                group = [d for d in units if d.driver == driver and d.partition == partition]
+                if group:
+                    hardware.channels.append(Channel(driver, "dra", "partition" if partition else "device", len(group),
+                                                     sum(1 for d in group if not d.tainted), sum(1 for d in group if d.in_use)))
+        tainted = sum(1 for d in units if d.tainted)
+        if tainted:
+            hardware.notes.append(f"{tainted} DRA device(s) carry a NoSchedule/NoExecute taint and are not allocatable")
+    if slot.orphans:
+        figures.allocated += len(slot.orphans)
+        hardware.notes.append("claims hold devices no ResourceSlice publishes: " + ", ".join(slot.orphans))
+    return figures
 
 
 def _slot(slots: dict[str, _Slot], profile_id: str) -> _Slot:

@@ -6,7 +6,6 @@ in ../shared/reference/k8s-objects.md, section 4), never by running the inventor
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
