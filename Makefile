@@ -42,6 +42,7 @@ demo: $(STAMP)
 	$(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware xpu --mode plugin || exit 1; fi; fi
 	$(BIN)/lens telemetry devices --snapshot llm_d_lens/monitoring/accelerator/testdata/amd-cpx-partitions.prom --hardware amd
 	$(BIN)/lens telemetry queries --hardware nvidia --output json
+	$(BIN)/lens cluster inspect --demo --nodes
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

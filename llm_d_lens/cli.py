@@ -24,6 +24,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "preflight": ("llm_d_lens.monitoring.gpu_driver.preflight_cli", "Wait until hardware is present on some node."),
     "deploy": ("llm_d_lens.deploy.cli", "llm-d overlays: list them, render one fitted to a hardware, apply it."),
     "telemetry": ("llm_d_lens.monitoring.cli", "Accelerator devices and serving pods in common units, from Prometheus."),
+    "cluster": ("llm_d_lens.cluster.cli", "Cluster inventory: accelerators, VRAM and allocation per hardware profile."),
 }
 
 

@@ -24,6 +24,7 @@ ROUTERS: tuple[str, ...] = (
     "llm_d_lens.monitoring.gpu_driver.api",
     "llm_d_lens.deploy.api",
     "llm_d_lens.monitoring.api",
+    "llm_d_lens.cluster.api",
 )
 
 

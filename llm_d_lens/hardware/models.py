@@ -286,12 +286,21 @@ class PartitionSelector(Contract):
 class Inventory(Contract):
     """What the cluster inventory reads for this hardware, beyond the identity fields."""
 
+    accelerator: bool = Field(
+        default=True,
+        description="Whether this hardware's devices count as accelerators in the cluster overview's totalGpuCount; false for CPU pools.",
+    )
     dra_drivers: list[str] = Field(default_factory=list, description="ResourceSlice spec.driver names that publish this hardware.")
     product_labels: list[str] = Field(default_factory=list, description="Node labels carrying the product name.")
     memory_labels: list[MemoryLabel] = Field(default_factory=list)
     count_labels: list[str] = Field(default_factory=list, description="Node labels carrying the physical device count.")
     partition_resource_patterns: list[str] = Field(
         default_factory=list, description="Regular expressions for extended resources that are partitions, not whole devices."
+    )
+    non_device_resource_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions for extended resources this hardware's plugins advertise that are not devices "
+        "(monitoring handles, millicores, memory): claimed by this profile, never counted as devices.",
     )
     dra_product_attributes: list[str] = Field(default_factory=list)
     dra_memory_capacities: list[str] = Field(default_factory=list)

@@ -158,6 +158,8 @@ def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
         yield f"$.planning.aic_system_patterns[{i}]", pattern
     for i, pattern in enumerate(p.inventory.partition_resource_patterns):
         yield f"$.inventory.partition_resource_patterns[{i}]", pattern
+    for i, pattern in enumerate(p.inventory.non_device_resource_patterns):
+        yield f"$.inventory.non_device_resource_patterns[{i}]", pattern
     allocation = p.telemetry.allocation if p.telemetry else None
     if allocation and allocation.device_name_pattern is not None:
         yield "$.telemetry.allocation.device_name_pattern", allocation.device_name_pattern

@@ -1,0 +1,45 @@
+"""``GET /api/v1/clusters/overview``: the inventory of the cluster this server is configured for.
+
+The server reads one cluster, chosen by its environment (see :class:`ClusterSource.from_env`):
+a snapshot (``LENS_CLUSTER_SNAPSHOT``), the demo (``LENS_CLUSTER_DEMO=1``) or a live cluster
+(``LENS_KUBE_CONTEXT`` / ``LENS_KUBECONFIG``, else kubectl's current context). Clients cannot
+point it at other files: a path in a query string would let anyone read the server's disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+from starlette.concurrency import run_in_threadpool
+
+from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.runner import Runner
+
+router = APIRouter(tags=["cluster"])
+
+
+def cluster_source() -> ClusterSource:
+    return ClusterSource.from_env()
+
+
+def cluster_runner() -> Runner | None:
+    """None: the source builds a CommandRunner; tests override this with a FakeRunner."""
+    return None
+
+
+@router.get("/clusters/overview")
+async def overview(
+    nodes: bool = Query(True, description="Include the per-node detail (large on big clusters)."),
+    source: ClusterSource = Depends(cluster_source),
+    runner: Runner | None = Depends(cluster_runner),
+) -> dict[str, Any]:
+    """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims."""
+    from llm_d_lens.cluster.service import inspect
+
+    # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
+    result = await run_in_threadpool(inspect, source, runner)
+    document = result.to_dict()
+    if not nodes:
+        document.pop("nodes")
+    return document

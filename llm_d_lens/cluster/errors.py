@@ -1,0 +1,72 @@
+"""Errors of the cluster inventory, each naming the file or command and the object at fault."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llm_d_lens.errors import LensError
+
+
+def show_value(value: Any, limit: int = 60) -> str:
+    """An offending value as it appears in JSON, shortened for a one-line message."""
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_object(item: Any) -> str:
+    """``Node gpu-node-3`` or ``Pod llm/vllm-0``: how a user finds the object with kubectl."""
+    if not isinstance(item, dict):
+        return "object"
+    kind = item.get("kind") or "object"
+    metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    name = metadata.get("name") or "(unnamed)"
+    namespace = metadata.get("namespace")
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+class SnapshotInvalid(LensError):
+    """A snapshot file is not what ``kubectl get ... -o json`` writes."""
+
+    code = "CLUSTER_SNAPSHOT_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, problem: str):
+        super().__init__(f"{source}: {problem}", details={"source": source, "problem": problem})
+        self.source = source
+
+
+class SnapshotNotFound(LensError):
+    code = "CLUSTER_SNAPSHOT_NOT_FOUND"
+    http_status = 404
+
+
+class SnapshotExists(LensError):
+    """Writing a snapshot would overwrite a file the user has."""
+
+    code = "CLUSTER_SNAPSHOT_EXISTS"
+    http_status = 409
+
+
+class ObjectInvalid(LensError):
+    """One field of one cluster object holds a value the inventory cannot read.
+
+    Raised while building the inventory, before the source is known; :meth:`at` adds the file or
+    command the object came from.
+    """
+
+    code = "CLUSTER_OBJECT_INVALID"
+    http_status = 422
+
+    def __init__(self, item: Any, path: str, value: Any, reason: str, source: str | None = None):
+        self.item, self.path, self.value, self.reason, self.source = item, path, value, reason, source
+        what = f"{describe_object(item)}: {path}: {show_value(value)} {reason}"
+        message = f"{source}: {what}" if source else what
+        super().__init__(message, details={"object": describe_object(item), "path": path, "value": value,
+                                           "reason": reason, **({"source": source} if source else {})})
+
+    def at(self, source: str) -> ObjectInvalid:
+        return ObjectInvalid(self.item, self.path, self.value, self.reason, source)

@@ -1,0 +1,477 @@
+"""Devices, partitions, VRAM and allocation per hardware profile, node by node.
+
+How a node's hardware is counted (the rules are the profiles'; see docs/cluster.md):
+
+* **devices** are physical: a profile's count label when the node has one (a node whose GPUs
+  are all partitioned advertises ``gpu: 0`` yet holds 8 GPUs), otherwise the larger of the
+  whole-device extended resources and the DRA whole devices, so the same GPUs seen through a
+  device plugin and a DRA driver count once;
+* **partitions** (GPU slices, compute partitions, SR-IOV functions) are counted apart from
+  devices, never both;
+* **allocatable / allocated / available** are in schedulable units (whole devices and partitions
+  alike); available never goes below zero, an excess is reported as ``overcommitted``;
+* **VRAM** comes from DRA capacity, then a node label, then the profile's memory model for the
+  product, and says which.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
+from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
+from llm_d_lens.cluster.errors import ObjectInvalid
+from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported
+from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at
+from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
+from llm_d_lens.cluster.quantity import QuantityError, parse_count
+
+#: The implicit extended resource name of a DeviceClass without ``extendedResourceName``.
+IMPLICIT_CLASS_RESOURCE = "deviceclass.resource.kubernetes.io/"
+_CEL_DRIVER = re.compile(r'device\.driver\s*==\s*"([^"]+)"')
+
+
+def build_inventory(objects: ClusterObjects, catalog: Catalog | None = None,
+                    source: Mapping[str, Any] | None = None) -> Overview:
+    """The overview of a cluster's objects; an unreadable field is an error naming file and object."""
+    try:
+        return _Builder(objects, catalog or Catalog()).build(dict(source or {}))
+    except ObjectInvalid as exc:
+        where = objects.source_of(exc.item)
+        raise (exc.at(where) if where else exc) from None
+
+
+@dataclass
+class _Slot:
+    """What one node shows of one profile, gathered before it is counted."""
+
+    profile_id: str
+    plugin: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # resource -> (capacity, allocatable, kind)
+    requested: dict[str, int] = field(default_factory=dict)
+    holds: list[Hold] = field(default_factory=list)
+    dra: list[Device] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    selector: dict[str, str] | None = None
+
+
+class _Builder:
+    def __init__(self, objects: ClusterObjects, catalog: Catalog):
+        self.objects = objects
+        self.catalog = catalog
+        self.notes: list[str] = []
+        self.unsupported: dict[tuple[str, str], Unsupported] = {}
+        self.buckets: dict[str, Bucket] = {}
+        self._advertises: dict[str, bool] = {}
+        self._memory: dict[str, bool] = {}
+
+    def build(self, source: dict[str, Any]) -> Overview:
+        objects, catalog = self.objects, self.catalog
+        dra = read_slices(objects.resource_slices, catalog)
+        usage = read_pods(objects.pods, catalog)
+        apply_claims(dra, objects.resource_claims, catalog, usage.claim_pod_phases)
+        dra_resources = self._device_classes()
+        dra_by_node = dra.by_node()
+        nodes: list[NodeRecord] = []
+        known: set[str] = set()
+        orphans_by_node: dict[str | None, list[tuple[str, str]]] = {}
+        for orphan in dra.orphans:
+            orphans_by_node.setdefault(orphan.node, []).append((orphan.profile_id, f"{'/'.join(orphan.key)} ({orphan.holder})"))
+        for node in objects.nodes:
+            name = node["metadata"]["name"]
+            known.add(name)
+            record = self._node(node, dra_by_node.get(name, ()), usage, dra_resources, orphans_by_node.get(name, ()), dra)
+            nodes.append(record)
+            self._count(record)
+        self._nodeless(dra_by_node, orphans_by_node, known, dra)
+        self._pending(usage, dra)
+        for (resource, node_name), pods in sorted(usage_unknown_nodes(usage, known).items()):
+            self.notes.append(f"{pods} pod(s) on node {node_name!r}, which is not in the cluster, hold {resource}")
+        self.notes += dra.notes
+        for driver, unclaimed in sorted(dra.unclaimed.items()):
+            entry = self._unsupported("dra-driver", driver)
+            entry.nodes |= unclaimed.nodes
+            entry.quantity += len(unclaimed.devices)
+        if objects.ignored_kinds:
+            shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
+            self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
+        buckets = sorted(self.buckets.values(), key=lambda b: (not b.accelerator, -b.counts.devices, b.profile_id))
+        nodes.sort(key=lambda n: n.name)
+        unsupported = sorted(self.unsupported.values(), key=lambda u: (u.kind, u.name))
+        return Overview(source, objects.dra_api, buckets, nodes, unsupported, self.notes, objects.counts())
+
+    # -- one node ------------------------------------------------------------------------------
+
+    def _node(self, node: dict[str, Any], devices: Iterable[Device], usage: PodUsage, dra_resources: Mapping[str, str],
+              orphans: Iterable[tuple[str, str]], dra: DraDevices) -> NodeRecord:
+        catalog = self.catalog
+        metadata = node["metadata"]
+        name = metadata["name"]
+        labels = mapping_at(node, "metadata.labels", metadata.get("labels"))
+        spec = mapping_at(node, "spec", node.get("spec"))
+        status = mapping_at(node, "status", node.get("status"))
+        conditions = list_at(node, "status.conditions", status.get("conditions"))
+        ready = any(type(c) is dict and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        record = NodeRecord(name, ready, spec.get("unschedulable") is True)
+        capacity = mapping_at(node, "status.capacity", status.get("capacity"))
+        allocatable = mapping_at(node, "status.allocatable", status.get("allocatable"))
+        slots: dict[str, _Slot] = {}
+        names = allocatable.keys() if capacity.keys() == allocatable.keys() else allocatable.keys() | capacity.keys()
+        for resource in names:
+            if "/" not in resource:
+                continue
+            role = catalog.resource(resource)
+            if role is None:
+                if catalog.is_extended(resource):
+                    self._unclaimed_resource(resource, name, capacity.get(resource, allocatable.get(resource)))
+                continue
+            if role.kind == "other":
+                continue
+            total = _count(node, "capacity", resource, capacity.get(resource, allocatable.get(resource)))
+            usable = _count(node, "allocatable", resource, allocatable.get(resource, capacity.get(resource)))
+            _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
+        for profile_id, selector in catalog.present(labels):
+            _slot(slots, profile_id).selector = selector
+        for device in devices:
+            if device.profile_id is not None:
+                _slot(slots, device.profile_id).dra.append(device)
+        for profile_id, what in orphans:
+            _slot(slots, profile_id).orphans.append(what)
+        self._node_usage(record, slots, usage, dra_resources)
+        for profile_id in sorted(slots):
+            record.hardware.append(self._hardware(slots[profile_id], labels, dra))
+        return record
+
+    def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], usage: PodUsage,
+                    dra_resources: Mapping[str, str]) -> None:
+        held = usage.by_node.get(record.name)
+        if not held:
+            return
+        unadvertised: dict[str, int] = {}
+        for resource, count in held.items():
+            role = self.catalog.resource(resource)
+            if role is None or role.kind == "other":
+                continue
+            slot = slots.get(role.profile_id)
+            if slot is not None and resource in slot.plugin:
+                slot.requested[resource] = slot.requested.get(resource, 0) + count
+            elif resource not in dra_resources:
+                unadvertised[resource] = unadvertised.get(resource, 0) + count
+        for hold in usage.holds.get(record.name, ()):
+            role = self.catalog.resource(hold.resource)
+            if role is not None and role.profile_id in slots and hold.resource in slots[role.profile_id].plugin:
+                slots[role.profile_id].holds.append(hold)
+        for resource, count in sorted(unadvertised.items()):
+            record.notes.append(f"pods hold {count} {resource}, which this node does not advertise")
+
+    def _hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
+        inventory = self.catalog.profile(slot.profile_id).inventory
+        hardware = NodeHardware(slot.profile_id, present_by_labels=slot.selector is not None)
+        notes, counts = hardware.notes, hardware.counts
+        plugin = _plugin_figures(slot, hardware)
+        claimed = _dra_figures(slot, hardware, dra)
+
+        count_label = self._count_label(inventory.count_labels, labels, notes)
+        if count_label is not None:
+            counts.devices = max(count_label, claimed.whole)
+        else:
+            counts.devices = max(plugin.whole, claimed.whole)
+        counts.partitions = plugin.partitions + claimed.partitions
+        counts.allocated = plugin.allocated + claimed.allocated
+        if plugin.units and claimed.units:
+            counts.allocatable = max(plugin.allocatable, claimed.allocatable)
+            counts.available = max(0, counts.allocatable - counts.allocated)
+            counts.overcommitted = max(0, counts.allocated - counts.allocatable)
+            notes.append(f"seen through extended resources ({plugin.units}) and a DRA driver ({claimed.units}): "
+                         "the same devices, counted once")
+        else:
+            counts.allocatable = plugin.allocatable + claimed.allocatable
+            counts.available = plugin.available + claimed.available
+            counts.overcommitted = plugin.over + claimed.over
+        if counts.overcommitted:
+            notes.append(f"over-committed: {counts.overcommitted} more unit(s) held than allocatable")
+
+        label_product = next((labels[key] for key in inventory.product_labels if labels.get(key)), None)
+        if label_product:
+            hardware.products.add(label_product)
+        whole = [d for d in slot.dra if not d.partition]
+        self._vram(hardware, whole, counts.devices - len(whole), label_product, labels)
+
+        if not counts.devices and not counts.partitions and not slot.dra:
+            if slot.selector is not None and not plugin.whole:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(slot.selector.items()))
+                if self._needs_advertising(slot.profile_id):
+                    notes.append(f"present by node labels ({shown}), 0 devices advertised: driver missing?")
+                else:
+                    notes.append(f"present by node labels ({shown}); this hardware needs no device advertising")
+        elif not counts.devices and counts.partitions:
+            notes.append(f"{counts.partitions} partition(s) advertised; the physical device count is not published "
+                         "(no count label)")
+        return hardware
+
+    def _vram(self, hardware: NodeHardware, whole: list[Device], label_devices: int, label_product: str | None,
+              labels: Mapping[str, str]) -> None:
+        catalog, vram, profile_id = self.catalog, hardware.vram, hardware.profile_id
+        if not self._has_memory(profile_id):
+            return  # hardware without device memory (CPU pools): nothing is unknown
+        for device in whole:
+            if device.memory_bytes:
+                vram.add(device.memory_bytes, 1, "dra-capacity")
+                continue
+            model = catalog.memory_model(profile_id, device.product)
+            if model is not None:
+                vram.add(model.bytes, 1, model.source)
+            else:
+                vram.devices_unknown += 1
+        if label_devices <= 0:
+            return
+        for memory_label in catalog.profile(profile_id).inventory.memory_labels:
+            value = labels.get(memory_label.label)
+            if value is None:
+                continue
+            amount = memory_label_bytes(memory_label, value)
+            if amount is None:
+                hardware.notes.append(f"label {memory_label.label}={value!r} is not a size in {memory_label.unit}; ignored")
+                continue
+            if memory_label.per == "device":
+                vram.add(amount * label_devices, label_devices, f"node-label:{memory_label.label}")
+                return
+            if not whole:  # a per-node total only describes the node when no device is counted another way
+                vram.add(amount, label_devices, f"node-label:{memory_label.label}")
+                return
+        model = catalog.memory_model(profile_id, label_product)
+        if model is not None:
+            vram.add(model.bytes * label_devices, label_devices, model.source)
+            return
+        vram.devices_unknown += label_devices
+        if label_product:
+            hardware.notes.append(f"VRAM unknown for {label_devices} device(s): product {label_product!r} has no memory "
+                                  "model and no memory label or capacity is published")
+        else:
+            known = ", ".join(catalog.memory_models(profile_id)) or "none"
+            hardware.notes.append(f"VRAM unknown for {label_devices} device(s): no product or memory is published "
+                                  f"(memory models: {known})")
+
+    def _count_label(self, keys: list[str], labels: Mapping[str, str], notes: list[str]) -> int | None:
+        for key in keys:
+            value = labels.get(key)
+            if value is None:
+                continue
+            if value.isdigit():
+                return int(value)
+            notes.append(f"label {key}={value!r} is not a device count; ignored")
+        return None
+
+    def _has_memory(self, profile_id: str) -> bool:
+        if profile_id not in self._memory:
+            profile = self.catalog.profile(profile_id)
+            inventory = profile.inventory
+            self._memory[profile_id] = bool(inventory.memory_labels or inventory.dra_memory_capacities
+                                            or profile.planning.memory_models)
+        return self._memory[profile_id]
+
+    def _needs_advertising(self, profile_id: str) -> bool:
+        if profile_id not in self._advertises:
+            modes = self.catalog.profile(profile_id).effective_modes().values()
+            self._advertises[profile_id] = not any(mode.request_model == "none" for mode in modes)
+        return self._advertises[profile_id]
+
+    # -- cluster-wide ----------------------------------------------------------------------------
+
+    def _device_classes(self) -> dict[str, str]:
+        """Extended resource names DRA satisfies (KEP-5004), each mapped to its device class."""
+        names: dict[str, str] = {}
+        for item in self.objects.device_classes:
+            class_name = item["metadata"]["name"]
+            spec = mapping_at(item, "spec", item.get("spec"))
+            names[IMPLICIT_CLASS_RESOURCE + class_name] = class_name
+            explicit = spec.get("extendedResourceName")
+            if isinstance(explicit, str) and explicit:
+                names[explicit] = class_name
+            if self.catalog.device_class(class_name) is None and not self._class_driver_claimed(spec):
+                self._unsupported("device-class", class_name)
+        return names
+
+    def _class_driver_claimed(self, spec: Mapping[str, Any]) -> bool:
+        for selector in spec.get("selectors") or ():
+            cel = selector.get("cel") if isinstance(selector, dict) else None
+            expression = cel.get("expression") if isinstance(cel, dict) else None
+            for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):
+                if self.catalog.driver(driver) is not None:
+                    return True
+        return False
+
+    def _nodeless(self, dra_by_node: Mapping[str | None, list[Device]],
+                  orphans_by_node: Mapping[str | None, list[tuple[str, str]]], known: set[str], dra: DraDevices) -> None:
+        """DRA devices not tied to a node of this cluster still count in their bucket."""
+        for node_name in sorted({*dra_by_node, *orphans_by_node} - known, key=lambda n: n or ""):
+            slots: dict[str, _Slot] = {}
+            for device in dra_by_node.get(node_name, ()):
+                if device.profile_id is not None:
+                    _slot(slots, device.profile_id).dra.append(device)
+            for profile_id, what in orphans_by_node.get(node_name, ()):
+                _slot(slots, profile_id).orphans.append(what)
+            for profile_id, slot in sorted(slots.items()):
+                hardware = self._hardware(slot, {}, dra)
+                bucket = self._bucket(profile_id)
+                bucket.counts.add(hardware.counts)
+                bucket.vram.merge(hardware.vram)
+                bucket.products |= hardware.products
+                bucket.request_models |= hardware.request_models
+                where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
+                self.notes.append(f"{profile_id}: {hardware.counts.devices + hardware.counts.partitions} DRA device(s) "
+                                  f"published {where}")
+
+    def _pending(self, usage: PodUsage, dra: DraDevices) -> None:
+        """Demand not met yet: unbound pods' extended resources and unallocated claims."""
+        for resource, (pods, units) in sorted(usage.pending.items()):
+            role = self.catalog.resource(resource)
+            if role is None or role.kind == "other":
+                continue
+            bucket = self._bucket(role.profile_id)
+            bucket.pending_requests += pods
+            bucket.pending_units += units
+        for profile_id, (claims, units) in sorted(dra.pending.items()):
+            bucket = self._bucket(profile_id)
+            bucket.pending_requests += claims
+            bucket.pending_units += units
+
+    def _count(self, record: NodeRecord) -> None:
+        for hardware in record.hardware:
+            bucket = self._bucket(hardware.profile_id)
+            bucket.nodes += 1
+            bucket.counts.add(hardware.counts)
+            if record.schedulable:
+                bucket.schedulable_nodes += 1
+                bucket.schedulable.add(hardware.counts)
+            bucket.vram.merge(hardware.vram)
+            bucket.products |= hardware.products
+            bucket.request_models |= hardware.request_models
+            for name, (total, consumed) in hardware.capacity.items():
+                entry = bucket.capacity.setdefault(name, [Decimal(0), Decimal(0)])
+                entry[0] += total
+                entry[1] += consumed
+            if not hardware.counts.devices and not hardware.counts.partitions:
+                bucket.nodes_without_devices += 1
+
+    def _bucket(self, profile_id: str) -> Bucket:
+        bucket = self.buckets.get(profile_id)
+        if bucket is None:
+            profile = self.catalog.profile(profile_id)
+            bucket = Bucket(profile.id, profile.display_name, profile.vendor, profile.inventory.accelerator)
+            self.buckets[profile_id] = bucket
+        return bucket
+
+    def _unsupported(self, kind: str, name: str) -> Unsupported:
+        key = (kind, name)
+        entry = self.unsupported.get(key)
+        if entry is None:
+            entry = self.unsupported[key] = Unsupported(kind, name)
+        return entry
+
+    def _unclaimed_resource(self, resource: str, node: str, value: Any) -> None:
+        entry = self._unsupported("resource", resource)
+        entry.nodes.add(node)
+        try:
+            entry.quantity += parse_count(value)
+        except QuantityError:
+            pass  # an unknown resource is observed, not validated
+
+
+@dataclass
+class _Figures:
+    """What one way of advertising (extended resources, or DRA) shows of a profile on a node."""
+
+    whole: int = 0  # whole devices
+    partitions: int = 0
+    allocatable: int = 0
+    allocated: int = 0
+    available: int = 0
+    over: int = 0  # units held beyond what is allocatable
+
+    @property
+    def units(self) -> int:
+        return self.whole + self.partitions
+
+
+def _plugin_figures(slot: _Slot, hardware: NodeHardware) -> _Figures:
+    figures = _Figures()
+    for resource, (total, usable, kind) in sorted(slot.plugin.items()):
+        used = slot.requested.get(resource, 0)
+        hardware.channels.append(Channel(resource, "extended-resource", kind, total, usable, used))
+        if kind == "device":
+            figures.whole += total
+        else:
+            figures.partitions += total
+        figures.allocatable += usable
+        figures.allocated += used
+        figures.available += max(0, usable - used)
+        figures.over += max(0, used - usable)
+    if slot.plugin:
+        hardware.request_models.add("extended-resource")
+    for hold in slot.holds:
+        hardware.holders[hold.pod] = hardware.holders.get(hold.pod, 0) + hold.count
+    return figures
+
+
+def _dra_figures(slot: _Slot, hardware: NodeHardware, dra: DraDevices) -> _Figures:
+    """DRA units: whole devices and static partitions; dynamic partitions only once allocated."""
+    units = [d for d in slot.dra if not d.dynamic]
+    figures = _Figures(whole=sum(1 for d in units if not d.partition), partitions=sum(1 for d in units if d.partition),
+                       allocatable=sum(1 for d in units if not d.tainted), allocated=sum(1 for d in units if d.in_use),
+                       available=sum(1 for d in units if d.available), over=len(slot.orphans))
+    for device in slot.dra:
+        if device.dynamic and device.allocated and not dra.parents_of(device):
+            figures.allocated += 1  # a dynamic partition of a device the slices do not list
+        for holder in device.holders:
+            hardware.holders[holder] = hardware.holders.get(holder, 0) + 1
+        if device.product:
+            hardware.products.add(device.product)
+        for name, total in device.capacity.items():
+            entry = hardware.capacity.setdefault(name, [Decimal(0), Decimal(0)])
+            entry[0] += total
+            entry[1] += device.consumed.get(name, Decimal(0))
+    if slot.dra:
+        hardware.request_models.add("dra")
+        for driver in sorted({d.driver for d in units}):
+            for partition in (False, True):
+                group = [d for d in units if d.driver == driver and d.partition == partition]
+                if group:
+                    hardware.channels.append(Channel(driver, "dra", "partition" if partition else "device", len(group),
+                                                     sum(1 for d in group if not d.tainted), sum(1 for d in group if d.in_use)))
+        tainted = sum(1 for d in units if d.tainted)
+        if tainted:
+            hardware.notes.append(f"{tainted} DRA device(s) carry a NoSchedule/NoExecute taint and are not allocatable")
+    if slot.orphans:
+        figures.allocated += len(slot.orphans)
+        hardware.notes.append("claims hold devices no ResourceSlice publishes: " + ", ".join(slot.orphans))
+    return figures
+
+
+def _slot(slots: dict[str, _Slot], profile_id: str) -> _Slot:
+    slot = slots.get(profile_id)
+    if slot is None:
+        slot = slots[profile_id] = _Slot(profile_id)
+    return slot
+
+
+def _count(node: dict[str, Any], field_name: str, resource: str, value: Any) -> int:
+    try:
+        return parse_count(value)
+    except QuantityError as exc:
+        raise ObjectInvalid(node, f'status.{field_name}["{resource}"]', value, exc.reason) from None
+
+
+def usage_unknown_nodes(usage: PodUsage, known: set[str]) -> dict[tuple[str, str], int]:
+    """Pods bound to nodes the snapshot does not hold (a node deleted under its pods)."""
+    found: dict[tuple[str, str], int] = {}
+    for node, holds in usage.holds.items():
+        if node in known:
+            continue
+        for hold in holds:
+            key = (hold.resource, node)
+            found[key] = found.get(key, 0) + 1
+    return found

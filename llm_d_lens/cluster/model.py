@@ -1,0 +1,241 @@
+"""The cluster overview: per-hardware buckets, per-node detail, what no profile claims.
+
+Plain dataclasses with a ``to_dict`` in the API's camelCase spelling; building thousands of node
+records must stay cheap, and the output shape is documented in ``docs/cluster.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+GIB = 2**30
+
+
+def _number(value: Decimal) -> int | str:
+    return int(value) if value == value.to_integral_value() else str(value.normalize())
+
+
+@dataclass
+class Vram:
+    """Device memory of a set of devices; each figure says where it was read."""
+
+    total_bytes: int = 0
+    devices_known: int = 0
+    devices_unknown: int = 0
+    sources: set[str] = field(default_factory=set)
+
+    def add(self, amount: int, devices: int, source: str) -> None:
+        self.total_bytes += amount
+        self.devices_known += devices
+        self.sources.add(source)
+
+    def merge(self, other: Vram) -> None:
+        self.total_bytes += other.total_bytes
+        self.devices_known += other.devices_known
+        self.devices_unknown += other.devices_unknown
+        self.sources |= other.sources
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "totalBytes": self.total_bytes,
+            "totalGiB": round(self.total_bytes / GIB, 2),
+            "devicesWithVram": self.devices_known,
+            "devicesWithoutVram": self.devices_unknown,
+            "sources": sorted(self.sources),
+        }
+
+
+@dataclass
+class Channel:
+    """One way devices are advertised on a node: an extended resource, or a DRA driver's devices."""
+
+    name: str
+    via: str  # "extended-resource" | "dra"
+    kind: str  # "device" | "partition"
+    capacity: int = 0
+    allocatable: int = 0
+    allocated: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "via": self.via, "kind": self.kind, "capacity": self.capacity,
+                "allocatable": self.allocatable, "allocated": self.allocated}
+
+
+@dataclass
+class Counts:
+    """Figures summed the same way for a node's hardware and for a whole bucket."""
+
+    devices: int = 0
+    partitions: int = 0
+    allocatable: int = 0
+    allocated: int = 0
+    available: int = 0
+    overcommitted: int = 0
+
+    def add(self, other: Counts) -> None:
+        self.devices += other.devices
+        self.partitions += other.partitions
+        self.allocatable += other.allocatable
+        self.allocated += other.allocated
+        self.available += other.available
+        self.overcommitted += other.overcommitted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"devices": self.devices, "partitions": self.partitions, "allocatable": self.allocatable,
+                "allocated": self.allocated, "available": self.available, "overcommitted": self.overcommitted}
+
+
+@dataclass
+class NodeHardware:
+    """One profile's hardware on one node."""
+
+    profile_id: str
+    counts: Counts = field(default_factory=Counts)
+    vram: Vram = field(default_factory=Vram)
+    products: set[str] = field(default_factory=set)
+    request_models: set[str] = field(default_factory=set)
+    channels: list[Channel] = field(default_factory=list)
+    capacity: dict[str, list[Decimal]] = field(default_factory=dict)  # consumable capacity: [total, consumed]
+    holders: dict[str, int] = field(default_factory=dict)
+    present_by_labels: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profileId": self.profile_id,
+            **self.counts.to_dict(),
+            "vram": self.vram.to_dict(),
+            "products": sorted(self.products),
+            "requestModels": sorted(self.request_models),
+            "presentByLabels": self.present_by_labels,
+            "channels": [c.to_dict() for c in self.channels],
+            "capacity": capacity_dict(self.capacity),
+            "holders": [{"holder": who, "count": n} for who, n in sorted(self.holders.items())],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class NodeRecord:
+    name: str
+    ready: bool
+    cordoned: bool
+    hardware: list[NodeHardware] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def schedulable(self) -> bool:
+        return self.ready and not self.cordoned
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ready": self.ready, "cordoned": self.cordoned, "schedulable": self.schedulable,
+                "hardware": [h.to_dict() for h in self.hardware], "notes": list(self.notes)}
+
+
+@dataclass
+class Bucket:
+    """Everything one hardware profile has in the cluster."""
+
+    profile_id: str
+    display_name: str
+    vendor: str
+    accelerator: bool
+    nodes: int = 0
+    counts: Counts = field(default_factory=Counts)
+    schedulable_nodes: int = 0
+    schedulable: Counts = field(default_factory=Counts)
+    vram: Vram = field(default_factory=Vram)
+    products: set[str] = field(default_factory=set)
+    request_models: set[str] = field(default_factory=set)
+    capacity: dict[str, list[Decimal]] = field(default_factory=dict)
+    pending_requests: int = 0  # unbound pods and unallocated claims asking for this hardware
+    pending_units: int = 0
+    nodes_without_devices: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profileId": self.profile_id,
+            "displayName": self.display_name,
+            "vendor": self.vendor,
+            "accelerator": self.accelerator,
+            "nodes": self.nodes,
+            **self.counts.to_dict(),
+            "schedulable": {"nodes": self.schedulable_nodes, "allocatable": self.schedulable.allocatable,
+                            "available": self.schedulable.available},
+            "vram": self.vram.to_dict(),
+            "products": sorted(self.products),
+            "requestModels": sorted(self.request_models),
+            "capacity": capacity_dict(self.capacity),
+            "pending": {"requests": self.pending_requests, "units": self.pending_units},
+            "nodesWithoutDevices": self.nodes_without_devices,
+        }
+
+
+@dataclass
+class Unsupported:
+    """A resource, DRA driver or device class seen in the cluster that no profile claims."""
+
+    kind: str  # "resource" | "dra-driver" | "device-class"
+    name: str
+    nodes: set[str] = field(default_factory=set)
+    quantity: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "nodes": sorted(self.nodes), "quantity": self.quantity}
+
+
+@dataclass
+class Overview:
+    source: dict[str, Any]
+    dra_api: bool | None
+    buckets: list[Bucket]
+    nodes: list[NodeRecord]
+    unsupported: list[Unsupported]
+    notes: list[str]
+    object_counts: dict[str, int]
+
+    @property
+    def total_gpu_count(self) -> int:
+        return sum(b.counts.devices for b in self.buckets if b.accelerator)
+
+    def summary(self) -> dict[str, Any]:
+        accelerators = [b for b in self.buckets if b.accelerator]
+        accelerator_ids = {b.profile_id for b in accelerators}
+        vram = Vram()
+        for bucket in accelerators:
+            vram.merge(bucket.vram)
+        return {
+            "nodes": len(self.nodes),
+            "readyNodes": sum(1 for n in self.nodes if n.ready),
+            "notReadyNodes": sum(1 for n in self.nodes if not n.ready),
+            "cordonedNodes": sum(1 for n in self.nodes if n.cordoned),
+            "acceleratorNodes": sum(1 for n in self.nodes if any(
+                h.counts.devices or h.counts.partitions for h in n.hardware if h.profile_id in accelerator_ids)),
+            "totalGpuCount": self.total_gpu_count,
+            "partitions": sum(b.counts.partitions for b in accelerators),
+            "allocatable": sum(b.counts.allocatable for b in accelerators),
+            "allocated": sum(b.counts.allocated for b in accelerators),
+            "available": sum(b.counts.available for b in accelerators),
+            "schedulableAvailable": sum(b.schedulable.available for b in accelerators),
+            "vram": vram.to_dict(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "draApi": self.dra_api,
+            "totalGpuCount": self.total_gpu_count,
+            "summary": self.summary(),
+            "vendors": [b.to_dict() for b in self.buckets],
+            "nodes": [n.to_dict() for n in self.nodes],
+            "unsupported": [u.to_dict() for u in self.unsupported],
+            "notes": list(self.notes),
+            "objects": dict(self.object_counts),
+        }
+
+
+def capacity_dict(capacity: dict[str, list[Decimal]]) -> dict[str, Any]:
+    return {name: {"total": _number(total), "consumed": _number(consumed)}
+            for name, (total, consumed) in sorted(capacity.items())}

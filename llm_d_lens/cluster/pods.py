@@ -1,0 +1,144 @@
+"""What pods hold through extended resources (``example.com/gpu: 4`` in a container's limits).
+
+Pods are read once and indexed by node. Only pods bound to a node and not finished hold devices:
+a Pending pod without a node holds nothing (it is reported as demand), Succeeded and Failed pods
+hold nothing. A pod's request follows the scheduler's rule: the larger of its app containers (plus
+sidecars) and any single init container (plus the sidecars started before it).
+
+Requests the scheduler satisfied through DRA (``status.extendedResourceClaimStatus``, a DeviceClass
+with ``extendedResourceName``) are held by a ResourceClaim and counted there, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.cluster.catalog import Catalog
+from llm_d_lens.cluster.errors import ObjectInvalid
+from llm_d_lens.cluster.objects import list_at, mapping_at
+from llm_d_lens.cluster.quantity import QuantityError, parse_count
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass
+class Hold:
+    pod: str  # namespace/name
+    resource: str
+    count: int
+
+
+@dataclass
+class PodUsage:
+    #: node -> extended resource -> units held by bound, unfinished pods
+    by_node: dict[str, dict[str, int]] = field(default_factory=dict)
+    holds: dict[str, list[Hold]] = field(default_factory=dict)
+    #: extended resource -> (pods, units) wanted by pods not bound to a node yet
+    pending: dict[str, list[int]] = field(default_factory=dict)
+    #: (namespace, name) -> phase, for pods that use ResourceClaims
+    claim_pod_phases: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+
+def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
+    usage = PodUsage()
+    by_node, holds, pending = usage.by_node, usage.holds, usage.pending
+    for pod in pods:
+        spec = pod.get("spec")
+        if not spec:
+            continue
+        if type(spec) is not dict:
+            mapping_at(pod, "spec", spec)
+        status = mapping_at(pod, "status", pod.get("status"))
+        phase = status.get("phase")
+        if spec.get("resourceClaims"):
+            metadata = pod["metadata"]
+            usage.claim_pod_phases[(metadata.get("namespace") or "", metadata["name"])] = phase
+        if phase in TERMINAL_PHASES:
+            continue
+        requests = pod_requests(pod, spec, catalog)
+        if not requests:
+            continue
+        mapped = status.get("extendedResourceClaimStatus")
+        if mapped:
+            where = "status.extendedResourceClaimStatus"
+            for mapping in list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings")):
+                if isinstance(mapping, dict):
+                    requests.pop(mapping.get("resourceName"), None)
+        node = spec.get("nodeName")
+        metadata = pod["metadata"]
+        who = f"{metadata.get('namespace') or ''}/{metadata['name']}"
+        if not node:
+            for resource, count in requests.items():
+                entry = pending.setdefault(resource, [0, 0])
+                entry[0] += 1
+                entry[1] += count
+            continue
+        on_node = by_node.setdefault(node, {})
+        node_holds = holds.setdefault(node, [])
+        for resource, count in requests.items():
+            if count:
+                on_node[resource] = on_node.get(resource, 0) + count
+                node_holds.append(Hold(who, resource, count))
+    return usage
+
+
+def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) -> dict[str, int]:
+    """Extended-resource units the scheduler reserves for this pod (only resources with a domain)."""
+    app: dict[str, int] = {}
+    for index, container in enumerate(list_at(pod, "spec.containers", spec.get("containers"))):
+        wanted = _container_requests(pod, "containers", index, container, catalog)
+        if wanted:
+            for name, count in wanted.items():
+                app[name] = app.get(name, 0) + count
+    init_containers = spec.get("initContainers")
+    if not init_containers:
+        return app
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for index, container in enumerate(list_at(pod, "spec.initContainers", init_containers)):
+        wanted = _container_requests(pod, "initContainers", index, container, catalog) or {}
+        if container.get("restartPolicy") == "Always":  # a sidecar keeps running beside the app
+            for name, count in wanted.items():
+                sidecars[name] = sidecars.get(name, 0) + count
+            continue
+        for name in wanted.keys() | sidecars.keys():
+            init_peak[name] = max(init_peak.get(name, 0), wanted.get(name, 0) + sidecars.get(name, 0))
+    total = dict(app)
+    for name, count in sidecars.items():
+        total[name] = total.get(name, 0) + count
+    for name, peak in init_peak.items():
+        total[name] = max(total.get(name, 0), peak)
+    return total
+
+
+def _container_requests(pod: dict[str, Any], group: str, index: int, container: dict[str, Any],
+                        catalog: Catalog) -> dict[str, int] | None:
+    if type(container) is not dict:
+        mapping_at(pod, f"spec.{group}[{index}]", container)
+    resources = container.get("resources")
+    if not resources:
+        return None
+    where = f"spec.{group}[{index}].resources"
+    if type(resources) is not dict:
+        mapping_at(pod, where, resources)
+    requests = mapping_at(pod, f"{where}.requests", resources.get("requests"))
+    limits = mapping_at(pod, f"{where}.limits", resources.get("limits"))
+    found: dict[str, int] | None = None
+    is_extended = catalog.is_extended
+    for field_name, values in (("requests", requests), ("limits", limits)):
+        for name, value in values.items():
+            if "/" not in name or (found is not None and name in found) or not is_extended(name):
+                continue
+            # An extended resource's request defaults to its limit; when both are set they are equal.
+            if field_name == "limits" and name in requests:
+                continue
+            try:
+                count = parse_count(value)
+            except QuantityError as exc:
+                raise ObjectInvalid(pod, f'spec.{group}[{index}].resources.{field_name}["{name}"]', value, exc.reason) from None
+            if found is None:
+                found = {}
+            found[name] = count
+    return found

@@ -1,0 +1,24 @@
+"""One call from a cluster source to its overview, shared by the CLI, the API and the benchmark."""
+
+from __future__ import annotations
+
+from llm_d_lens.cluster.catalog import Catalog
+from llm_d_lens.cluster.inventory import build_inventory
+from llm_d_lens.cluster.model import Overview
+from llm_d_lens.cluster.snapshot import gc_paused
+from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.runner import Runner
+
+
+def inspect(source: ClusterSource, runner: Runner | None = None, catalog: Catalog | None = None) -> Overview:
+    """Read the source and count it, with the raw objects living and dying inside one GC pause.
+
+    The parsed cluster is freed by reference counting before the collector resumes, so no
+    collection ever walks its millions of objects (see :func:`snapshot.gc_paused`).
+    """
+    with gc_paused():
+        objects = source.load(runner)
+        try:
+            return build_inventory(objects, catalog, source=source.describe())
+        finally:
+            del objects

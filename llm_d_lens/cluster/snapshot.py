@@ -1,0 +1,135 @@
+"""Saved snapshots: the ``List`` JSON ``kubectl get ... -o json`` writes, read back and written out.
+
+A snapshot is one file holding every kind, or a directory of per-kind files (``nodes.json``,
+``pods.json.gz``, ...), each optionally gzipped (recognised by content, not by name). Writing never
+replaces a file the user has unless asked, and never leaves a half-written one behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import gzip
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
+from llm_d_lens.cluster.objects import ClusterObjects, Document
+
+_GZIP_MAGIC = b"\x1f\x8b"
+SNAPSHOT_SUFFIXES = (".json", ".json.gz")
+
+
+def load_snapshot(path: str | os.PathLike[str]) -> ClusterObjects:
+    """Every object in a snapshot file or directory."""
+    location = Path(path)
+    if location.is_dir():
+        files = sorted(p for p in location.iterdir() if p.is_file() and p.name.endswith(SNAPSHOT_SUFFIXES))
+        if not files:
+            raise SnapshotInvalid(str(location), "the directory holds no *.json or *.json.gz files")
+    elif location.is_file():
+        files = [location]
+    else:
+        raise SnapshotNotFound(f"{location}: no such snapshot file or directory", details={"path": str(location)})
+    return ClusterObjects.from_documents([Document(str(file), read_json(file)) for file in files])
+
+
+def read_json(file: Path) -> Any:
+    """A JSON file, gunzipped first when it is gzip data."""
+    source = str(file)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise SnapshotInvalid(source, f"cannot be read ({exc.strerror or exc})") from None
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
+    try:
+        return parse_json(data)
+    except UnicodeDecodeError:
+        raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector; a caller who had paused it keeps it paused.
+
+    Parsing a large cluster creates millions of containers, and the collector would walk all of
+    them again and again while they are built; JSON cannot hold a reference cycle, so those walks
+    find nothing. Keep the parsed objects' whole life inside the pause (see ``service.inspect``):
+    objects still alive when it ends are walked once by the next collection instead.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_json(data: str | bytes) -> Any:
+    """``json.loads`` with the cyclic garbage collector paused."""
+    with gc_paused():
+        return json.loads(data)
+
+
+def snapshot_document(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The one ``List`` a snapshot file holds, as ``kubectl get a,b,c -o json`` would print it."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(items)}
+
+
+def write_snapshot(document: dict[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Write a snapshot atomically; gzipped when the name ends in ``.gz``.
+
+    Without ``force`` an existing file is left untouched and :class:`SnapshotExists` is raised,
+    also when the file appears while this one is being written.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise SnapshotExists(f"{target} is a directory; give a file name such as {target / 'cluster.json'}")
+    if target.exists() and not force:
+        raise SnapshotExists(f"{target} already exists; pass --force to replace it", details={"path": str(target)})
+    if not target.parent.is_dir():
+        raise SnapshotNotFound(f"{target.parent}: no such directory", details={"path": str(target.parent)})
+    payload = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
+    if target.name.endswith(".gz"):
+        payload = gzip.compress(payload, mtime=0)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+        if force:
+            os.replace(temporary, target)
+        else:
+            _publish_without_replacing(temporary, target, payload)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return target
+
+
+def _publish_without_replacing(temporary: str, target: Path, payload: bytes) -> None:
+    exists = SnapshotExists(f"{target} already exists; pass --force to replace it", details={"path": str(target)})
+    try:
+        os.link(temporary, target)  # fails, instead of replacing, if the file appeared meanwhile
+        return
+    except FileExistsError:
+        raise exists from None
+    except OSError:
+        pass  # a filesystem without hard links: exclusive creation still refuses to replace
+    try:
+        with open(target, "xb") as stream:
+            stream.write(payload)
+    except FileExistsError:
+        raise exists from None
+    os.chmod(target, 0o600)

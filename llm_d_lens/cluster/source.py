@@ -1,0 +1,104 @@
+"""Where an inventory's objects come from: a live cluster, a saved snapshot, or the embedded demo.
+
+The CLI fills a :class:`ClusterSource` from its options, the API from the environment
+(``LENS_CLUSTER_SNAPSHOT``, ``LENS_CLUSTER_DEMO``, ``LENS_KUBE_CONTEXT``, ``LENS_KUBECONFIG``),
+so both read the same cluster the same way. With nothing given, the source is the cluster
+kubectl's current context points at, as with kubectl itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from llm_d_lens.cluster.objects import ClusterObjects
+from llm_d_lens.errors import LensError
+from llm_d_lens.runner import DEFAULT_TIMEOUT, CommandRunner, Runner
+
+DEMO_SNAPSHOT = ("demo", "demo-cluster.json")
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class SourceConflict(LensError):
+    code = "CLUSTER_SOURCE_CONFLICT"
+    http_status = 400
+
+
+@dataclass(frozen=True)
+class ClusterSource:
+    snapshot: Path | None = None
+    demo: bool = False
+    context: str | None = None
+    kubeconfig: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        chosen = [name for name, given in (("a snapshot", self.snapshot is not None), ("the demo", self.demo)) if given]
+        if len(chosen) > 1:
+            raise SourceConflict("give a snapshot or the demo, not both")
+        if chosen and (self.context or self.kubeconfig):
+            raise SourceConflict(f"{chosen[0]} is read from a file; --context/--kubeconfig select a live cluster")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ClusterSource:
+        env = os.environ if env is None else env
+        snapshot = env.get("LENS_CLUSTER_SNAPSHOT") or None
+        timeout = env.get("LENS_KUBECTL_TIMEOUT")
+        return cls(
+            snapshot=Path(snapshot) if snapshot else None,
+            demo=env.get("LENS_CLUSTER_DEMO", "").strip().lower() in _TRUE,
+            context=env.get("LENS_KUBE_CONTEXT") or None,
+            kubeconfig=env.get("LENS_KUBECONFIG") or None,
+            timeout=_seconds(timeout) if timeout else DEFAULT_TIMEOUT,
+        )
+
+    @property
+    def live(self) -> bool:
+        return self.snapshot is None and not self.demo
+
+    def describe(self) -> dict[str, Any]:
+        if self.demo:
+            return {"kind": "demo", "name": "embedded demo snapshot"}
+        if self.snapshot is not None:
+            return {"kind": "snapshot", "path": str(self.snapshot)}
+        return {"kind": "live", "context": self.context, "kubeconfig": self.kubeconfig}
+
+    def runner(self) -> Runner:
+        return make_runner(self)
+
+    def load(self, runner: Runner | None = None) -> ClusterObjects:
+        from llm_d_lens.cluster.live import fetch_sync
+        from llm_d_lens.cluster.snapshot import load_snapshot
+
+        if self.live:
+            return fetch_sync(runner or self.runner(), timeout=self.timeout)
+        with self._snapshot_path() as path:
+            return load_snapshot(path)
+
+    @contextlib.contextmanager
+    def _snapshot_path(self) -> Iterator[Path]:
+        if self.snapshot is not None:
+            yield self.snapshot
+            return
+        with resources.as_file(resources.files("llm_d_lens.cluster").joinpath(*DEMO_SNAPSHOT)) as path:
+            yield path
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise SourceConflict(f"LENS_KUBECTL_TIMEOUT={value!r} is not a positive number of seconds")
+    return seconds
+
+
+def make_runner(source: ClusterSource) -> Runner:
+    """The runner a live source uses; tests replace this to hand in a FakeRunner."""
+    return CommandRunner(kubeconfig=source.kubeconfig, context=source.context, timeout=source.timeout)
