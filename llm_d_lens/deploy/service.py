@@ -49,7 +49,7 @@ class RenderRequest(BaseModel):
     guide: str = Field(min_length=1, description="llm-d guide, e.g. optimized-baseline.")
     hardware: str = Field(min_length=1, description="Profile id or any alias.")
     model_server: str | None = Field(default=None, description="vllm, sglang, ...; default: the only one, else vllm.")
-    overlay: str | None = Field(default=None, description="Sub-overlay such as gke or v7; default: the flat one or base.")
+    overlay: str | None = Field(default=None, description="Sub-overlay, as the guides listing names it; default: the flat one or base.")
     mode: str | None = Field(default=None, description="Access mode; default: the profile's first.")
     count: int | None = Field(default=None, ge=1, description="Accelerators per pod; default: what the overlay asks for.")
     pci_allow: list[str] = Field(default_factory=list, description="PCI addresses the DRA claim may use.")

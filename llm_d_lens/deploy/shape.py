@@ -1,7 +1,7 @@
 """Fitting a rendered overlay's request shape to one access mode of a hardware profile.
 
-Upstream overlays ask for the accelerator one way (``nvidia.com/gpu: 2`` in limits, or a
-ResourceClaimTemplate for ``gpu.intel.com``); the cluster may run the other driver. Fitting
+Upstream overlays ask for the accelerator one way (an extended resource such as ``<vendor>/gpu: 2`` in
+limits, or a ResourceClaimTemplate for a DRA device class); the cluster may run the other driver. Fitting
 rewrites the rendered objects, never the overlay: for a DRA mode the container's extended
 resource becomes a claim on the mode's device class (reusing the overlay's own claim when it has
 one); for an extended-resource mode any accelerator claim becomes the mode's resource in limits
