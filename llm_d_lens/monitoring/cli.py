@@ -154,8 +154,8 @@ def pods(
 
 async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: float | None, namespace: str | None,
                 pod: str | None, objects: Any, mode: str | None) -> Any:
-    from llm_d_lens.prometheus.client import PrometheusClient
     from llm_d_lens.monitoring.profiling.service import read_pod_report
+    from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
         return await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod, cluster=objects, mode=mode)
