@@ -28,6 +28,7 @@ from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
+from llm_d_lens.k8s.objects import items, name_of
 from llm_d_lens.runner import Runner, format_command
 
 #: Seconds `kubectl apply` may take against a slow API server.
@@ -187,9 +188,7 @@ def _accelerator_labels(labels: Mapping[str, str]) -> dict[str, str]:
 def fetch_runtime_classes(runner: Runner) -> list[RuntimeClassModel]:
     """The cluster's RuntimeClasses, so a profile's runtime_class_matchers can pick one."""
     document = runner.run(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]).json()
-    items = document.get("items", []) if isinstance(document, dict) else []
-    return [RuntimeClassModel(name=i["metadata"]["name"], handler=str(i.get("handler", "")))
-            for i in items if isinstance(i, dict) and i.get("metadata", {}).get("name")]
+    return [RuntimeClassModel(name=name_of(i), handler=str(i.get("handler", ""))) for i in items(document) if name_of(i)]
 
 
 def apply(result: RenderResult, runner: Runner, *, yes: bool = False, namespace: str | None = None) -> dict[str, Any]:
