@@ -47,8 +47,11 @@ demo: $(STAMP)
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write
 
+# Every bench/*.py that is not a test (or test support), in name order: a new benchmark is picked up as it lands.
+BENCH_SCRIPTS = $(sort $(filter-out bench/test_% bench/conftest.py bench/__init__.py,$(wildcard bench/*.py)))
+
 bench: $(STAMP)
-	$(BIN)/python bench/startup.py
+	@for script in $(BENCH_SCRIPTS); do echo "== $$script"; $(BIN)/python "$$script" || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

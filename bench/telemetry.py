@@ -23,8 +23,8 @@ from collections import Counter
 
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
-from llm_d_lens.monitoring.prometheus.client import PrometheusClient
-from llm_d_lens.monitoring.prometheus.promql import matches, parse_matcher
+from llm_d_lens.prometheus.client import PrometheusClient
+from llm_d_lens.prometheus.promql import matches, parse_matcher
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
 
 GOAL = 3.0

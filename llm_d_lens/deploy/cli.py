@@ -22,7 +22,7 @@ RevisionOption = typer.Option(None, "--revision", help="Read the checkout at thi
 GuideOption = typer.Option(..., "--guide", help="llm-d guide, e.g. optimized-baseline.")
 HardwareOption = typer.Option(..., "--hardware", help="Hardware profile id or alias.")
 ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (default: the only one, else vllm).")
-OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay such as gke or v7 (default: the flat one or base).")
+OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
 CountOption = typer.Option(None, "--count", min=1, help="Accelerators per pod (default: what the overlay asks for).")
 PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")

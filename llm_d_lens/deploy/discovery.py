@@ -1,10 +1,11 @@
 """Which overlays an llm-d source holds, found from each profile's ``deployment.overlay_root``.
 
 Nothing here lists hardware, variants or model servers: the profiles say where to look
-(``guides/{guide}/modelserver/{variant}/{model_server}``, TPU's extra generation level as ``*``),
-and every Kustomization file below a matched directory is an overlay, its sub-path kept as the
-overlay name (``base``, ``gke``, ``v7``, ``lmcache-connector/cpu/gke``). Directories at the
-``{variant}`` position that no profile owns are reported as unsupported, not skipped silently.
+(``guides/{guide}/modelserver/{variant}/{model_server}``, with ``*`` for an extra level such as a
+hardware generation), and every Kustomization file below a matched directory is an overlay, its
+sub-path kept as the overlay name (``base``, ``v7``, ``lmcache-connector/cpu/<platform>``).
+Directories at the ``{variant}`` position that no profile owns are reported as unsupported, not
+skipped silently.
 
 Discovery only walks directories; reading the Kustomization files (labels, problems) is left to
 :class:`~llm_d_lens.deploy.kustomization.KustomizationReader`, so scanning a large checkout costs
@@ -41,7 +42,7 @@ class Overlay:
     hardware: str  # profile id
     variant_dir: str  # the directory at the {variant} position
     model_server: str | None
-    name: str  # "." for the matched directory itself, else its sub-path, e.g. "gke", "v7"
+    name: str  # "." for the matched directory itself, else its sub-path, e.g. "base", "v7"
     path: str  # relative to the source root
     files: tuple[str, ...]  # the Kustomization file names it holds
     template: str  # the overlay_root template that found it

@@ -28,6 +28,7 @@ from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
+from llm_d_lens.k8s.objects import items, name_of
 from llm_d_lens.runner import Runner, format_command
 
 #: Seconds `kubectl apply` may take against a slow API server.
@@ -49,7 +50,7 @@ class RenderRequest(BaseModel):
     guide: str = Field(min_length=1, description="llm-d guide, e.g. optimized-baseline.")
     hardware: str = Field(min_length=1, description="Profile id or any alias.")
     model_server: str | None = Field(default=None, description="vllm, sglang, ...; default: the only one, else vllm.")
-    overlay: str | None = Field(default=None, description="Sub-overlay such as gke or v7; default: the flat one or base.")
+    overlay: str | None = Field(default=None, description="Sub-overlay, as the guides listing names it; default: the flat one or base.")
     mode: str | None = Field(default=None, description="Access mode; default: the profile's first.")
     count: int | None = Field(default=None, ge=1, description="Accelerators per pod; default: what the overlay asks for.")
     pci_allow: list[str] = Field(default_factory=list, description="PCI addresses the DRA claim may use.")
@@ -187,9 +188,7 @@ def _accelerator_labels(labels: Mapping[str, str]) -> dict[str, str]:
 def fetch_runtime_classes(runner: Runner) -> list[RuntimeClassModel]:
     """The cluster's RuntimeClasses, so a profile's runtime_class_matchers can pick one."""
     document = runner.run(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]).json()
-    items = document.get("items", []) if isinstance(document, dict) else []
-    return [RuntimeClassModel(name=i["metadata"]["name"], handler=str(i.get("handler", "")))
-            for i in items if isinstance(i, dict) and i.get("metadata", {}).get("name")]
+    return [RuntimeClassModel(name=name_of(i), handler=str(i.get("handler", ""))) for i in items(document) if name_of(i)]
 
 
 def apply(result: RenderResult, runner: Runner, *, yes: bool = False, namespace: str | None = None) -> dict[str, Any]:

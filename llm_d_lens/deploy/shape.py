@@ -1,7 +1,7 @@
 """Fitting a rendered overlay's request shape to one access mode of a hardware profile.
 
-Upstream overlays ask for the accelerator one way (``nvidia.com/gpu: 2`` in limits, or a
-ResourceClaimTemplate for ``gpu.intel.com``); the cluster may run the other driver. Fitting
+Upstream overlays ask for the accelerator one way (an extended resource such as ``<vendor>/gpu: 2`` in
+limits, or a ResourceClaimTemplate for a DRA device class); the cluster may run the other driver. Fitting
 rewrites the rendered objects, never the overlay: for a DRA mode the container's extended
 resource becomes a claim on the mode's device class (reusing the overlay's own claim when it has
 one); for an extended-resource mode any accelerator claim becomes the mode's resource in limits
@@ -29,9 +29,9 @@ from llm_d_lens.deploy.workloads import (
     template_requests,
 )
 from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
+from llm_d_lens.hardware.pci import normalise_pci
 from llm_d_lens.hardware.resolution import Resolver
 
-_PCI_ADDRESS = re.compile(r"^(?:(?P<domain>[0-9a-f]{4}):)?(?P<bus>[0-9a-f]{2}):(?P<device>[0-9a-f]{2})\.(?P<function>[0-7])$")
 # Flags that say how many devices one model-server pod spans (vLLM, SGLang, TensorRT-LLM spellings).
 _TENSOR_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp_size", "--tp")
 _PIPELINE_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp_size", "--pp")
@@ -77,16 +77,15 @@ def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, Deploy
 
 
 def normalize_pci(addresses: Sequence[str]) -> tuple[str, ...]:
-    """PCI addresses as ``dddd:bb:dd.f`` (what pciBusID-style attributes hold); a bad one is an error."""
+    """PCI addresses as ``dddd:bb:dd.f`` (what pciBusID-style attributes hold), each once; a bad one is an error."""
     normalized = []
     for address in addresses:
-        found = _PCI_ADDRESS.match(address.strip().lower())
-        if found is None:
+        canonical = normalise_pci(address)
+        if canonical is None:
             raise DeployRequestInvalid(
                 f"--pci-allow {address!r} is not a PCI address such as 0000:3b:00.0", details={"value": address}
             )
-        parts = found.groupdict()
-        normalized.append(f"{parts['domain'] or '0000'}:{parts['bus']}:{parts['device']}.{parts['function']}")
+        normalized.append(canonical)
     return tuple(dict.fromkeys(normalized))
 
 

@@ -168,3 +168,5 @@ def test_workloads_that_are_not_model_servers_are_left_alone() -> None:
 
 def test_pci_addresses_are_normalised() -> None:
     assert normalize_pci(["3B:00.0", "0000:3b:00.0", "0001:af:1f.7"]) == ("0000:3b:00.0", "0001:af:1f.7")
+    # the spelling an exporter or nvidia-smi prints (an 8-digit domain) is the same device
+    assert normalize_pci(["00000000:3b:00.0", "0000:3B:00.0"]) == ("0000:3b:00.0",)

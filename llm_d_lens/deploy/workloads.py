@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, Resolver
+from llm_d_lens.k8s.objects import get_path, is_extended_resource, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
 CLAIM_TEMPLATE_KIND = "ResourceClaimTemplate"
@@ -36,7 +37,7 @@ class PodTemplate:
 
     @property
     def name(self) -> str:
-        return str(_get(self.workload, "metadata", "name") or "?")
+        return name_of(self.workload) or "?"
 
     @property
     def display(self) -> str:
@@ -80,14 +81,6 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     kind = obj.get("kind")
     if kind == "Pod":
@@ -96,7 +89,7 @@ def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
         return [PodTemplate(obj, "spec", metadata, spec)] if isinstance(spec, dict) else []
     found = []
     for path in _TEMPLATE_PATHS.get(str(kind), (("spec", "template"),)):
-        template = _get(obj, *path)
+        template = get_path(obj, *path)
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             metadata = template.setdefault("metadata", {})
             found.append(PodTemplate(obj, ".".join(path), metadata, template["spec"]))
@@ -109,11 +102,11 @@ def all_pod_templates(objects: list[dict[str, Any]]) -> Iterator[PodTemplate]:
 
 
 def claim_templates(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str(_get(o, "metadata", "name")): o for o in objects if o.get("kind") == CLAIM_TEMPLATE_KIND}
+    return {name_of(o): o for o in objects if o.get("kind") == CLAIM_TEMPLATE_KIND}
 
 
 def template_requests(template: dict[str, Any]) -> list[dict[str, Any]]:
-    requests = _get(template, "spec", "spec", "devices", "requests")
+    requests = get_path(template, "spec", "spec", "devices", "requests")
     return [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
 
 
@@ -133,24 +126,7 @@ def request_count(request: dict[str, Any]) -> int | None:
     body: dict[str, Any] = exactly if isinstance(exactly, dict) else request
     if body.get("allocationMode") == "All":
         return None
-    return quantity(body.get("count", 1))
-
-
-def quantity(value: Any) -> int | None:
-    """A whole device count from a Kubernetes quantity (2, "2"); None for anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
-def is_device_resource(name: str) -> bool:
-    """Extended resources (vendor.com/thing); core resources and kubernetes.io ones are not devices."""
-    domain, slash, _ = name.partition("/")
-    return bool(slash) and not domain.endswith("kubernetes.io")
+    return whole_quantity(body.get("count", 1))
 
 
 def container_resources(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -178,8 +154,8 @@ class DeviceView:
         limits = _mapping(resources.get("limits"))
         requests = _mapping(resources.get("requests"))
         for resource in dict.fromkeys([*limits, *requests]):
-            if is_device_resource(resource):
-                count = quantity(limits.get(resource, requests.get(resource)))
+            if is_extended_resource(resource):
+                count = whole_quantity(limits.get(resource, requests.get(resource)))
                 found.append(DeviceRequest(name, "resource", resource, count, self.resource_owner(resource)))
         for claim, template_name, request in self.claims(pod, container):
             device_class = request_class(request) if request is not None else None

@@ -11,14 +11,15 @@ separate ones: a total summed over every series still rises when only one pool i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from llm_d_lens.evaluate.prometheus import Sample, instant_query, selector
 from llm_d_lens.evaluate.profiles import LoadedProfile
+from llm_d_lens.prometheus.client import DEFAULT_TIMEOUT, PrometheusClient, Sample
+from llm_d_lens.prometheus.promql import label_name, matcher, selector
 
-Query = Callable[[str, str, float], list[Sample]]
+Groups = set[tuple[str, ...]]
 
 
 @dataclass
@@ -62,23 +63,30 @@ def _by(samples: list[Sample], *labels: str) -> dict[tuple[str, ...], float]:
     return {tuple(s.labels.get(label, "") for label in labels): s.value for s in samples}
 
 
+async def _rose_by(client: PrometheusClient, series: str, start: float, end: float,
+                   labels: tuple[str, ...]) -> tuple[Groups, Groups]:
+    """(groups whose total rose between ``start`` and ``end``, groups present at the end)."""
+    promql = f"sum by ({', '.join(label_name(label) for label in labels)}) ({series})"
+    before, after = await asyncio.gather(client.query(promql, start), client.query(promql, end))
+    totals_before, totals_after = _by(before, *labels), _by(after, *labels)
+    return {k for k, v in totals_after.items() if _rose(totals_before.get(k), v)}, set(totals_after)
+
+
+async def _participation(prometheus_url: str, series: str, start: float, end: float, timeout: float,
+                         *groupings: tuple[str, ...]) -> list[tuple[Groups, Groups]]:
+    async with PrometheusClient(prometheus_url, timeout=timeout) as client:
+        return list(await asyncio.gather(*(_rose_by(client, series, start, end, labels) for labels in groupings)))
+
+
 def check_coverage(loaded: LoadedProfile, prometheus_url: str, start: float, end: float,
-                   query: Query | None = None) -> CoverageReport:
+                   timeout: float = DEFAULT_TIMEOUT) -> CoverageReport:
     """Compare who did work between ``start`` and ``end`` with the profile's ``coverage``."""
-    run: Query = query or (lambda url, promql, at: instant_query(url, promql, at))
     coverage = loaded.profile.coverage
     names = coverage.source.labels
-    series = selector(coverage.source.metric, coverage.source.matchers)
-
-    def rose_by(*labels: str) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
-        """(groups whose total rose, groups present at the end)."""
-        promql = f"sum by ({', '.join(labels)}) ({series})"
-        before, after = _by(run(prometheus_url, promql, start), *labels), _by(run(prometheus_url, promql, end), *labels)
-        return {k for k, v in after.items() if _rose(before.get(k), v)}, set(after)
-
-    gpu_rows, gpu_present = rose_by(names.host, names.gpu_pci_bus_id, names.gpu_uuid)
-    comm_rows, _ = rose_by(names.communicator)
-    rank_rows, _ = rose_by(names.host, names.rank)
+    series = selector(coverage.source.metric, [matcher(k, "=", v) for k, v in sorted(coverage.source.matchers.items())])
+    (gpu_rows, gpu_present), (comm_rows, _), (rank_rows, _) = asyncio.run(_participation(
+        prometheus_url, series, start, end, timeout,
+        (names.host, names.gpu_pci_bus_id, names.gpu_uuid), (names.communicator,), (names.host, names.rank)))
 
     gpus_by_host: dict[str, set[str]] = {}
     unidentified = 0

@@ -85,12 +85,3 @@ class OutputExists(LensError):
     code = "OUTPUT_EXISTS"
     http_status = 409
 
-
-class PrometheusUnreachable(LensError):
-    code = "PROMETHEUS_UNREACHABLE"
-    http_status = 502
-
-
-class PrometheusQueryFailed(LensError):
-    code = "PROMETHEUS_QUERY_FAILED"
-    http_status = 502

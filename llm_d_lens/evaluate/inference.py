@@ -16,11 +16,10 @@ from typing import Any
 from llm_d_lens.evaluate.benchmark import DEFAULT_GUIDE, BenchmarkConfig, Role, Target
 from llm_d_lens.evaluate.errors import HardwareNotInferred, ManifestInvalid
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolution, Resolver
+from llm_d_lens.k8s.objects import get_path, is_extended_resource, labels_of, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
 GUIDE_LABEL = "llm-d.ai/guide"
-#: Container resources every pod may request; never an accelerator.
-CORE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage"}
 #: kind -> path to the pod template(s) inside ``spec``
 POD_TEMPLATES: dict[str, tuple[tuple[str, ...], ...]] = {
     "Deployment": (("template",),),
@@ -73,23 +72,14 @@ def flatten(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _name(obj: dict[str, Any]) -> str:
-    return f"{obj.get('kind', '?')}/{(obj.get('metadata') or {}).get('name', '?')}"
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
+    return f"{obj.get('kind', '?')}/{name_of(obj) or '?'}"
 
 
 def _count(value: Any, where: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    raise ManifestInvalid(f"{where}: {value!r} is not a whole number of devices")
+    count = whole_quantity(value)
+    if count is None:
+        raise ManifestInvalid(f"{where}: {value!r} is not a whole number of devices")
+    return count
 
 
 def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -98,9 +88,9 @@ def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[
     for obj in objects:
         if obj.get("kind") not in ("ResourceClaimTemplate", "ResourceClaim"):
             continue
-        spec = _get(obj, "spec", "spec") if obj["kind"] == "ResourceClaimTemplate" else obj.get("spec")
+        spec = get_path(obj, "spec", "spec") if obj["kind"] == "ResourceClaimTemplate" else obj.get("spec")
         classes: dict[str, int] = {}
-        for i, request in enumerate(_get(spec, "devices", "requests") or []):
+        for i, request in enumerate(get_path(spec, "devices", "requests") or []):
             exact = request.get("exactly") if isinstance(request.get("exactly"), dict) else request
             device_class = exact.get("deviceClassName")
             if not device_class:
@@ -108,7 +98,7 @@ def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[
             where = f"{_name(obj)} spec.devices.requests[{i}].count"
             count = _count(exact.get("count", 1), where) if exact.get("allocationMode", "ExactCount") == "ExactCount" else 0
             classes[device_class] = classes.get(device_class, 0) + count
-        templates[(obj.get("metadata") or {}).get("name", "")] = classes
+        templates[name_of(obj)] = classes
     return templates
 
 
@@ -116,7 +106,7 @@ def pod_shapes(objects: list[dict[str, Any]]) -> list[PodShape]:
     templates = claim_template_classes(objects)
     shapes = []
     for obj, template, replicas in _pod_templates(objects):
-        labels = {**((obj.get("metadata") or {}).get("labels") or {}), **(_get(template, "metadata", "labels") or {})}
+        labels = {**labels_of(obj), **labels_of(template)}
         spec = template.get("spec") or {}
         shape = PodShape(_name(obj), labels, replicas)
         for claim in spec.get("resourceClaims") or []:
@@ -127,7 +117,7 @@ def pod_shapes(objects: list[dict[str, Any]]) -> list[PodShape]:
             # an extended resource's request must equal its limit, so either one gives the count
             asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
             for resource, value in asked.items():
-                if resource in CORE_RESOURCES or resource.startswith("hugepages-"):
+                if not is_extended_resource(resource):
                     continue
                 count = _count(value, f"{shape.source} containers[{c}].resources.{resource}")
                 shape.resources[resource] = shape.resources.get(resource, 0) + count
@@ -141,7 +131,7 @@ def _pod_templates(objects: list[dict[str, Any]]) -> Iterator[tuple[dict[str, An
         if kind == "Pod":
             yield obj, obj, None
         for path in POD_TEMPLATES.get(kind or "", ()):
-            template = _get(obj.get("spec"), *path)
+            template = get_path(obj.get("spec"), *path)
             if isinstance(template, dict):
                 replicas = obj["spec"].get("replicas")
                 yield obj, template, replicas if isinstance(replicas, int) else None

@@ -16,9 +16,7 @@ import pytest
 
 from llm_d_lens.cli import main as lens_main
 from llm_d_lens.evaluate.coverage import check_coverage
-from llm_d_lens.evaluate.errors import PrometheusQueryFailed, PrometheusUnreachable
 from llm_d_lens.evaluate.profiles import load_file
-from llm_d_lens.evaluate.prometheus import instant_query, selector
 from llm_d_lens.evaluate.test_workload_profiles import changed, write_profile
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, free_port, run_prometheus, skip_reason
 
@@ -189,36 +187,31 @@ def test_coverage_command_exit_codes_and_json(prometheus, tmp_path, capsys):
         "8 GPUs reported, 16 required: is every worker running with the profiler loaded?"]
 
 
-# -- the small Prometheus client ----------------------------------------------------------------
+# -- Prometheus errors at the command line ------------------------------------------------------
+# (the client itself, and every error it raises, is tested in llm_d_lens/prometheus/test_client.py)
 
 
-def test_selector_escapes_backslashes_quotes_and_newlines():
-    assert selector("m") == "m"
-    assert selector("m", {"b": 'a"b', "a": "c\\d\ne"}) == 'm{a="c\\\\d\\ne",b="a\\"b"}'
+def test_an_unreachable_prometheus_is_one_error_line_naming_server_and_query(tmp_path, capsys):
+    write_profile(tmp_path, "trap", changed(coverage={"hosts": 1, "gpus": 1, "communicators": 1,
+                                                      "source": {"matchers": {"case": "trap"}}}))
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    code = lens_main(["evaluate", "coverage", "--profile-dir", str(tmp_path), "--profile", "trap", "--prometheus", url,
+                      "--start", str(START), "--end", str(END)])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    assert lines[0].startswith(f"error: PROMETHEUS_UNREACHABLE: cannot reach Prometheus at {url}: ")
+    assert '(query: sum by (' in lines[0] and f'({METRIC}{{case="trap"}}))' in lines[0]
 
 
-def test_a_rejected_query_names_the_server_query_and_reason(prometheus):
-    with pytest.raises(PrometheusQueryFailed) as caught:
-        instant_query(prometheus.url, "sum by (", END)
-    assert caught.value.message.startswith(f"Prometheus at {prometheus.url} rejected 'sum by (': bad_data: ")
-
-
-def test_a_range_result_is_not_taken_for_a_vector(prometheus):
-    with pytest.raises(PrometheusQueryFailed) as caught:
-        instant_query(prometheus.url, f"{METRIC}[5m]", END)
-    assert caught.value.message == f"'{METRIC}[5m]' gave a matrix result, not an instant vector"
-
-
-def test_nothing_listening_is_unreachable():
-    url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(PrometheusUnreachable) as caught:
-        instant_query(url, "up", END, timeout=2)
-    assert caught.value.message.startswith(f"Prometheus at {url} did not answer: ")
-    assert caught.value.code == "PROMETHEUS_UNREACHABLE"
-
-
-def test_a_server_that_is_not_prometheus_is_named(prometheus):
-    with pytest.raises(PrometheusQueryFailed) as caught:
-        instant_query(prometheus.url + "/graph", "up", END)
-    assert caught.value.message == (f"{prometheus.url}/graph answered HTTP 404 with something that is not a Prometheus "
-                                    f"API response (is the URL the Prometheus server's root?)")
+def test_a_rejected_query_is_one_error_line_naming_server_query_and_reason(prometheus, tmp_path, capsys):
+    # a metric name the profile accepts but PromQL reads as a keyword: Prometheus refuses the query
+    source = {"metric": "on", "matchers": {"case": "trap"}}
+    write_profile(tmp_path, "kw", changed(coverage={"hosts": 1, "gpus": 1, "communicators": 1, "source": source}))
+    code = lens_main(["evaluate", "coverage", "--profile-dir", str(tmp_path), "--profile", "kw",
+                      "--prometheus", prometheus.url, "--start", str(START), "--end", str(END)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith(f"error: PROMETHEUS_BAD_QUERY: Prometheus at {prometheus.url} rejected the query: ")
+    assert "parse error" in err and 'on{case="trap"}))' in err

@@ -23,22 +23,9 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from llm_d_lens.evaluate.errors import Issue
+from llm_d_lens.prometheus.promql import label_name, metric_name
 
-METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 FLAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-
-
-def _metric_name(value: str) -> str:
-    if not METRIC_NAME.match(value):
-        raise ValueError(f"{value!r} is not a Prometheus metric name")
-    return value
-
-
-def _label_name(value: str) -> str:
-    if not LABEL_NAME.match(value):
-        raise ValueError(f"{value!r} is not a Prometheus label name")
-    return value
 
 
 def _port(value: int) -> int:
@@ -49,8 +36,8 @@ def _port(value: int) -> int:
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Seconds = Annotated[float, Field(gt=0)]
-MetricName = Annotated[str, AfterValidator(_metric_name)]
-LabelName = Annotated[str, AfterValidator(_label_name)]
+MetricName = Annotated[str, AfterValidator(metric_name)]
+LabelName = Annotated[str, AfterValidator(label_name)]
 Port = Annotated[int, AfterValidator(_port)]
 Text = Annotated[str, Field(min_length=1)]
 

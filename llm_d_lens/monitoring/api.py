@@ -34,7 +34,7 @@ async def devices(
 ) -> dict[str, Any]:
     """Every device of the selected hardware with its common quantities and attribution."""
     from llm_d_lens.monitoring.accelerator.service import read_devices, select
-    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+    from llm_d_lens.prometheus.client import PrometheusClient
 
     selection = select(hardware)
     settings, cluster = await _context()
@@ -54,8 +54,8 @@ async def pods(
     """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
     from llm_d_lens.hardware.registry import get_registry
     from llm_d_lens.monitoring.accelerator.service import select
-    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
     from llm_d_lens.monitoring.profiling.service import read_pod_report
+    from llm_d_lens.prometheus.client import PrometheusClient
 
     selection = select(hardware)
     registry = get_registry()

@@ -99,7 +99,7 @@ def devices(
 
 async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None) -> Any:
     from llm_d_lens.monitoring.accelerator.service import read_devices
-    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+    from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
         return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode)
@@ -110,7 +110,7 @@ async def _snapshot(path: str | None, url: str | None, selection: Any, settings:
 
     from llm_d_lens.monitoring.accelerator.service import snapshot_devices
     from llm_d_lens.monitoring.errors import SnapshotInvalid
-    from llm_d_lens.monitoring.prometheus.exposition import fetch_exposition, snapshot_url
+    from llm_d_lens.monitoring.exposition import fetch_exposition, snapshot_url
 
     target = None
     if path is not None:
@@ -154,8 +154,8 @@ def pods(
 
 async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: float | None, namespace: str | None,
                 pod: str | None, objects: Any, mode: str | None) -> Any:
-    from llm_d_lens.monitoring.prometheus.client import PrometheusClient
     from llm_d_lens.monitoring.profiling.service import read_pod_report
+    from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
         return await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod, cluster=objects, mode=mode)

@@ -20,42 +20,6 @@ class PrometheusNotConfigured(LensError):
     http_status = 400
 
 
-class PrometheusUrlInvalid(LensError):
-    code = "PROMETHEUS_URL_INVALID"
-    http_status = 400
-
-
-class PrometheusUnreachable(LensError):
-    code = "PROMETHEUS_UNREACHABLE"
-    http_status = 502
-
-
-class PrometheusTimeout(LensError):
-    code = "PROMETHEUS_TIMEOUT"
-    http_status = 504
-
-
-class PrometheusBadQuery(LensError):
-    """Prometheus refused the query itself (``errorType: bad_data``); its own text is quoted."""
-
-    code = "PROMETHEUS_BAD_QUERY"
-    http_status = 502
-
-
-class PrometheusQueryFailed(LensError):
-    """Prometheus accepted the query but could not answer it (execution error, timeout, overload)."""
-
-    code = "PROMETHEUS_QUERY_FAILED"
-    http_status = 502
-
-
-class PrometheusResponseInvalid(LensError):
-    """Something answered, but not with the Prometheus HTTP API."""
-
-    code = "PROMETHEUS_RESPONSE_INVALID"
-    http_status = 502
-
-
 class SnapshotUnreachable(LensError):
     code = "TELEMETRY_SNAPSHOT_UNREACHABLE"
     http_status = 502

@@ -12,8 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from llm_d_lens.monitoring.errors import PrometheusNotConfigured, PrometheusUrlInvalid
-from llm_d_lens.monitoring.prometheus.client import DEFAULT_TIMEOUT
+from llm_d_lens.monitoring.errors import PrometheusNotConfigured
+from llm_d_lens.prometheus.client import DEFAULT_TIMEOUT
+from llm_d_lens.prometheus.errors import PrometheusUrlInvalid
 
 KUBECTL = "kubectl"
 

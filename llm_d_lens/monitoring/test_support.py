@@ -11,7 +11,7 @@ import pytest
 
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.service import DeviceReport, read_devices, select, snapshot_devices
-from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, exposition_to_openmetrics, skip_reason
 
 REPO = Path(__file__).resolve().parents[2]

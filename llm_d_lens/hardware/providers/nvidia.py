@@ -34,7 +34,7 @@ class NvidiaProvider(DefaultProvider):
     async def extra_install_options(self, target: DriverTarget, view: ClusterView) -> Mapping[str, Any]:
         if target.chart_name != PLUGIN_CHART or RUNTIME_CLASS_VALUE in target.options:
             return {}
-        from llm_d_lens.monitoring.gpu_driver.kube import items, name_of
+        from llm_d_lens.k8s.objects import items, name_of
 
         classes = items((await view.runner.arun(RUNTIME_CLASSES_ARGV)).json())
         for pattern in self.profile().deployment.runtime_class_matchers:

@@ -26,25 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.pci import normalise_pci
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects, PodInfo, SliceDevice, qualified
 from llm_d_lens.monitoring.accelerator.readings import Attribution, DeviceReading, Owner
 from llm_d_lens.monitoring.errors import AccessModeUnknown
 
 ATTRIBUTED, IDLE, UNAVAILABLE, UNATTRIBUTED = "attributed", "idle", "unavailable", "unattributed"
-_PCI = re.compile(r"^(?:([0-9a-fA-F]{1,8})[:\-])?([0-9a-fA-F]{1,2})[:\-]([0-9a-fA-F]{1,2})[.\-]([0-7])$")
 Identity = tuple[str, ...]
-
-
-def normalise_pci(text: str) -> str | None:
-    """``dddd:bb:dd.f`` in lower case from the spellings exporters and drivers use, or None.
-
-    ``00000000:18:00.0`` (8-digit domain), ``0000:18:00.0`` and ``0000-18-00-0`` are the same device.
-    """
-    found = _PCI.match(text.strip())
-    if not found:
-        return None
-    domain, bus, device, function = found.groups()
-    return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}.{function}"
 
 
 @dataclass

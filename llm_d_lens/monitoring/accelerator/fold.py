@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
-from llm_d_lens.monitoring.prometheus.client import Sample
+from llm_d_lens.prometheus.client import Sample
 
 Key = tuple[str, str, str]  # common (node, device, sub)
 _NODE = re.compile(NODE_REGEX)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, lens_label
-from llm_d_lens.monitoring.prometheus.promql import label_name, quote, replacement_literal, selector
+from llm_d_lens.prometheus.promql import label_name, quote, replacement_literal, selector
 
 #: A node read from ``instance`` (``host:port``) keeps only the host.
 NODE_REGEX = "(.+?)(?::[0-9]+)?"

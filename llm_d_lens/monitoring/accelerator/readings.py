@@ -10,7 +10,7 @@ from typing import Any
 
 from llm_d_lens.monitoring.accelerator.fold import per_device, relabelled
 from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, QUANTITIES, DevicePlan
-from llm_d_lens.monitoring.prometheus.client import Sample
+from llm_d_lens.prometheus.client import Sample
 
 
 @dataclass(frozen=True)

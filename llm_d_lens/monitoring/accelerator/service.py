@@ -20,8 +20,8 @@ from llm_d_lens.monitoring.accelerator.queries import queries
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
-from llm_d_lens.monitoring.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.monitoring.prometheus.exposition import parse_exposition, with_target_label
+from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
+from llm_d_lens.prometheus.client import PrometheusClient, Sample
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
 from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, apply_factor
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY
-from llm_d_lens.monitoring.prometheus.client import Sample
-from llm_d_lens.monitoring.prometheus.exposition import ExpositionSample
-from llm_d_lens.monitoring.prometheus.promql import matches, parse_matcher
+from llm_d_lens.monitoring.exposition import ExpositionSample
+from llm_d_lens.prometheus.client import Sample
+from llm_d_lens.prometheus.promql import matches, parse_matcher
 
 RawKey = tuple[str, ...]
 

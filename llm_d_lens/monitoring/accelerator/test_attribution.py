@@ -14,7 +14,6 @@ from importlib.resources import files
 import pytest
 
 from llm_d_lens.hardware.loader import validate_payload
-from llm_d_lens.monitoring.accelerator.attribution import normalise_pci
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.service import Selected, snapshot_devices
@@ -261,15 +260,6 @@ def test_a_join_that_needs_cluster_objects_says_so_without_them():
 def test_an_unknown_mode_is_an_error_naming_the_known_ones():
     with pytest.raises(AccessModeUnknown, match="known modes: dra, plugin"):
         snapshot(sample_text("dcgm-exporter.prom"), ["nvidia"], mode="time-slicing")
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [("00000000:18:00.0", "0000:18:00.0"), ("0000:3A:00.0", "0000:3a:00.0"), ("0000-29-00-0", "0000:29:00.0"),
-     ("18:00.0", "0000:18:00.0"), ("card0", None), ("0000:18:00.9", None)],
-)
-def test_pci_addresses_are_compared_in_one_spelling(text, expected):
-    assert normalise_pci(text) == expected
 
 
 @needs_prometheus

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from llm_d_lens.k8s.objects import is_extended_resource, items, name_of, namespace_of, whole_quantity
 from llm_d_lens.monitoring.gpu_driver.errors import ClaimsInvalid
-from llm_d_lens.monitoring.gpu_driver.kube import ClusterView, items, name_of, namespace_of
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.runner import CommandFailed
 
 ClaimKind = Literal["device_class", "resource", "dra_driver", "hardware"]
@@ -128,10 +129,9 @@ def extended_resources(pod: Mapping[str, Any]) -> dict[str, int | None]:
         resources = container.get("resources") or {}
         for section in ("limits", "requests"):
             for name, quantity in (resources.get(section) or {}).items():
-                domain = name.split("/", 1)[0] if "/" in name else ""
-                if not domain or domain.endswith("kubernetes.io"):
+                if not is_extended_resource(name):
                     continue
-                count = int(quantity) if str(quantity).isdigit() else None
+                count = whole_quantity(quantity)
                 previous = found.get(name, 0)
                 found[name] = None if count is None or previous is None else max(previous, count)
     return found

@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from llm_d_lens.k8s.objects import labels_of
 from llm_d_lens.monitoring.gpu_driver import commands
 from llm_d_lens.monitoring.gpu_driver.errors import KubernetesTooOld, ReleaseConflict
-from llm_d_lens.monitoring.gpu_driver.kube import VERSION_ARGV, ClusterView, labels_of, parse_version
+from llm_d_lens.monitoring.gpu_driver.kube import VERSION_ARGV, ClusterView, parse_version
 from llm_d_lens.monitoring.gpu_driver.status import matching_daemonsets
 from llm_d_lens.monitoring.gpu_driver.target import DriverTarget, nested_values
 from llm_d_lens.runner import CommandNotFound

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_d_lens.k8s.objects import items
 from llm_d_lens.runner import CommandOutputInvalid, Runner
 
 KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -55,29 +56,6 @@ def server_version_of(document: Any, argv: list[str]) -> tuple[tuple[int, int, i
         parsed = (int(major.group()), int(minor.group()), 0)
         git_version = format_version(parsed)
     return parsed, git_version
-
-
-def items(document: Any) -> list[dict[str, Any]]:
-    """The objects of a ``kubectl get -o json`` answer (a List, or a single object)."""
-    if isinstance(document, Mapping):
-        if isinstance(document.get("items"), list):
-            return [item for item in document["items"] if isinstance(item, dict)]
-        if "kind" in document:
-            return [dict(document)]
-    return []
-
-
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    metadata = obj.get("metadata") or {}
-    return {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
-
-def namespace_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace", ""))
 
 
 @dataclass

@@ -13,10 +13,11 @@ from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.resolution import selector_matches
+from llm_d_lens.k8s.objects import labels_of, name_of
 from llm_d_lens.monitoring.gpu_driver.clock import Clock
 from llm_d_lens.monitoring.gpu_driver.commands import ensure_ref_argv
 from llm_d_lens.monitoring.gpu_driver.errors import HardwareNotPresent, PresenceNotDeclared, PresenceTimedOut
-from llm_d_lens.monitoring.gpu_driver.kube import ClusterView, labels_of, name_of
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 
 DEFAULT_TIMEOUT_SECONDS = 90
 POLL_SECONDS = 5.0

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from llm_d_lens.hardware.models import DaemonSetMatcher, HardwareProfile
 from llm_d_lens.hardware.resolution import selector_matches
-from llm_d_lens.monitoring.gpu_driver.kube import ClusterView, labels_of, name_of, namespace_of
+from llm_d_lens.k8s.objects import labels_of, name_of, namespace_of
+from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.monitoring.gpu_driver.target import unmanaged_reason
 
 State = Literal["ready", "degraded", "not-installed", "no-matchers"]

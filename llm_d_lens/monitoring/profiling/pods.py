@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.monitoring.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.monitoring.prometheus.promql import matcher, quote, selector
+from llm_d_lens.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.prometheus.promql import matcher, quote, selector
 
 #: The target labels Prometheus' Kubernetes discovery sets on every scraped series.
 POD_LABELS = ("namespace", "pod")

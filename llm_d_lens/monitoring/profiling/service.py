@@ -20,7 +20,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading
 from llm_d_lens.monitoring.accelerator.service import DeviceReport, Selected, read_devices
 from llm_d_lens.monitoring.profiling.pods import PodReading, metric_names, read_pods
-from llm_d_lens.monitoring.prometheus.client import PrometheusClient
+from llm_d_lens.prometheus.client import PrometheusClient
 
 #: Device fields summed over a pod's devices, and the one averaged.
 SUMMED = ("memory_used_bytes", "memory_total_bytes", "power_watts", "energy_joules")

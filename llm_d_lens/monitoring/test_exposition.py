@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_d_lens.monitoring.errors import SnapshotInvalid, SnapshotUnreachable
-from llm_d_lens.monitoring.prometheus.exposition import parse_exposition, snapshot_url, with_target_label
+from llm_d_lens.monitoring.exposition import parse_exposition, snapshot_url, with_target_label
 
 
 def test_a_counter_without_total_keeps_its_name():

@@ -1,8 +1,9 @@
 """A small async client for Prometheus' instant-query API.
 
 Queries go out as form-encoded POSTs (Lens' generated queries are long), each with a timeout.
-Whatever goes wrong comes back as one of the errors in :mod:`llm_d_lens.monitoring.errors`, with
-the URL and, when Prometheus refused or failed the query, Prometheus' own error text.
+Whatever goes wrong comes back as one of the errors in :mod:`llm_d_lens.prometheus.errors`, its
+message naming the server and the query (cut to a few hundred characters; the whole query is in
+``details``) and, when Prometheus refused or failed the query, Prometheus' own error text.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from llm_d_lens.monitoring.errors import (
+from llm_d_lens.errors import LensError
+from llm_d_lens.prometheus.errors import (
     PrometheusBadQuery,
     PrometheusQueryFailed,
     PrometheusResponseInvalid,
@@ -98,16 +100,17 @@ class PrometheusClient:
             async with self._slots:
                 response = await self._http.post("/api/v1/query", data=form)
         except httpx.TimeoutException:
-            raise PrometheusTimeout(
-                f"Prometheus at {self.url} did not answer within {self.timeout:g} s", details=self._details(promql)
-            ) from None
+            raise self._error(PrometheusTimeout, f"Prometheus at {self.url} did not answer within {self.timeout:g} s",
+                              promql) from None
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
-            raise PrometheusUnreachable(f"cannot reach Prometheus at {self.url}: {reason}", details=self._details(promql)) from None
+            raise self._error(PrometheusUnreachable, f"cannot reach Prometheus at {self.url}: {reason}", promql) from None
         return self._result(response, promql)
 
-    def _details(self, promql: str) -> dict[str, Any]:
-        return {"url": self.url, "query": promql}
+    def _error(self, kind: type[LensError], text: str, promql: str, **details: Any) -> LensError:
+        """``kind`` whose message ends with the query, so a user sees which one failed where."""
+        shown = promql if len(promql) <= _QUERY_SHOWN else promql[:_QUERY_SHOWN] + "..."
+        return kind(f"{text} (query: {shown})", details={"url": self.url, "query": promql, **details})
 
     def _result(self, response: httpx.Response, promql: str) -> list[Sample]:
         try:
@@ -116,24 +119,29 @@ class PrometheusClient:
             body = None
         if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
             snippet = response.text[:200].strip().replace("\n", " ")
-            raise PrometheusResponseInvalid(
+            raise self._error(
+                PrometheusResponseInvalid,
                 f"{self.url} answered HTTP {response.status_code} with something that is not the Prometheus API"
-                f" (is the URL a Prometheus server?): {snippet!r}",
-                details={**self._details(promql), "status_code": response.status_code},
+                f" (is the URL the Prometheus server's root?): {snippet!r}",
+                promql, status_code=response.status_code,
             )
         if body["status"] == "error":
             error_type, error = body.get("errorType", "unknown"), body.get("error", "")
-            shown = promql if len(promql) <= _QUERY_SHOWN else promql[:_QUERY_SHOWN] + "..."
-            details = {**self._details(promql), "error_type": error_type, "error": error}
             if error_type == "bad_data":
-                raise PrometheusBadQuery(f"Prometheus at {self.url} rejected the query: {error} (query: {shown})", details=details)
-            raise PrometheusQueryFailed(f"Prometheus at {self.url} failed the query ({error_type}): {error}", details=details)
-        return _samples(body.get("data"), self.url)
+                raise self._error(PrometheusBadQuery, f"Prometheus at {self.url} rejected the query: {error}", promql,
+                                  error_type=error_type, error=error)
+            raise self._error(PrometheusQueryFailed, f"Prometheus at {self.url} failed the query ({error_type}): {error}",
+                              promql, error_type=error_type, error=error)
+        try:
+            return _samples(body.get("data"))
+        except ValueError as exc:
+            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
 
 
-def _samples(data: Any, url: str) -> list[Sample]:
+def _samples(data: Any) -> list[Sample]:
+    """The samples of an instant vector or scalar; ValueError says what came instead."""
     if not isinstance(data, dict) or "result" not in data:
-        raise PrometheusResponseInvalid(f"Prometheus at {url} answered without data.result")
+        raise ValueError("without data.result")
     kind, result = data.get("resultType"), data["result"]
     try:
         if kind == "vector":
@@ -142,6 +150,5 @@ def _samples(data: Any, url: str) -> list[Sample]:
         if kind == "scalar":
             return [Sample({}, float(result[1]))]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise PrometheusResponseInvalid(f"Prometheus at {url} answered a malformed {kind} ({exc})") from None
-    raise PrometheusResponseInvalid(f"Prometheus at {url} answered a {kind!r} result; Lens asks for instant vectors")
-
+        raise ValueError(f"a malformed {kind} ({exc})") from None
+    raise ValueError(f"a {kind!r} result; Lens asks for instant vectors")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from llm_d_lens.monitoring.prometheus.promql import (
+from llm_d_lens.prometheus.promql import (
     matcher,
     matches,
     parse_matcher,
@@ -74,3 +74,9 @@ def test_profile_matchers_are_evaluated_like_prometheus(text, labels, expected):
 def test_a_malformed_matcher_is_refused():
     with pytest.raises(ValueError):
         parse_matcher('card=""} or vector(1)')
+
+
+def test_selector_escapes_backslashes_quotes_and_newlines():
+    assert selector("m") == "m"
+    rendered = [matcher("a", "=", "c\\d\ne"), matcher("b", "=", 'a"b')]
+    assert selector("m", rendered) == 'm{a="c\\\\d\\ne", b="a\\"b"}'

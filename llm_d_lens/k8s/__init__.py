@@ -1,0 +1,1 @@
+"""Kubernetes objects as plain JSON: the few readers every domain needs, written once."""

@@ -1,1 +1,0 @@
-"""Talking to Prometheus: an HTTP client, safe PromQL building blocks, and exposition snapshots."""
