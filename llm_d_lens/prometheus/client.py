@@ -43,8 +43,13 @@ class Sample:
 
 def normalise_url(url: str) -> str:
     """``url`` without a trailing slash, or :class:`PrometheusUrlInvalid` saying what is wrong."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - reading it validates it (a non-number or out of range raises)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        valid = False
+    if not valid:
         raise PrometheusUrlInvalid(
             f"Prometheus URL {url!r} must be http(s)://host[:port][/path], e.g. http://prometheus.monitoring:9090",
             details={"url": url},

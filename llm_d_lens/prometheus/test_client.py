@@ -174,3 +174,11 @@ def test_queries_go_out_as_form_posts_with_the_time():
 def test_a_url_that_is_not_http_is_refused(url):
     with pytest.raises(PrometheusUrlInvalid):
         PrometheusClient(url)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9090; rm -rf /", "http://[::1", "http://p:99999", "http://p:x"])
+def test_a_url_httpx_cannot_parse_is_refused_naming_it(url):
+    """A bad port or bracket is a coded error naming the URL, not httpx's or urllib's traceback."""
+    with pytest.raises(PrometheusUrlInvalid) as caught:
+        PrometheusClient(url)
+    assert repr(url) in str(caught.value)
