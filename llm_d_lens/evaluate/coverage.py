@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from llm_d_lens.evaluate.profiles import LoadedProfile
-from llm_d_lens.prometheus.client import DEFAULT_TIMEOUT, PrometheusClient, Sample
+from llm_d_lens.prometheus.client import DEFAULT_TIMEOUT, PrometheusClient, Sample, gather_all
 from llm_d_lens.prometheus.promql import label_name, matcher, selector
 
 Groups = set[tuple[str, ...]]
@@ -67,7 +67,7 @@ async def _rose_by(client: PrometheusClient, series: str, start: float, end: flo
                    labels: tuple[str, ...]) -> tuple[Groups, Groups]:
     """(groups whose total rose between ``start`` and ``end``, groups present at the end)."""
     promql = f"sum by ({', '.join(label_name(label) for label in labels)}) ({series})"
-    before, after = await asyncio.gather(client.query(promql, start), client.query(promql, end))
+    before, after = await gather_all(client.query(promql, start), client.query(promql, end))
     totals_before, totals_after = _by(before, *labels), _by(after, *labels)
     return {k for k, v in totals_after.items() if _rose(totals_before.get(k), v)}, set(totals_after)
 
@@ -75,7 +75,7 @@ async def _rose_by(client: PrometheusClient, series: str, start: float, end: flo
 async def _participation(prometheus_url: str, series: str, start: float, end: float, timeout: float,
                          *groupings: tuple[str, ...]) -> list[tuple[Groups, Groups]]:
     async with PrometheusClient(prometheus_url, timeout=timeout) as client:
-        return list(await asyncio.gather(*(_rose_by(client, series, start, end, labels) for labels in groupings)))
+        return await gather_all(*(_rose_by(client, series, start, end, labels) for labels in groupings))
 
 
 def check_coverage(loaded: LoadedProfile, prometheus_url: str, start: float, end: float,

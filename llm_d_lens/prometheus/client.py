@@ -9,9 +9,9 @@ message naming the server and the query (cut to a few hundred characters; the wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from llm_d_lens.errors import LensError
@@ -31,6 +31,7 @@ DEFAULT_TIMEOUT = 10.0
 MAX_IN_FLIGHT = 4
 #: Characters of a query quoted in an error; the rest is in ``details``.
 _QUERY_SHOWN = 300
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -157,3 +158,19 @@ def _samples(data: Any) -> list[Sample]:
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ValueError(f"a malformed {kind} ({exc})") from None
     raise ValueError(f"a {kind!r} result; Lens asks for instant vectors")
+
+
+async def gather_all(*awaitables: Awaitable[T]) -> list[T]:
+    """Every result, in order; the first failure cancels the rest and waits for them before it is raised.
+
+    Plain ``asyncio.gather`` leaves the siblings running: they outlive the client, and the
+    interpreter warns about never-awaited coroutines on the user's terminal.
+    """
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

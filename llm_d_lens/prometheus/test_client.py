@@ -182,3 +182,29 @@ def test_a_url_httpx_cannot_parse_is_refused_naming_it(url):
     with pytest.raises(PrometheusUrlInvalid) as caught:
         PrometheusClient(url)
     assert repr(url) in str(caught.value)
+
+
+def test_a_failing_query_cancels_its_siblings_before_the_error_comes_back():
+    """Otherwise the siblings outlive the client and the CLI prints 'coroutine ... was never awaited'."""
+    from llm_d_lens.prometheus.client import gather_all
+
+    cancelled: list[str] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        promql = dict(httpx.QueryParams(request.content.decode()))["query"]
+        if promql == "bad(":
+            return httpx.Response(400, json={"status": "error", "errorType": "bad_data", "error": "parse error"})
+        try:
+            await asyncio.Event().wait()  # a query that never answers
+        except asyncio.CancelledError:
+            cancelled.append(promql)
+            raise
+        raise AssertionError("unreachable")
+
+    async def run() -> None:
+        async with PrometheusClient("http://prometheus.test:9090", transport=mocked(handler)) as client:
+            with pytest.raises(PrometheusBadQuery):
+                await gather_all(client.query("slow_a"), client.query("bad("), client.query("slow_b"))
+            assert sorted(cancelled) == ["slow_a", "slow_b"]
+
+    asyncio.run(run())

@@ -7,7 +7,6 @@ of devices. From a direct snapshot, the same plan is evaluated over one exporter
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
-from llm_d_lens.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ async def read_devices(
     _check_mode(selection, mode)
     jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
     before = client.queries_sent
-    answers = await asyncio.gather(*(client.query(promql, at) for _, _, promql in jobs))
+    answers = await gather_all(*(client.query(promql, at) for _, _, promql in jobs))
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
     for (hardware, name, _), answer in zip(jobs, answers):
         rows[hardware][name] = answer

@@ -7,14 +7,13 @@ first listed name that pod reports wins, and the answer says which one it was.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
 from llm_d_lens.prometheus.promql import matcher, quote, selector
 
 #: The target labels Prometheus' Kubernetes discovery sets on every scraped series.
@@ -93,7 +92,7 @@ async def read_pods(
 ) -> list[PodReading]:
     """Every pod reporting any of the metrics, one query per pod metric."""
     wanted = [m for m in POD_METRICS if names.get(m.key)]
-    answers = await asyncio.gather(*(client.query(pod_query(m, names[m.key], namespace, pod), at) for m in wanted))
+    answers = await gather_all(*(client.query(pod_query(m, names[m.key], namespace, pod), at) for m in wanted))
     return merge(zip(wanted, answers))
 
 

@@ -8,7 +8,6 @@ and be wrong.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading
 from llm_d_lens.monitoring.accelerator.service import DeviceReport, Selected, read_devices
 from llm_d_lens.monitoring.profiling.pods import PodReading, metric_names, read_pods
-from llm_d_lens.prometheus.client import PrometheusClient
+from llm_d_lens.prometheus.client import PrometheusClient, gather_all
 
 #: Device fields summed over a pod's devices, and the one averaged.
 SUMMED = ("memory_used_bytes", "memory_total_bytes", "power_watts", "energy_joules")
@@ -86,7 +85,7 @@ async def read_pod_report(
     before = client.queries_sent
     pods_read = read_pods(client, metric_names(pod_profiles), at=at, namespace=namespace, pod=pod)
     if selection:
-        readings, devices = await asyncio.gather(pods_read, read_devices(client, selection, at=at, cluster=cluster, mode=mode))
+        readings, devices = await gather_all(pods_read, read_devices(client, selection, at=at, cluster=cluster, mode=mode))
     else:
         readings, devices = await pods_read, DeviceReport()
     return PodReport(
