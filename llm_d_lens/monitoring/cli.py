@@ -21,15 +21,15 @@ app = typer.Typer(no_args_is_help=True)
 T = TypeVar("T")
 
 OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
-PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL [env LENS_PROMETHEUS_URL].")
+PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL (default: env LENS_PROMETHEUS_URL).")
 HardwareOption = typer.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
 ClusterOption = typer.Option(
     [], "--cluster", metavar="FILE",
-    help="Kubernetes JSON (pods, ResourceClaims, ResourceSlices, nodes) for the allocation joins; 'kubectl' reads the current cluster [env LENS_CLUSTER_OBJECTS].",
+    help="Kubernetes JSON (pods, ResourceClaims, ResourceSlices, nodes) for the allocation joins; 'kubectl' reads the current cluster (default: env LENS_CLUSTER_OBJECTS).",
 )
 ModeOption = typer.Option(None, "--mode", help="Access mode to join every node with, instead of the one its pods use.")
 AtOption = typer.Option(None, "--at", help="Evaluation time: Unix seconds or ISO 8601 (default: now).")
-TimeoutOption = typer.Option(None, "--timeout", help="Seconds per query [env LENS_PROMETHEUS_TIMEOUT, default 10].")
+TimeoutOption = typer.Option(None, "--timeout", help="Seconds per query (default: env LENS_PROMETHEUS_TIMEOUT, else 10).")
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -123,3 +123,15 @@ def test_bad_input_is_a_coded_error(capsys, args, message):
 def test_a_bad_time_is_refused(capsys):
     code, _, err = run(capsys, "devices", "--prometheus", "http://p:9090", "--at", "yesterday")
     assert code == 1 and err.startswith("error: OPTION_INVALID: --at 'yesterday': give Unix seconds or an ISO 8601 time")
+
+
+@pytest.mark.parametrize("command, variables", [
+    ("devices", ["LENS_PROMETHEUS_URL", "LENS_CLUSTER_OBJECTS", "LENS_PROMETHEUS_TIMEOUT"]),
+    ("pods", ["LENS_PROMETHEUS_URL", "LENS_CLUSTER_OBJECTS", "LENS_PROMETHEUS_TIMEOUT"]),
+])
+def test_help_names_the_environment_variables(capsys, monkeypatch, command, variables):
+    """Rich reads '[env X]' as markup and drops it; the help must still say which variable to set."""
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert [v for v in variables if v not in out] == []
