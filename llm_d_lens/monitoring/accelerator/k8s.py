@@ -166,8 +166,10 @@ class ClusterObjects:
 def _items(source: str, document: Any) -> Iterable[tuple[str, dict[str, Any]]]:
     if isinstance(document, list):
         entries, prefix = document, "$"
-    elif isinstance(document, dict) and isinstance(document.get("items"), list):
-        entries, prefix = document["items"], "$.items"
+    elif isinstance(document, dict) and "items" in document:
+        entries, prefix = document["items"] or [], "$.items"
+        if not isinstance(entries, list):
+            raise ClusterObjectsInvalid(source, prefix, "is not a list", entries)
     elif isinstance(document, dict) and "kind" in document:
         yield "$", document
         return

@@ -109,3 +109,17 @@ def test_another_kubectl_failure_is_reported():
 def test_no_sources_means_no_objects():
     assert load([]) is None
 
+
+
+@pytest.mark.parametrize("items, shown", [("x", '"x"'), ({"kind": "Pod"}, '{"kind": "Pod"}')])
+def test_a_list_whose_items_are_not_a_list_is_refused_not_read_as_empty(items, shown):
+    """Read as nothing, it would turn every device 'idle' instead of naming the broken file."""
+    with pytest.raises(ClusterObjectsInvalid) as caught:
+        ClusterObjects.from_documents([("cluster.json", {"kind": "List", "items": items})])
+    assert caught.value.message == f"cluster.json: $.items: is not a list (value: {shown})"
+
+
+def test_a_list_with_null_items_is_empty():
+    """Go writes an empty slice as null; such a List holds no objects."""
+    read = ClusterObjects.from_documents([("cluster.json", {"kind": "List", "items": None})])
+    assert (read.pods, read.nodes) == ([], [])
