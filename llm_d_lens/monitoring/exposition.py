@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from llm_d_lens.monitoring.errors import SnapshotInvalid, SnapshotUnreachable
+from llm_d_lens.prometheus.client import split_http_url
 
 TARGET_LABEL = "instance"
 
@@ -51,8 +52,8 @@ def with_target_label(samples: list[ExpositionSample], target: str) -> list[Expo
 
 def snapshot_url(url: str, scrape_path: str | None) -> str:
     """The page to fetch: ``url`` as given when it has a path, else the profile's ``scrape_path``."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    parts = split_http_url(url)
+    if parts is None:
         raise SnapshotUnreachable(f"exporter URL {url!r} must be http(s)://host:port[/path]", details={"url": url})
     path = parts.path if parts.path not in ("", "/") else (scrape_path or "/metrics")
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))

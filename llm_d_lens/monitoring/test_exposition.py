@@ -49,3 +49,11 @@ def test_the_snapshot_url_takes_the_profiles_path_when_it_has_none(url, path, ex
 def test_a_snapshot_url_must_be_http():
     with pytest.raises(SnapshotUnreachable, match="must be http"):
         snapshot_url("10.0.0.7:9400", "/metrics")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9100; rm -rf /", "http://[::1", "http://h:99999", "http://:9100"])
+def test_a_snapshot_url_httpx_cannot_parse_is_refused_naming_it(url):
+    """A bad port or bracket is the coded error naming the URL, not an httpx/urllib traceback."""
+    with pytest.raises(SnapshotUnreachable) as caught:
+        snapshot_url(url, "/metrics")
+    assert repr(url) in caught.value.message

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.prometheus.errors import (
@@ -42,15 +42,20 @@ class Sample:
     value: float
 
 
-def normalise_url(url: str) -> str:
-    """``url`` without a trailing slash, or :class:`PrometheusUrlInvalid` saying what is wrong."""
+def split_http_url(url: str) -> SplitResult | None:
+    """The parts of an http(s) URL with a host and a valid port, or None (never urllib's ValueError)."""
     try:
         parts = urlsplit(url.strip())
         parts.port  # noqa: B018 - reading it validates it (a non-number or out of range raises)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
-        valid = False
-    if not valid:
+        return None
+    return parts if parts.scheme in ("http", "https") and parts.hostname else None
+
+
+def normalise_url(url: str) -> str:
+    """``url`` without a trailing slash, or :class:`PrometheusUrlInvalid` saying what is wrong."""
+    parts = split_http_url(url)
+    if parts is None:
         raise PrometheusUrlInvalid(
             f"Prometheus URL {url!r} must be http(s)://host[:port][/path], e.g. http://prometheus.monitoring:9090",
             details={"url": url},
