@@ -15,6 +15,7 @@ from typing import Any
 
 from llm_d_lens.evaluate.benchmark import DEFAULT_GUIDE, BenchmarkConfig, Role, Target
 from llm_d_lens.evaluate.errors import HardwareNotInferred, ManifestInvalid
+from llm_d_lens.hardware.errors import render_value
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolution, Resolver
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, labels_of, name_of, whole_quantity
 
@@ -75,6 +76,18 @@ def _name(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind', '?')}/{name_of(obj) or '?'}"
 
 
+_SHAPE_NAMES = {list: "a list", dict: "a mapping"}
+
+
+def _as(value: Any, kind: type, where: str) -> Any:
+    """``value`` when it has the ``kind`` Kubernetes gives that field (null reads as empty), else a named error."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ManifestInvalid(f"{where}: expected {_SHAPE_NAMES[kind]}, got {render_value(value)}")
+    return value
+
+
 def _count(value: Any, where: str) -> int:
     count = whole_quantity(value)
     if count is None:
@@ -82,7 +95,7 @@ def _count(value: Any, where: str) -> int:
     return count
 
 
-def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def claim_template_classes(objects: Iterable[dict[str, Any]], source: str = "manifest") -> dict[str, dict[str, int]]:
     """ResourceClaimTemplate name -> device class -> devices requested (v1 ``exactly`` or v1beta1)."""
     templates: dict[str, dict[str, int]] = {}
     for obj in objects:
@@ -90,58 +103,66 @@ def claim_template_classes(objects: Iterable[dict[str, Any]]) -> dict[str, dict[
             continue
         spec = get_path(obj, "spec", "spec") if obj["kind"] == "ResourceClaimTemplate" else obj.get("spec")
         classes: dict[str, int] = {}
-        for i, request in enumerate(get_path(spec, "devices", "requests") or []):
+        requests = _as(get_path(spec, "devices", "requests"), list, f"{source}: {_name(obj)} spec.devices.requests")
+        for i, request in enumerate(requests):
+            request = _as(request, dict, f"{source}: {_name(obj)} spec.devices.requests[{i}]")
             exact = request.get("exactly") if isinstance(request.get("exactly"), dict) else request
             device_class = exact.get("deviceClassName")
             if not device_class:
                 continue
-            where = f"{_name(obj)} spec.devices.requests[{i}].count"
+            where = f"{source}: {_name(obj)} spec.devices.requests[{i}].count"
             count = _count(exact.get("count", 1), where) if exact.get("allocationMode", "ExactCount") == "ExactCount" else 0
             classes[device_class] = classes.get(device_class, 0) + count
         templates[name_of(obj)] = classes
     return templates
 
 
-def pod_shapes(objects: list[dict[str, Any]]) -> list[PodShape]:
-    templates = claim_template_classes(objects)
+def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[PodShape]:
+    templates = claim_template_classes(objects, source)
     shapes = []
-    for obj, template, replicas in _pod_templates(objects):
+    for obj, template, replicas, spec_path in _pod_templates(objects):
         labels = {**labels_of(obj), **labels_of(template)}
-        spec = template.get("spec") or {}
         shape = PodShape(_name(obj), labels, replicas)
-        for claim in spec.get("resourceClaims") or []:
-            for device_class, count in templates.get(claim.get("resourceClaimTemplateName") or claim.get("resourceClaimName") or "", {}).items():
+        at = f"{source}: {shape.source}"
+        spec = _as(template.get("spec"), dict, f"{at} {spec_path}")
+        for i, claim in enumerate(_as(spec.get("resourceClaims"), list, f"{at} resourceClaims")):
+            claim = _as(claim, dict, f"{at} resourceClaims[{i}]")
+            named = str(claim.get("resourceClaimTemplateName") or claim.get("resourceClaimName") or "")
+            for device_class, count in templates.get(named, {}).items():
                 shape.device_classes[device_class] = shape.device_classes.get(device_class, 0) + count
-        for c, container in enumerate(spec.get("containers") or []):
-            resources = container.get("resources") or {}
+        for c, container in enumerate(_as(spec.get("containers"), list, f"{at} containers")):
+            container = _as(container, dict, f"{at} containers[{c}]")
+            resources = _as(container.get("resources"), dict, f"{at} containers[{c}].resources")
             # an extended resource's request must equal its limit, so either one gives the count
-            asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+            asked = {**_as(resources.get("requests"), dict, f"{at} containers[{c}].resources.requests"),
+                     **_as(resources.get("limits"), dict, f"{at} containers[{c}].resources.limits")}
             for resource, value in asked.items():
-                if not is_extended_resource(resource):
+                if not is_extended_resource(str(resource)):
                     continue
-                count = _count(value, f"{shape.source} containers[{c}].resources.{resource}")
+                count = _count(value, f"{at} containers[{c}].resources.{resource}")
                 shape.resources[resource] = shape.resources.get(resource, 0) + count
         shapes.append(shape)
     return shapes
 
 
-def _pod_templates(objects: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None]]:
+def _pod_templates(objects: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None, str]]:
+    """(object, pod template, replicas, where the template's spec sits) of every object that has pods."""
     for obj in objects:
         kind = obj.get("kind")
         if kind == "Pod":
-            yield obj, obj, None
-        for path in POD_TEMPLATES.get(kind or "", ()):
+            yield obj, obj, None, "spec"
+        for path in POD_TEMPLATES.get(str(kind or ""), ()):
             template = get_path(obj.get("spec"), *path)
             if isinstance(template, dict):
                 replicas = obj["spec"].get("replicas")
-                yield obj, template, replicas if isinstance(replicas, int) else None
+                yield obj, template, replicas if isinstance(replicas, int) else None, f"spec.{'.'.join(path)}.spec"
 
 
 def infer(objects: list[dict[str, Any]], resolver: Resolver | None = None, source: str = "manifest") -> BenchmarkConfig:
     """The benchmark configuration a rendered manifest implies; refuses rather than guesses."""
     resolver = resolver or Resolver()
     objects = flatten(objects)
-    shapes = pod_shapes(objects)
+    shapes = pod_shapes(objects, source)
     if not shapes:
         raise ManifestInvalid(f"{source}: no pod template found (looked in Pod, {', '.join(POD_TEMPLATES)})")
     evidence: list[dict[str, Any]] = []

@@ -182,3 +182,29 @@ def test_upstream_overlays_rendered_by_kubectl_are_inferred(overlay):
     assert found["accelerators_per_pod"] == {"decode": count}
     assert found["guide"] == "optimized-baseline"
     assert found["evidence"][0]["query"] == "labels"  # the labels were read first
+
+
+def _pod_spec(pod_spec: Any) -> dict[str, Any]:
+    return {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"spec": pod_spec}}}
+
+
+@pytest.mark.parametrize("obj, message", [
+    (_pod_spec({"containers": "vllm"}), 'm.yaml: Deployment/d containers: expected a list, got "vllm"'),
+    (_pod_spec({"containers": ["vllm"]}), 'm.yaml: Deployment/d containers[0]: expected a mapping, got "vllm"'),
+    (_pod_spec({"containers": [{"resources": ["x"]}]}), 'm.yaml: Deployment/d containers[0].resources: expected a mapping, got ["x"]'),
+    (_pod_spec({"containers": [{"resources": {"limits": "4"}}]}),
+     'm.yaml: Deployment/d containers[0].resources.limits: expected a mapping, got "4"'),
+    (_pod_spec({"containers": [], "resourceClaims": 5}), "m.yaml: Deployment/d resourceClaims: expected a list, got 5"),
+    (_pod_spec({"containers": [], "resourceClaims": ["gpu"]}),
+     'm.yaml: Deployment/d resourceClaims[0]: expected a mapping, got "gpu"'),
+    (_pod_spec(7), "m.yaml: Deployment/d spec.template.spec: expected a mapping, got 7"),
+    ({"kind": "ResourceClaimTemplate", "metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": ["gpus"]}}}},
+     'm.yaml: ResourceClaimTemplate/t spec.devices.requests[0]: expected a mapping, got "gpus"'),
+    (_pod_spec({"containers": [{"resources": {"limits": {"amd.com/gpu": "two"}}}]}),
+     "m.yaml: Deployment/d containers[0].resources.amd.com/gpu: 'two' is not a whole number of devices"),
+])
+def test_a_wrong_shape_in_a_manifest_names_the_file_object_and_field(obj, message):
+    """Wrong types are refused with where they are, never an AttributeError traceback."""
+    with pytest.raises(ManifestInvalid) as caught:
+        infer([obj], source="m.yaml")
+    assert caught.value.message == message
