@@ -342,3 +342,11 @@ def test_an_invalid_profile_selected_by_name_fails_with_its_problems(tmp_path, c
     assert captured.out == ""
     assert captured.err == (f"error: WORKLOAD_PROFILE_INVALID: workload profile 'bad' ({tmp_path / 'bad.yaml'}): 1 problem\n"
                             f"  coverage.gpus: 99 exceeds the 16 GPUs the hardware provides\n")
+
+
+def test_a_compose_file_that_is_a_directory_is_said_to_be_one(tmp_path):
+    """'does not exist' would send a user looking for a directory that is there."""
+    (tmp_path / "deploy").mkdir()
+    data = changed(deployment={"compose_file": "deploy"})
+    assert issues_of(tmp_path, data) == [
+        f"deployment.compose_file: deploy is a directory, not a compose file (at {(tmp_path / 'deploy').resolve()})"]

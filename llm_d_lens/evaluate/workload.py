@@ -317,6 +317,9 @@ def _compose_file_exists(p: WorkloadProfile, directory: Path) -> list[Issue]:
     path = (directory / p.deployment.compose_file).resolve()
     if path.is_file():
         return []
+    if path.is_dir():
+        return [Issue("deployment.compose_file",
+                      f"{p.deployment.compose_file} is a directory, not a compose file (at {path})")]
     return [Issue("deployment.compose_file", f"{p.deployment.compose_file} does not exist relative to the profile "
                                               f"(looked for {path})")]
 
