@@ -54,6 +54,13 @@ class HardwareNotPresent(LensError):
     http_status = 409
 
 
+class PresenceTimeoutInvalid(LensError):
+    """A wait bound that bounds nothing (NaN, infinity) or is negative."""
+
+    code = "PRESENCE_TIMEOUT_INVALID"
+    http_status = 422
+
+
 class PresenceTimedOut(LensError):
     """ensure_refs were applied, but no node got the labels within ``timeout_seconds``."""
 

@@ -8,6 +8,7 @@ final: no rule is coming to add the label, so waiting would only delay the same 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,12 @@ from llm_d_lens.hardware.resolution import selector_matches
 from llm_d_lens.k8s.objects import labels_of, name_of
 from llm_d_lens.monitoring.gpu_driver.clock import Clock
 from llm_d_lens.monitoring.gpu_driver.commands import ensure_ref_argv
-from llm_d_lens.monitoring.gpu_driver.errors import HardwareNotPresent, PresenceNotDeclared, PresenceTimedOut
+from llm_d_lens.monitoring.gpu_driver.errors import (
+    HardwareNotPresent,
+    PresenceNotDeclared,
+    PresenceTimedOut,
+    PresenceTimeoutInvalid,
+)
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 
 DEFAULT_TIMEOUT_SECONDS = 90
@@ -63,6 +69,9 @@ def presence_settings(profile: HardwareProfile) -> tuple[dict[str, str], list[st
 
 async def ensure_presence(profile: HardwareProfile, view: ClusterView, clock: Clock, *,
                           timeout_seconds: float | None = None, poll_seconds: float = POLL_SECONDS) -> PresenceReport:
+    if timeout_seconds is not None and not (math.isfinite(timeout_seconds) and timeout_seconds >= 0):
+        raise PresenceTimeoutInvalid(f"timeout {timeout_seconds:g}: give a finite number of seconds, 0 or more",
+                                     details={"timeout_seconds": str(timeout_seconds)})
     selector, refs, default_timeout = presence_settings(profile)
     timeout = default_timeout if timeout_seconds is None else timeout_seconds
     for ref in refs:

@@ -96,3 +96,16 @@ async def test_conformance_heterogeneous_snapshot(registry: Any, fake: Any, view
     with pytest.raises(HardwareNotPresent) as caught:
         await service.preflight(registry, ["intel-gaudi"], view, clock)
     assert "6 node(s) checked" in caught.value.message and clock.sleeps == []
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0])
+async def test_a_timeout_that_bounds_nothing_is_refused_before_anything_runs(registry: Any, fake: Any, view: Any,
+                                                                             clock: Any, timeout: float) -> None:
+    """NaN compares false with everything, so the wait would never end; infinity is no bound either."""
+    from llm_d_lens.monitoring.gpu_driver.errors import PresenceTimeoutInvalid
+
+    profile = with_presence(registry, "intel-gaudi", ensure_refs=[RULES], timeout_seconds=12)
+    with pytest.raises(PresenceTimeoutInvalid) as caught:
+        await ensure_presence(profile, view, clock, timeout_seconds=timeout)
+    assert caught.value.message == f"timeout {timeout:g}: give a finite number of seconds, 0 or more"
+    assert fake.argvs() == [] and clock.sleeps == []
