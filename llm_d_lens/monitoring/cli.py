@@ -8,6 +8,7 @@ and request figures. ``queries`` prints the PromQL a refresh sends.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, TypeVar
@@ -56,8 +57,8 @@ def _settings(timeout: float | None) -> Any:
 
     settings = TelemetrySettings.from_env()
     if timeout is not None:
-        if timeout <= 0:
-            raise OptionInvalid(f"--timeout {timeout}: must be more than 0 seconds")
+        if not 0 < timeout < math.inf:  # also false for NaN
+            raise OptionInvalid(f"--timeout {timeout}: must be a finite number of seconds more than 0")
         settings = replace(settings, timeout=timeout)
     return settings
 

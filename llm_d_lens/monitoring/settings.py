@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,8 +34,9 @@ class TelemetrySettings:
             timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT
         except ValueError:
             raise PrometheusUrlInvalid(f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} is not a number of seconds") from None
-        if timeout <= 0:
-            raise PrometheusUrlInvalid(f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} must be more than 0 seconds")
+        if not 0 < timeout < math.inf:  # also false for NaN
+            raise PrometheusUrlInvalid(
+                f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} must be a finite number of seconds more than 0")
         objects = tuple(p for p in env.get("LENS_CLUSTER_OBJECTS", "").split(os.pathsep) if p.strip())
         return cls(env.get("LENS_PROMETHEUS_URL", "").strip() or None, timeout, objects)
 

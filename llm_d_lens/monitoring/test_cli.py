@@ -135,3 +135,14 @@ def test_help_names_the_environment_variables(capsys, monkeypatch, command, vari
     code, out, _ = run(capsys, command, "--help")
     assert code == 0
     assert [v for v in variables if v not in out] == []
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_timeout_that_is_not_a_finite_number_is_refused(capsys, monkeypatch, value):
+    """NaN reached httpx as a deadline and came back as a ValueError traceback."""
+    monkeypatch.delenv("LENS_PROMETHEUS_TIMEOUT", raising=False)
+    code, _, err = run(capsys, "devices", "--prometheus", "http://127.0.0.1:1", "--timeout", value)
+    assert (code, err) == (1, f"error: OPTION_INVALID: --timeout {value}: must be a finite number of seconds more than 0\n")
+    monkeypatch.setenv("LENS_PROMETHEUS_TIMEOUT", value)
+    code, _, err = run(capsys, "devices", "--prometheus", "http://127.0.0.1:1")
+    assert code == 1 and err.startswith(f"error: PROMETHEUS_URL_INVALID: LENS_PROMETHEUS_TIMEOUT={value!r} must be a finite")
