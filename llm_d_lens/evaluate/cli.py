@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.evaluate.errors import OutputExists
+from llm_d_lens.evaluate.errors import OutputExists, OutputUnwritable
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -40,6 +41,8 @@ def config(
     from llm_d_lens.evaluate.config import build_config
     from llm_d_lens.evaluate.profiles import SearchPath
 
+    if out is not None and out.is_dir():
+        raise OutputUnwritable(f"{out} is a directory, not a file")
     if out is not None and out.exists() and not force:
         raise OutputExists(f"{out} exists; pass --force to replace it")
     manifest = None
@@ -72,8 +75,13 @@ def _read(path: Path) -> str:
 def _write(path: Path, text: str) -> None:
     """Write via a temporary file beside the target, so a failure never leaves half a scenario."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OutputUnwritable(f"cannot write {path}: {exc.strerror}") from None
 
 
 def parse_time(value: str) -> float:

@@ -85,3 +85,7 @@ class OutputExists(LensError):
     code = "OUTPUT_EXISTS"
     http_status = 409
 
+
+class OutputUnwritable(LensError):
+    code = "OUTPUT_UNWRITABLE"
+    http_status = 409

@@ -231,3 +231,16 @@ def test_api_config_returns_the_scenario_and_problems_as_problem_json():
 
     typo = client.post("/api/v1/evaluate/config", json={"hardwre": "nvidia"})
     assert (typo.status_code, typo.json()["code"]) == (422, "REQUEST_INVALID")
+
+
+def test_config_output_that_cannot_be_written_is_a_coded_error_and_leaves_nothing(tmp_path, capsys):
+    """A missing parent directory, or a directory in the file's place (even with --force), was a traceback."""
+    missing = tmp_path / "nodir" / "scenario.yaml"
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(missing)]) == 1
+    assert capsys.readouterr().err.startswith(f"error: OUTPUT_UNWRITABLE: cannot write {missing}: No such file or directory")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("mine")
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(tmp_path / "out"), "--force"]) == 1
+    assert capsys.readouterr().err == f"error: OUTPUT_UNWRITABLE: {tmp_path / 'out'} is a directory, not a file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (tmp_path / "out" / "keep").read_text() == "mine"
