@@ -89,6 +89,12 @@ def parse_claims(data: Any, where: str) -> tuple[list[RequestedClass], list[str]
             f"$.{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (value: {e.get('input')!r})" for e in exc.errors()
         )
         raise ClaimsInvalid(f"{where}: {problems}", details={"source": where, "errors": exc.errors(include_url=False)}) from None
+    first_of: dict[str, int] = {}
+    for i, entry in enumerate(document.classes):
+        if entry.name in first_of:
+            raise ClaimsInvalid(f"{where}: $.classes[{i}].name: {entry.name!r} is already the name of "
+                                f"$.classes[{first_of[entry.name]}]", details={"source": where, "name": entry.name})
+        first_of[entry.name] = i
     classes = []
     for i, entry in enumerate(document.classes):
         claims = []
@@ -102,7 +108,7 @@ def parse_claims(data: Any, where: str) -> tuple[list[RequestedClass], list[str]
 
 def single_claim_classes(kind: ClaimKind, keys: Iterable[str]) -> list[RequestedClass]:
     """Command-line flags: each value is its own class, named after itself."""
-    return [RequestedClass(key, [Claim(kind, key, 1, f"--{kind.replace('_', '-')}")]) for key in keys]
+    return [RequestedClass(key, [Claim(kind, key, 1, f"--{kind.replace('_', '-')}")]) for key in dict.fromkeys(keys)]
 
 
 # -- from a cluster's workloads -----------------------------------------------------------------

@@ -197,10 +197,25 @@ def _rejections(resolved: dict[str, list[ResolvedClaim]], registry: Registry) ->
     return problems
 
 
+def unique_names(classes: Sequence[RequestedClass]) -> list[str]:
+    """Class names, a repeated one numbered (``web (2)``): two workloads may share a name, and both count."""
+    taken: set[str] = set()
+    names = []
+    for c in classes:
+        name, n = c.name, 1
+        while name in taken:
+            n += 1
+            name = f"{c.name} ({n})"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 def build_plan(classes: Sequence[RequestedClass], registry: Registry, *, external: Sequence[str] = ()) -> DriverPlan:
     """Resolve, check and group, without touching a cluster; raises the refusals described above."""
     resolver = Resolver(registry)
-    resolved = {c.name: [resolve_claim(claim, resolver, external) for claim in c.claims] for c in classes}
+    resolved = {name: [resolve_claim(claim, resolver, external) for claim in c.claims]
+                for name, c in zip(unique_names(classes), classes)}
     rejections = _rejections(resolved, registry)
     _refuse_unsupported(resolved, registry, external, rejections)
     needed: dict[tuple[str, str], list[str]] = {}

@@ -233,3 +233,22 @@ async def test_conformance_plan_from_the_dra_snapshot(registry: Any, fake: Any, 
     }
     plan = build_plan(classes, registry)
     assert [(s.target.profile_id, s.target.mode_name, len(s.classes)) for s in plan.steps] == [("cpu", "dra", 2), ("intel-xpu", "dra", 4)]
+
+
+def test_two_classes_with_one_name_both_count(registry: Any) -> None:
+    """A Deployment and a StatefulSet may share a name; keyed by name, the second hid the first's claims."""
+    plan = build_plan([cls("llm/web", ("device_class", "gpu.nvidia.com")), cls("llm/web", ("resource", "amd.com/gpu"))],
+                      registry)
+    assert [(s.target.profile_id, s.target.mode_name, s.classes) for s in plan.steps] == [
+        ("nvidia", "dra", ["llm/web"]), ("amd", "plugin", ["llm/web (2)"])]
+    with pytest.raises(UnsupportedDevices) as caught:
+        build_plan([cls("a", ("device_class", "npu.example.com")), cls("a", ("device_class", "gpu.nvidia.com"))], registry)
+    assert caught.value.message.startswith("class a claims npu.example.com (device class)")
+
+
+def test_a_claims_file_may_not_name_two_classes_alike(tmp_path: Path) -> None:
+    data = {"classes": [{"name": "a", "claims": [{"device_class": "gpu.nvidia.com"}]},
+                        {"name": "a", "claims": [{"resource": "amd.com/gpu"}]}]}
+    with pytest.raises(ClaimsInvalid) as caught:
+        parse_claims(data, "claims.yaml")
+    assert caught.value.message == "claims.yaml: $.classes[1].name: 'a' is already the name of $.classes[0]"
