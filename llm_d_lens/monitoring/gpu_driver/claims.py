@@ -108,6 +108,11 @@ def parse_claims(data: Any, where: str) -> tuple[list[RequestedClass], list[str]
 
 def single_claim_classes(kind: ClaimKind, keys: Iterable[str]) -> list[RequestedClass]:
     """Command-line flags: each value is its own class, named after itself."""
+    keys = list(keys)
+    flag = f"--{kind.replace('_', '-')}"
+    for key in keys:
+        if not all(part.strip() for part in (key.split(":") if kind == "hardware" else [key])):
+            raise ClaimsInvalid(f"{flag} {key!r}: give a non-empty value", details={"flag": flag, "value": key})
     return [RequestedClass(key, [Claim(kind, key, 1, f"--{kind.replace('_', '-')}")]) for key in dict.fromkeys(keys)]
 
 

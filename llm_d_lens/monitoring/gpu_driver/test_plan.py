@@ -252,3 +252,12 @@ def test_a_claims_file_may_not_name_two_classes_alike(tmp_path: Path) -> None:
     with pytest.raises(ClaimsInvalid) as caught:
         parse_claims(data, "claims.yaml")
     assert caught.value.message == "claims.yaml: $.classes[1].name: 'a' is already the name of $.classes[0]"
+
+
+@pytest.mark.parametrize("argv", [["--dra-driver", ""], ["--device-class", "  "], ["--hardware", "nvidia:"]])
+def test_an_empty_flag_value_is_refused_naming_the_flag(argv: list[str], capsys: Any) -> None:
+    """As in a claims file: an empty value claims nothing and made a class with no name ('class  claims  ...')."""
+    from llm_d_lens.cli import main
+
+    assert main(["driver", "plan", "--offline", *argv]) == 1
+    assert capsys.readouterr().err == f"error: CLAIMS_INVALID: {argv[0]} {argv[1]!r}: give a non-empty value\n"
