@@ -113,7 +113,7 @@ def single_claim_classes(kind: ClaimKind, keys: Iterable[str]) -> list[Requested
     for key in keys:
         if not all(part.strip() for part in (key.split(":") if kind == "hardware" else [key])):
             raise ClaimsInvalid(f"{flag} {key!r}: give a non-empty value", details={"flag": flag, "value": key})
-    return [RequestedClass(key, [Claim(kind, key, 1, f"--{kind.replace('_', '-')}")]) for key in dict.fromkeys(keys)]
+    return [RequestedClass(key, [Claim(kind, key, 1, flag)]) for key in dict.fromkeys(keys)]
 
 
 # -- from a cluster's workloads -----------------------------------------------------------------
