@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from datetime import datetime
@@ -87,7 +88,9 @@ def _write(path: Path, text: str) -> None:
 def parse_time(value: str) -> float:
     """Unix seconds or an ISO 8601 timestamp (``Z`` allowed)."""
     try:
-        return float(value)
+        seconds = float(value)
+        if math.isfinite(seconds):  # nan and inf fall through to the error below
+            return seconds
     except ValueError:
         pass
     try:

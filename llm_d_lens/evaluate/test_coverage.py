@@ -215,3 +215,11 @@ def test_a_rejected_query_is_one_error_line_naming_server_query_and_reason(prome
     assert code == 1 and "Traceback" not in err
     assert err.startswith(f"error: PROMETHEUS_BAD_QUERY: Prometheus at {prometheus.url} rejected the query: ")
     assert "parse error" in err and 'on{case="trap"}))' in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_run_boundary_that_is_not_a_finite_time_is_a_usage_error(capsys, value):
+    """NaN passed the start-before-end check and asked Prometheus about no time at all."""
+    code = lens_main(["evaluate", "coverage", "--profile", "default", "--prometheus", "http://127.0.0.1:1",
+                      "--start", "1767225600", "--end", value])
+    assert code == 2 and f"{value!r} is neither Unix seconds nor an ISO 8601 time" in capsys.readouterr().err

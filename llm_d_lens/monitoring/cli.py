@@ -41,7 +41,9 @@ def parse_time(text: str | None) -> float | None:
     if text is None:
         return None
     try:
-        return float(text)
+        seconds = float(text)
+        if math.isfinite(seconds):  # nan and inf fall through to the error below
+            return seconds
     except ValueError:
         pass
     try:

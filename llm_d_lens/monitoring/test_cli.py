@@ -146,3 +146,10 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused(capsys, monkeypatch, v
     monkeypatch.setenv("LENS_PROMETHEUS_TIMEOUT", value)
     code, _, err = run(capsys, "devices", "--prometheus", "http://127.0.0.1:1")
     assert code == 1 and err.startswith(f"error: PROMETHEUS_URL_INVALID: LENS_PROMETHEUS_TIMEOUT={value!r} must be a finite")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_time_that_is_not_finite_is_refused(capsys, value):
+    """NaN was sent to Prometheus and came back as an empty, plausible-looking table."""
+    code, _, err = run(capsys, "devices", "--prometheus", "http://p:9090", "--at", value)
+    assert code == 1 and err.startswith(f"error: OPTION_INVALID: --at {value!r}: give Unix seconds or an ISO 8601 time")
