@@ -30,7 +30,7 @@ async def devices(
     hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: all that declare device sources)."),
     node: str | None = Query(default=None, description="Only this node's devices."),
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
-    at: float | None = Query(default=None, description="Evaluation time, Unix seconds (default: now)."),
+    at: float | None = Query(default=None, allow_inf_nan=False, description="Evaluation time, Unix seconds (default: now)."),
 ) -> dict[str, Any]:
     """Every device of the selected hardware with its common quantities and attribution."""
     from llm_d_lens.monitoring.accelerator.service import read_devices, select
@@ -49,7 +49,7 @@ async def pods(
     namespace: str | None = Query(default=None, description="Only pods in this namespace."),
     pod: str | None = Query(default=None, description="Only this pod."),
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
-    at: float | None = Query(default=None, description="Evaluation time, Unix seconds (default: now)."),
+    at: float | None = Query(default=None, allow_inf_nan=False, description="Evaluation time, Unix seconds (default: now)."),
 ) -> dict[str, Any]:
     """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
     from llm_d_lens.hardware.registry import get_registry

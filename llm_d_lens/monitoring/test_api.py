@@ -75,3 +75,13 @@ def test_the_prometheus_url_is_not_a_request_parameter(api):
     # the server asks only the Prometheus it is configured with; a caller cannot point it elsewhere
     answer = api.get("/api/v1/telemetry/devices", params={"prometheus": "http://169.254.169.254"})
     assert answer.status_code == 400 and answer.json()["code"] == "PROMETHEUS_URL_MISSING"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/telemetry/devices", "/api/v1/telemetry/pods"])
+@pytest.mark.parametrize("at", ["nan", "inf"])
+def test_a_time_that_is_not_finite_is_a_request_error(api, monkeypatch, path, at):
+    """Sent on to Prometheus it answered 200 with nothing in it, as if no device reported."""
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", f"http://127.0.0.1:{free_port()}")
+    answer = api.get(path, params={"at": at})
+    assert answer.status_code == 422 and answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "REQUEST_INVALID" and answer.json()["errors"][0]["path"] == "query.at"
