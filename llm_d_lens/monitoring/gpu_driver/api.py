@@ -112,6 +112,8 @@ async def drivers_install(
         return {"results": [result.to_dict()]}
     if request.mode is not None or request.options:
         raise ClaimsInvalid("mode and options go with hardware; claims choose their modes")
+    if not request.classes:
+        raise ClaimsInvalid("nothing is claimed: give hardware (with mode and options), or classes with their claims")
     classes, external = parse_claims({"classes": request.classes, "external": request.external}, "request body")
     built = await service.plan(registry, classes, external, None if request.dry_run else view)
     results = await service.install_plan(registry, built, view, dry_run=request.dry_run)

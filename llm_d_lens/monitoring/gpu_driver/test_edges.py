@@ -139,3 +139,14 @@ def test_api_preflight(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) 
     assert response.status_code == 409 and response.json()["code"] == "HARDWARE_NOT_PRESENT"
     response = client.post("/api/v1/preflight", json={"hardware": ["tpu"]}, headers={"Authorization": "Bearer s3cret"})
     assert response.status_code == 200 and response.json()["reports"][0]["matched_nodes"] == ["tpu-a"]
+
+
+@pytest.mark.parametrize("body", [{}, {"dry_run": True}, {"external": ["dra.net"]}])
+def test_api_install_with_nothing_claimed_names_the_body_fields(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                body: dict[str, Any]) -> None:
+    """The API's caller has no --device-class flag; the answer names the fields it can send."""
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    response = client.post("/api/v1/drivers/install", json=body, headers={"Authorization": "Bearer s3cret"})
+    assert response.status_code == 422 and response.json()["code"] == "CLAIMS_INVALID"
+    assert response.json()["detail"] == "nothing is claimed: give hardware (with mode and options), or classes with their claims"
+    assert fake.calls == []
