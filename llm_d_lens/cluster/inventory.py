@@ -130,8 +130,11 @@ class _Builder:
                 continue
             if role.kind == "other":
                 continue
-            total = _count(node, "capacity", resource, capacity.get(resource, allocatable.get(resource)))
-            usable = _count(node, "allocatable", resource, allocatable.get(resource, capacity.get(resource)))
+            # One side may be missing; the error then names the field the value was really read from.
+            total = _count(node, "capacity" if resource in capacity else "allocatable", resource,
+                           capacity.get(resource, allocatable.get(resource)))
+            usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
+                            allocatable.get(resource, capacity.get(resource)))
             _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
         for profile_id, selector in catalog.present(labels):
             _slot(slots, profile_id).selector = selector

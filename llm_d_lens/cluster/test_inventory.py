@@ -505,6 +505,15 @@ def test_a_bad_device_count_names_the_file_the_object_and_the_field() -> None:
     assert caught.value.code == "CLUSTER_OBJECT_INVALID"
 
 
+def test_a_bad_count_only_in_allocatable_names_allocatable_not_capacity() -> None:
+    bare = node("gpu-node-4")
+    bare["status"] = {"allocatable": {"nvidia.com/gpu": "8Gi"}}
+    with pytest.raises(ObjectInvalid) as caught:
+        inventory(bare)
+    assert str(caught.value) == ('test.json: Node gpu-node-4: status.allocatable["nvidia.com/gpu"]: "8Gi" '
+                                 "is not a count (a binary suffix such as Gi belongs to sizes, not counts)")
+
+
 def test_a_size_where_a_count_belongs_is_refused_in_a_pod() -> None:
     with pytest.raises(ObjectInvalid) as caught:
         inventory(node("n", resources={"nvidia.com/gpu": "8"}), pod("vllm-0", "n", containers=[container(limits={"nvidia.com/gpu": "8Gi"})]))
