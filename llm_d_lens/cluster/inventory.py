@@ -95,6 +95,7 @@ class _Builder:
             entry = self._unsupported("dra-driver", driver)
             entry.nodes |= unclaimed.nodes
             entry.quantity += len(unclaimed.devices)
+        self.notes += objects.duplicates
         if objects.ignored_kinds:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
             self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")

@@ -45,6 +45,9 @@ class ClusterObjects:
     #: Items of kinds the inventory does not read (a snapshot may hold Namespaces, Services...).
     ignored_kinds: dict[str, int] = field(default_factory=dict)
     documents: list[Document] = field(default_factory=list)
+    #: Notes on objects met more than once (a directory holding ``all.json`` and ``nodes.json``): each is kept once.
+    duplicates: list[str] = field(default_factory=list)
+    _seen: set[tuple[str, str | None, str]] = field(default_factory=set, repr=False)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], *, dra_api: bool | None = None) -> ClusterObjects:
@@ -71,7 +74,7 @@ class ClusterObjects:
         # A typed list (NodeList, as the API itself returns) may leave kind off its items.
         implied = list_kind[: -len("List")] or None
         buckets = {kind: getattr(self, attr) for kind, attr in KINDS.items()}
-        ignored = self.ignored_kinds
+        ignored, seen = self.ignored_kinds, self._seen
         for index, item in enumerate(items):
             if type(item) is not dict:
                 raise SnapshotInvalid(source, f"items[{index}]: is a JSON {_json_type(item)}, not an object")
@@ -89,8 +92,15 @@ class ClusterObjects:
             bucket = buckets.get(kind)
             if bucket is None:
                 ignored[kind] = ignored.get(kind, 0) + 1
-            else:
-                bucket.append(item)
+                continue
+            namespace = metadata.get("namespace")
+            key = (kind, namespace if isinstance(namespace, str) else None, name)
+            if key in seen:  # the same object saved twice would count its devices twice
+                shown = f"{kind} {key[1]}/{name}" if key[1] else f"{kind} {name}"
+                self.duplicates.append(f"{shown} appears again in {source}; counted once")
+                continue
+            seen.add(key)
+            bucket.append(item)
 
     def source_of(self, item: Any) -> str | None:
         """The file or command an object came from; only called on the way to an error."""
