@@ -12,7 +12,6 @@ import gc
 import gzip
 import json
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
 from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.files import write_file
 
 _GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_SUFFIXES = (".json", ".json.gz")
@@ -104,32 +104,6 @@ def write_snapshot(document: dict[str, Any], path: str | os.PathLike[str], *, fo
     payload = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
     if target.name.endswith(".gz"):
         payload = gzip.compress(payload, mtime=0)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-        if force:
-            os.replace(temporary, target)
-        else:
-            _publish_without_replacing(temporary, target, payload)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return target
-
-
-def _publish_without_replacing(temporary: str, target: Path, payload: bytes) -> None:
     exists = SnapshotExists(f"{target} already exists; pass --force to replace it", details={"path": str(target)})
-    try:
-        os.link(temporary, target)  # fails, instead of replacing, if the file appeared meanwhile
-        return
-    except FileExistsError:
-        raise exists from None
-    except OSError:
-        pass  # a filesystem without hard links: exclusive creation still refuses to replace
-    try:
-        with open(target, "xb") as stream:
-            stream.write(payload)
-    except FileExistsError:
-        raise exists from None
-    os.chmod(target, 0o600)
+    write_file(target, payload, replace=force, exists=exists, mode=0o600)  # pod specs may hold secrets' values
+    return target

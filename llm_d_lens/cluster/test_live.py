@@ -162,3 +162,15 @@ def test_snapshot_never_overwrites_without_force_and_asks_the_cluster_nothing(us
     assert use_fake == []  # refused before any kubectl call
     assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 0
     assert load_snapshot(target).counts()["Node"] == 1
+
+
+@pytest.mark.parametrize("where", ["missing-dir/prod.json", "a-directory"])
+def test_snapshot_to_a_path_it_cannot_write_is_refused_before_asking_the_cluster(where: str, use_fake: list[FakeRunner],
+                                                                                tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / where
+    assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: OUTPUT_INVALID: {target}: ") and "Traceback" not in err
+    assert use_fake == []

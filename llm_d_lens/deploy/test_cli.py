@@ -71,6 +71,37 @@ def test_errors_exit_1_with_one_line_and_no_traceback(tree: Path, capsys: pytest
     assert "DEPLOY_UNSAFE_PATH" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("where", ["missing-dir/out.yaml", "a-directory"])
+def test_render_to_a_path_it_cannot_write_is_one_error_line_before_rendering(where: str, tree: Path, tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / where
+    for extra in ([], ["--force"]):
+        args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7",
+                "-o", str(target), *extra]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.startswith(f"error: OUTPUT_INVALID: {target}: ")
+        assert "# llm-d source" not in err  # refused before any rendering
+    assert (tmp_path / "a-directory").is_dir() and not (tmp_path / "missing-dir").exists()
+
+
+@needs_kustomize
+def test_render_report_goes_to_the_output_file_when_one_is_given(tree: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "report.json"
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "rocm", "--report", "json",
+            "-o", str(target)]
+    assert main(args) == 0
+    assert capsys.readouterr().out == ""
+    report = json.loads(target.read_text())
+    assert (report["hardware"], report["mode"]) == ("amd", "plugin")
+    target.write_text("mine")
+    assert main(args) == 1
+    assert target.read_text() == "mine"
+
+
 @needs_kustomize
 def test_render_writes_a_file_and_never_overwrites_one_unasked(tree: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
