@@ -55,6 +55,17 @@ def test_guides_lists_overlays_and_unsupported_directories(tree: Path, capsys: p
         "detail": "no registered profile has upstream_variant 'npu'"}]
 
 
+def test_guides_of_a_guide_the_source_lacks_is_an_error_naming_the_guides_there(tree: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "dmeo", "-o", "json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, recipes, serving/multimodal\n"
+    # a guide that exists but has no overlay for the hardware asked for is an empty listing, not an error
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "gaudi", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["overlays"] == []
+
+
 def test_guides_table_names_the_broken_file(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--hardware", "nvidia"]) == 0
     out = capsys.readouterr().out
