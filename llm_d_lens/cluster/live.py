@@ -61,4 +61,6 @@ async def _get(runner: Runner, query: Query, timeout: float | None) -> Document 
         body = parse_json(result.stdout)
     except json.JSONDecodeError as exc:
         raise CommandOutputInvalid(result.argv, str(exc)) from None
+    except RecursionError:
+        raise CommandOutputInvalid(result.argv, "JSON nested too deeply") from None
     return Document(f"`{format_command(result.argv)}`", body)

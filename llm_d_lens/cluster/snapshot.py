@@ -57,6 +57,8 @@ def read_json(file: Path) -> Any:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise SnapshotInvalid(source, "is not JSON (nested too deeply)") from None
 
 
 @contextlib.contextmanager

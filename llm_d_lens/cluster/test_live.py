@@ -86,6 +86,11 @@ def test_kubectl_printing_something_other_than_json_is_named() -> None:
         fetch_sync(dra_cluster(FakeRunner(), PODS={"stdout": "No resources found\n"}))
 
 
+def test_kubectl_printing_json_nested_too_deeply_is_named_not_a_traceback() -> None:
+    with pytest.raises(CommandOutputInvalid, match=r"kubectl get pods --all-namespaces -o json` did not print valid JSON.*nested too deeply"):
+        fetch_sync(dra_cluster(FakeRunner(), PODS={"stdout": "[" * 100_000 + "]" * 100_000}))
+
+
 # -- the lens cluster commands ------------------------------------------------------------------
 
 

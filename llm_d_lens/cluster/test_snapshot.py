@@ -56,6 +56,14 @@ def test_an_object_saved_in_two_files_of_a_directory_is_counted_once_and_reporte
     assert f"Node h100-1 appears again in {tmp_path / 'nodes.json.gz'}; counted once" in overview["notes"]
 
 
+def test_json_nested_deeper_than_python_can_parse_is_a_snapshot_error_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "List", "items": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(SnapshotInvalid) as caught:
+        load_snapshot(path)
+    assert str(caught.value) == f"{path}: is not JSON (nested too deeply)"
+
+
 def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None:
     path = _write(tmp_path / "cluster.json", as_list(node("n1")), gz=True)
     assert load_snapshot(path).counts()["Node"] == 1

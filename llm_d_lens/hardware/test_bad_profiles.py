@@ -114,6 +114,14 @@ def test_a_file_that_is_not_json_names_the_file_and_position(tmp_path):
     assert "not valid JSON" in str(caught.value) and "line 2 column 3" in str(caught.value)
 
 
+def test_json_nested_deeper_than_python_can_parse_is_a_profile_error_not_a_traceback(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ProfileInvalid) as caught:
+        load_profile_file(path)
+    assert [(i.path, i.message) for i in caught.value.issues] == [("$", "not valid JSON: nested too deeply")]
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5),
