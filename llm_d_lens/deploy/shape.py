@@ -154,6 +154,11 @@ class Fitter:
         return addresses
 
     def _checked_resource_name(self) -> str | None:
+        if self.mode.request_model == "none" and self.options.count is not None:  # a count that would be dropped silently
+            raise DeployRequestInvalid(
+                f"access mode {self.mode_name!r} of {self.profile.id!r} asks for no accelerator, so it takes no --count",
+                details={"hardware": self.profile.id, "mode": self.mode_name, "count": self.options.count},
+            )
         if self.mode.request_model != "extended-resource":
             if self.options.resource_name:
                 raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")

@@ -108,6 +108,7 @@ def test_pci_allowlist_becomes_a_cel_selector() -> None:
     ("nvidia", {"mode": "dra", "count": 2, "pci_allow": ("3b:00.0",)}, "--count 2 cannot be met by 1 allowed PCI address"),
     ("nvidia", {"mode": "mig"}, "hardware 'nvidia' has no access mode 'mig'; its modes: plugin, dra"),
     ("nvidia", {"mode": "plugin", "resource_name": "nvidia.com/mig-1g.10gb"}, "requests nvidia.com/gpu, not 'nvidia.com/mig-1g.10gb'"),
+    ("cpu", {"mode": "default", "count": 4}, "access mode 'default' of 'cpu' asks for no accelerator, so it takes no --count"),
 ])
 def test_requests_the_hardware_cannot_take(hardware: str, options: dict[str, Any], message: str) -> None:
     with pytest.raises(DeployRequestInvalid) as raised:
