@@ -26,7 +26,7 @@ from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported
-from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at
+from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
 from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
@@ -112,6 +112,9 @@ class _Builder:
         metadata = node["metadata"]
         name = metadata["name"]
         labels = mapping_at(node, "metadata.labels", metadata.get("labels"))
+        for key, value in labels.items():
+            if type(value) is not str:  # every label rule below reads strings
+                string_at(node, f'metadata.labels["{key}"]', value)
         spec = mapping_at(node, "spec", node.get("spec"))
         status = mapping_at(node, "status", node.get("status"))
         conditions = list_at(node, "status.conditions", status.get("conditions"))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.cluster.errors import SnapshotInvalid
+from llm_d_lens.cluster.errors import SnapshotInvalid, show_value
 
 #: The kinds the inventory reads, and the attribute each is kept in.
 KINDS: dict[str, str] = {
@@ -94,7 +94,10 @@ class ClusterObjects:
                 ignored[kind] = ignored.get(kind, 0) + 1
                 continue
             namespace = metadata.get("namespace")
-            key = (kind, namespace if isinstance(namespace, str) else None, name)
+            if namespace is not None and type(namespace) is not str:
+                raise SnapshotInvalid(source, f"items[{index}] ({kind} {name}): metadata.namespace: "
+                                              f"{show_value(namespace)} is a JSON {_json_type(namespace)}, not a string")
+            key = (kind, namespace, name)
             if key in seen:  # the same object saved twice would count its devices twice
                 shown = f"{kind} {key[1]}/{name}" if key[1] else f"{kind} {name}"
                 self.duplicates.append(f"{shown} appears again in {source}; counted once")
@@ -139,6 +142,24 @@ def mapping_at(item: Any, path: str, value: Any) -> dict[str, Any]:
         return value
     if value is None:
         return {}
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not an object")
+
+
+def string_at(item: Any, path: str, value: Any) -> str | None:
+    """``value`` as a JSON string; absent is None, anything else an error (names and phases are keys)."""
+    if value is None or type(value) is str:
+        return value
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not a string")
+
+
+def object_at(item: Any, path: str, value: Any) -> dict[str, Any]:
+    """``value`` as a JSON object, where null is as wrong as any other type (a list entry)."""
+    if type(value) is dict:
+        return value
     from llm_d_lens.cluster.errors import ObjectInvalid
 
     raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not an object")
