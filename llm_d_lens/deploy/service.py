@@ -26,6 +26,7 @@ from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, guide_not_f
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
+from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.k8s.objects import items, name_of
@@ -123,6 +124,7 @@ def render(
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
                                 overlay=request.overlay, requested_as=request.hardware)
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
+    check_rendered(rendered, choice.overlay.path)
     where = f"{choice.overlay.path} for {profile.id}"
     mixed = mixed_hardware(rendered, resolver)
     if mixed is not None:

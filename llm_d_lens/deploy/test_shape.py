@@ -171,3 +171,25 @@ def test_pci_addresses_are_normalised() -> None:
     assert normalize_pci(["3B:00.0", "0000:3b:00.0", "0001:af:1f.7"]) == ("0000:3b:00.0", "0001:af:1f.7")
     # the spelling an exporter or nvidia-smi prints (an 8-digit domain) is the same device
     assert normalize_pci(["00000000:3b:00.0", "0000:3B:00.0"]) == ("0000:3b:00.0",)
+
+
+def test_empty_yaml_fields_written_as_null_are_filled_like_absent_ones() -> None:
+    # `resources:` or `resourceClaims:` with nothing under them in a patch render as null
+    workload = deployment(None)
+    workload["spec"]["template"]["spec"]["containers"][0]["resources"] = None
+    workload["spec"]["template"]["spec"]["resourceClaims"] = None
+    template, fitted = run([workload], "nvidia", mode="dra", count=2).objects
+    assert template["kind"] == "ResourceClaimTemplate"
+    pod_spec = fitted["spec"]["template"]["spec"]
+    assert pod_spec["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
+    assert pod_spec["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+    (fitted,) = run([workload], "nvidia", mode="plugin", count=2).objects
+    assert fitted["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 2}}
+
+
+def test_a_null_template_metadata_is_read_as_no_labels() -> None:
+    workload = deployment(GPU2)
+    workload["spec"]["template"]["metadata"] = None
+    (fitted,) = run([workload], "nvidia", mode="plugin").objects  # still asks for nvidia.com/gpu: a model server
+    assert fitted["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
