@@ -51,6 +51,8 @@ def read_json(file: Path) -> Any:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
+    if data[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in data[:512]:  # `tar czf` of a directory; JSON has no NUL
+        raise SnapshotInvalid(source, "is a tar archive; extract it and pass the directory")
     try:
         return parse_json(data)
     except UnicodeDecodeError:

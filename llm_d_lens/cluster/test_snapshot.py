@@ -64,6 +64,21 @@ def test_json_nested_deeper_than_python_can_parse_is_a_snapshot_error_not_a_trac
     assert str(caught.value) == f"{path}: is not JSON (nested too deeply)"
 
 
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_tar_archive_of_a_snapshot_directory_says_to_extract_it(tmp_path: Path, compressed: bool) -> None:
+    import tarfile
+
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    _write(folder / "nodes.json", as_list(node("n1")))
+    archive = tmp_path / ("snap.tar.gz" if compressed else "snap.tar")
+    with tarfile.open(archive, "w:gz" if compressed else "w") as tar:
+        tar.add(folder, arcname="snap")
+    with pytest.raises(SnapshotInvalid) as caught:
+        load_snapshot(archive)
+    assert str(caught.value) == f"{archive}: is a tar archive; extract it and pass the directory"
+
+
 def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None:
     path = _write(tmp_path / "cluster.json", as_list(node("n1")), gz=True)
     assert load_snapshot(path).counts()["Node"] == 1
