@@ -51,10 +51,11 @@ def snapshot(
     from llm_d_lens.cluster.snapshot import gc_paused, snapshot_document, write_snapshot
     from llm_d_lens.cluster.source import ClusterSource
 
-    if out.exists() and not force:  # refuse before asking the cluster anything
-        from llm_d_lens.cluster.errors import SnapshotExists
+    from llm_d_lens.cluster.errors import SnapshotExists
+    from llm_d_lens.files import check_output_path
 
-        raise SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
+    exists = SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
+    check_output_path(out, replace=force, exists=exists)  # refuse before asking the cluster anything
     source = ClusterSource(context=context, kubeconfig=kubeconfig, timeout=timeout)
     with gc_paused():
         objects = source.load()

@@ -19,7 +19,7 @@ from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog, attribute_value
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.objects import list_at, mapping_at
+from llm_d_lens.cluster.objects import list_at, mapping_at, string_at
 from llm_d_lens.cluster.quantity import QuantityError, parse_bytes, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device)
@@ -148,7 +148,7 @@ def read_slices(slices: Iterable[dict[str, Any]], catalog: Catalog) -> DraDevice
 def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | None, catalog: Catalog,
                 result: DraDevices) -> None:
     spec = item["spec"]
-    slice_node = spec.get("nodeName")
+    slice_node = string_at(item, "spec.nodeName", spec.get("nodeName"))
     devices = list_at(item, "spec.devices", spec.get("devices"))
     if profile_id is None:
         unclaimed = result.unclaimed.setdefault(driver, UnclaimedDriver())
@@ -175,7 +175,7 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
             else (device, f"spec.devices[{index}]")
         attributes = mapping_at(item, f"{path}.attributes", body.get("attributes"))
         capacity = mapping_at(item, f"{path}.capacity", body.get("capacity"))
-        record = Device(driver, pool, name, slice_node or body.get("nodeName"), profile_id)
+        record = Device(driver, pool, name, slice_node or string_at(item, f"{path}.nodeName", body.get("nodeName")), profile_id)
         for attribute in inventory.dra_product_attributes:
             value = attribute_value(lookup(attributes, attribute, driver))
             if value not in (None, ""):
@@ -188,7 +188,8 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
         record.counter_sets = tuple(c["counterSet"] for c in counters if isinstance(c, dict) and c.get("counterSet"))
         record.dynamic = record.partition and bool(record.counter_sets)
         record.shared = body.get("allowMultipleAllocations") is True
-        record.tainted = any(isinstance(t, dict) and t.get("effect") in _BLOCKING_TAINTS for t in body.get("taints") or [])
+        record.tainted = any(isinstance(t, dict) and string_at(item, f"{path}.taints[{i}].effect", t.get("effect")) in _BLOCKING_TAINTS
+                             for i, t in enumerate(list_at(item, f"{path}.taints", body.get("taints"))))
         for capacity_name in inventory.dra_memory_capacities:
             found = lookup_key(capacity, capacity_name, driver)
             if found is not None:
@@ -217,7 +218,9 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
         results = list_at(claim, "status.allocation.devices.results", devices.get("results"))
         metadata = claim["metadata"]
         namespace, claim_name = metadata.get("namespace") or "", metadata["name"]
-        pods = [r.get("name") for r in status.get("reservedFor") or [] if isinstance(r, dict) and r.get("resource") == "pods"]
+        pods = [string_at(claim, f"status.reservedFor[{i}].name", r.get("name"))
+                for i, r in enumerate(list_at(claim, "status.reservedFor", status.get("reservedFor")))
+                if isinstance(r, dict) and r.get("resource") == "pods"]
         holder = ", ".join(f"{namespace}/{pod}" for pod in pods) if pods else f"claim {namespace}/{claim_name}"
         finished = [pod for pod in pods if pod_phases.get((namespace, pod)) in ("Succeeded", "Failed")]
         if finished and results:
@@ -228,7 +231,8 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
         for index, result in enumerate(results):
             if not isinstance(result, dict) or result.get("adminAccess"):
                 continue  # admin access (monitoring) shares a device without holding it
-            key = (result.get("driver") or "", result.get("pool") or "", result.get("device") or "")
+            where = f"status.allocation.devices.results[{index}]"
+            key = tuple(string_at(claim, f"{where}.{part}", result.get(part)) or "" for part in ("driver", "pool", "device"))
             device = dra.devices.get(key)
             if device is None:
                 profile_id = catalog.driver(key[0])

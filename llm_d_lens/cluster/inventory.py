@@ -26,7 +26,7 @@ from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported
-from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at
+from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
 from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
@@ -95,6 +95,7 @@ class _Builder:
             entry = self._unsupported("dra-driver", driver)
             entry.nodes |= unclaimed.nodes
             entry.quantity += len(unclaimed.devices)
+        self.notes += objects.duplicates
         if objects.ignored_kinds:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
             self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
@@ -111,6 +112,9 @@ class _Builder:
         metadata = node["metadata"]
         name = metadata["name"]
         labels = mapping_at(node, "metadata.labels", metadata.get("labels"))
+        for key, value in labels.items():
+            if type(value) is not str:  # every label rule below reads strings
+                string_at(node, f'metadata.labels["{key}"]', value)
         spec = mapping_at(node, "spec", node.get("spec"))
         status = mapping_at(node, "status", node.get("status"))
         conditions = list_at(node, "status.conditions", status.get("conditions"))
@@ -130,8 +134,11 @@ class _Builder:
                 continue
             if role.kind == "other":
                 continue
-            total = _count(node, "capacity", resource, capacity.get(resource, allocatable.get(resource)))
-            usable = _count(node, "allocatable", resource, allocatable.get(resource, capacity.get(resource)))
+            # One side may be missing; the error then names the field the value was really read from.
+            total = _count(node, "capacity" if resource in capacity else "allocatable", resource,
+                           capacity.get(resource, allocatable.get(resource)))
+            usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
+                            allocatable.get(resource, capacity.get(resource)))
             _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
         for profile_id, selector in catalog.present(labels):
             _slot(slots, profile_id).selector = selector

@@ -39,7 +39,13 @@ QUERIES: tuple[Query, ...] = (
 
 async def fetch(runner: Runner, *, timeout: float | None = None, queries: Sequence[Query] = QUERIES) -> ClusterObjects:
     """Every object the inventory reads, from the cluster the runner's kubeconfig/context points at."""
-    answers = await asyncio.gather(*(_get(runner, query, timeout) for query in queries))
+    # Every call runs to its end: cancelling the others on the first failure would kill kubectl
+    # processes mid-flight, and the error shown would depend on which call failed first in time.
+    outcomes = await asyncio.gather(*(_get(runner, query, timeout) for query in queries), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    answers = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
     documents = [document for document in answers if document is not None]
     dra_queries = [answer for query, answer in zip(queries, answers, strict=True) if query.dra]
     dra_api = any(answer is not None for answer in dra_queries) if dra_queries else None
@@ -61,4 +67,6 @@ async def _get(runner: Runner, query: Query, timeout: float | None) -> Document 
         body = parse_json(result.stdout)
     except json.JSONDecodeError as exc:
         raise CommandOutputInvalid(result.argv, str(exc)) from None
+    except RecursionError:
+        raise CommandOutputInvalid(result.argv, "JSON nested too deeply") from None
     return Document(f"`{format_command(result.argv)}`", body)

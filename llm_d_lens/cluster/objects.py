@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.cluster.errors import SnapshotInvalid
+from llm_d_lens.cluster.errors import SnapshotInvalid, show_value
 
 #: The kinds the inventory reads, and the attribute each is kept in.
 KINDS: dict[str, str] = {
@@ -45,6 +45,9 @@ class ClusterObjects:
     #: Items of kinds the inventory does not read (a snapshot may hold Namespaces, Services...).
     ignored_kinds: dict[str, int] = field(default_factory=dict)
     documents: list[Document] = field(default_factory=list)
+    #: Notes on objects met more than once (a directory holding ``all.json`` and ``nodes.json``): each is kept once.
+    duplicates: list[str] = field(default_factory=list)
+    _seen: set[tuple[str, str | None, str]] = field(default_factory=set, repr=False)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], *, dra_api: bool | None = None) -> ClusterObjects:
@@ -71,7 +74,7 @@ class ClusterObjects:
         # A typed list (NodeList, as the API itself returns) may leave kind off its items.
         implied = list_kind[: -len("List")] or None
         buckets = {kind: getattr(self, attr) for kind, attr in KINDS.items()}
-        ignored = self.ignored_kinds
+        ignored, seen = self.ignored_kinds, self._seen
         for index, item in enumerate(items):
             if type(item) is not dict:
                 raise SnapshotInvalid(source, f"items[{index}]: is a JSON {_json_type(item)}, not an object")
@@ -89,8 +92,18 @@ class ClusterObjects:
             bucket = buckets.get(kind)
             if bucket is None:
                 ignored[kind] = ignored.get(kind, 0) + 1
-            else:
-                bucket.append(item)
+                continue
+            namespace = metadata.get("namespace")
+            if namespace is not None and type(namespace) is not str:
+                raise SnapshotInvalid(source, f"items[{index}] ({kind} {name}): metadata.namespace: "
+                                              f"{show_value(namespace)} is a JSON {_json_type(namespace)}, not a string")
+            key = (kind, namespace, name)
+            if key in seen:  # the same object saved twice would count its devices twice
+                shown = f"{kind} {key[1]}/{name}" if key[1] else f"{kind} {name}"
+                self.duplicates.append(f"{shown} appears again in {source}; counted once")
+                continue
+            seen.add(key)
+            bucket.append(item)
 
     def source_of(self, item: Any) -> str | None:
         """The file or command an object came from; only called on the way to an error."""
@@ -129,6 +142,24 @@ def mapping_at(item: Any, path: str, value: Any) -> dict[str, Any]:
         return value
     if value is None:
         return {}
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not an object")
+
+
+def string_at(item: Any, path: str, value: Any) -> str | None:
+    """``value`` as a JSON string; absent is None, anything else an error (names and phases are keys)."""
+    if value is None or type(value) is str:
+        return value
+    from llm_d_lens.cluster.errors import ObjectInvalid
+
+    raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not a string")
+
+
+def object_at(item: Any, path: str, value: Any) -> dict[str, Any]:
+    """``value`` as a JSON object, where null is as wrong as any other type (a list entry)."""
+    if type(value) is dict:
+        return value
     from llm_d_lens.cluster.errors import ObjectInvalid
 
     raise ObjectInvalid(item, path, value, f"is a JSON {_json_type(value)}, not an object")

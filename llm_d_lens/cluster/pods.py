@@ -17,7 +17,7 @@ from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.objects import list_at, mapping_at
+from llm_d_lens.cluster.objects import list_at, mapping_at, object_at, string_at
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -51,7 +51,7 @@ def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
         if type(spec) is not dict:
             mapping_at(pod, "spec", spec)
         status = mapping_at(pod, "status", pod.get("status"))
-        phase = status.get("phase")
+        phase = string_at(pod, "status.phase", status.get("phase"))
         if spec.get("resourceClaims"):
             metadata = pod["metadata"]
             usage.claim_pod_phases[(metadata.get("namespace") or "", metadata["name"])] = phase
@@ -63,10 +63,12 @@ def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
         mapped = status.get("extendedResourceClaimStatus")
         if mapped:
             where = "status.extendedResourceClaimStatus"
-            for mapping in list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings")):
+            mappings = list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings"))
+            for index, mapping in enumerate(mappings):
                 if isinstance(mapping, dict):
-                    requests.pop(mapping.get("resourceName"), None)
-        node = spec.get("nodeName")
+                    path = f"{where}.requestMappings[{index}].resourceName"
+                    requests.pop(string_at(pod, path, mapping.get("resourceName")), None)
+        node = string_at(pod, "spec.nodeName", spec.get("nodeName"))
         metadata = pod["metadata"]
         who = f"{metadata.get('namespace') or ''}/{metadata['name']}"
         if not node:
@@ -116,7 +118,7 @@ def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) ->
 def _container_requests(pod: dict[str, Any], group: str, index: int, container: dict[str, Any],
                         catalog: Catalog) -> dict[str, int] | None:
     if type(container) is not dict:
-        mapping_at(pod, f"spec.{group}[{index}]", container)
+        object_at(pod, f"spec.{group}[{index}]", container)
     resources = container.get("resources")
     if not resources:
         return None

@@ -12,7 +12,6 @@ import gc
 import gzip
 import json
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
 from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.files import write_file
 
 _GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_SUFFIXES = (".json", ".json.gz")
@@ -51,12 +51,16 @@ def read_json(file: Path) -> Any:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
+    if data[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in data[:512]:  # `tar czf` of a directory; JSON has no NUL
+        raise SnapshotInvalid(source, "is a tar archive; extract it and pass the directory")
     try:
         return parse_json(data)
     except UnicodeDecodeError:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise SnapshotInvalid(source, "is not JSON (nested too deeply)") from None
 
 
 @contextlib.contextmanager
@@ -104,32 +108,6 @@ def write_snapshot(document: dict[str, Any], path: str | os.PathLike[str], *, fo
     payload = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
     if target.name.endswith(".gz"):
         payload = gzip.compress(payload, mtime=0)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-        if force:
-            os.replace(temporary, target)
-        else:
-            _publish_without_replacing(temporary, target, payload)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return target
-
-
-def _publish_without_replacing(temporary: str, target: Path, payload: bytes) -> None:
     exists = SnapshotExists(f"{target} already exists; pass --force to replace it", details={"path": str(target)})
-    try:
-        os.link(temporary, target)  # fails, instead of replacing, if the file appeared meanwhile
-        return
-    except FileExistsError:
-        raise exists from None
-    except OSError:
-        pass  # a filesystem without hard links: exclusive creation still refuses to replace
-    try:
-        with open(target, "xb") as stream:
-            stream.write(payload)
-    except FileExistsError:
-        raise exists from None
-    os.chmod(target, 0o600)
+    write_file(target, payload, replace=force, exists=exists, mode=0o600)  # pod specs may hold secrets' values
+    return target

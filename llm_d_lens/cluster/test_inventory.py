@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.cluster.errors import ObjectInvalid
+from llm_d_lens.cluster.errors import ObjectInvalid, SnapshotInvalid
 from llm_d_lens.cluster.test_support import (
     attributes,
     bucket,
@@ -505,6 +505,15 @@ def test_a_bad_device_count_names_the_file_the_object_and_the_field() -> None:
     assert caught.value.code == "CLUSTER_OBJECT_INVALID"
 
 
+def test_a_bad_count_only_in_allocatable_names_allocatable_not_capacity() -> None:
+    bare = node("gpu-node-4")
+    bare["status"] = {"allocatable": {"nvidia.com/gpu": "8Gi"}}
+    with pytest.raises(ObjectInvalid) as caught:
+        inventory(bare)
+    assert str(caught.value) == ('test.json: Node gpu-node-4: status.allocatable["nvidia.com/gpu"]: "8Gi" '
+                                 "is not a count (a binary suffix such as Gi belongs to sizes, not counts)")
+
+
 def test_a_size_where_a_count_belongs_is_refused_in_a_pod() -> None:
     with pytest.raises(ObjectInvalid) as caught:
         inventory(node("n", resources={"nvidia.com/gpu": "8"}), pod("vllm-0", "n", containers=[container(limits={"nvidia.com/gpu": "8Gi"})]))
@@ -569,3 +578,44 @@ def test_a_field_of_the_wrong_json_type_is_named_not_a_traceback(broken, message
     with pytest.raises(ObjectInvalid) as caught:
         inventory(n, p, s)
     assert str(caught.value) == f"test.json: {message}"
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        (lambda n, p, s, c: n["metadata"]["labels"].__setitem__("nvidia.com/gpu.count", 8),
+         'Node n: metadata.labels["nvidia.com/gpu.count"]: 8 is a JSON number, not a string'),
+        (lambda n, p, s, c: p["status"].__setitem__("phase", {"a": 1}), 'Pod llm/p: status.phase: {"a": 1} is a JSON object, not a string'),
+        (lambda n, p, s, c: p["spec"].__setitem__("nodeName", ["n"]), 'Pod llm/p: spec.nodeName: ["n"] is a JSON array, not a string'),
+        (lambda n, p, s, c: p["spec"]["containers"].__setitem__(0, None), "Pod llm/p: spec.containers[0]: null is a JSON null, not an object"),
+        (lambda n, p, s, c: p["status"].__setitem__("extendedResourceClaimStatus", {"requestMappings": [{"resourceName": {}}]}),
+         "Pod llm/p: status.extendedResourceClaimStatus.requestMappings[0].resourceName: {} is a JSON object, not a string"),
+        (lambda n, p, s, c: s["spec"].__setitem__("nodeName", {}), "ResourceSlice s: spec.nodeName: {} is a JSON object, not a string"),
+        (lambda n, p, s, c: s["spec"]["devices"][0].__setitem__("taints", [{"effect": []}]),
+         "ResourceSlice s: spec.devices[0].taints[0].effect: [] is a JSON array, not a string"),
+        (lambda n, p, s, c: c["status"].__setitem__("reservedFor", 5), "ResourceClaim llm/c: status.reservedFor: 5 is a JSON number, not a list"),
+        (lambda n, p, s, c: c["status"]["reservedFor"][0].__setitem__("name", ["p"]),
+         'ResourceClaim llm/c: status.reservedFor[0].name: ["p"] is a JSON array, not a string'),
+        (lambda n, p, s, c: c["status"]["allocation"]["devices"]["results"][0].__setitem__("device", {}),
+         "ResourceClaim llm/c: status.allocation.devices.results[0].device: {} is a JSON object, not a string"),
+        (lambda n, p, s, c: c["status"]["allocation"]["devices"]["results"][0].__setitem__("pool", 1.5),
+         "ResourceClaim llm/c: status.allocation.devices.results[0].pool: 1.5 is a JSON number, not a string"),
+    ],
+)
+def test_a_name_or_label_of_the_wrong_json_type_is_named_not_a_traceback(broken, message: str) -> None:  # type: ignore[no-untyped-def]
+    n = node("n", labels={"nvidia.com/gpu.present": "true"}, resources={"nvidia.com/gpu": "8"})
+    p = pod("p", "n", limits={"nvidia.com/gpu": "1"})
+    s = resource_slice("s", driver="gpu.intel.com", node_name="n", devices=[device("d0", attrs=attributes(type="gpu"))])
+    c = claim("c", results=[("gpu.intel.com", "n", "d0")], reserved_for=["q"])
+    broken(n, p, s, c)
+    with pytest.raises(ObjectInvalid) as caught:
+        inventory(n, p, s, c)
+    assert str(caught.value) == f"test.json: {message}"
+
+
+def test_a_namespace_of_the_wrong_json_type_is_named_not_a_traceback() -> None:
+    p = pod("p", "n", limits={"nvidia.com/gpu": "1"})
+    p["metadata"]["namespace"] = ["llm"]
+    with pytest.raises(SnapshotInvalid) as caught:
+        inventory(node("n", resources={"nvidia.com/gpu": "8"}), p)
+    assert str(caught.value) == 'test.json: items[1] (Pod p): metadata.namespace: ["llm"] is a JSON array, not a string'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,42 @@ def test_kubectl_printing_something_other_than_json_is_named() -> None:
         fetch_sync(dra_cluster(FakeRunner(), PODS={"stdout": "No resources found\n"}))
 
 
+def test_kubectl_printing_json_nested_too_deeply_is_named_not_a_traceback() -> None:
+    with pytest.raises(CommandOutputInvalid, match=r"kubectl get pods --all-namespaces -o json` did not print valid JSON.*nested too deeply"):
+        fetch_sync(dra_cluster(FakeRunner(), PODS={"stdout": "[" * 100_000 + "]" * 100_000}))
+
+
+class _OrderedFailures(FakeRunner):
+    """kubectl get nodes fails only after every other call has finished (a slow API server)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished: list[str] = []
+        self._others_done = asyncio.Event()
+
+    async def arun(self, argv, **kwargs):  # type: ignore[no-untyped-def,override]
+        if argv[:3] == ["kubectl", "get", "nodes"]:
+            await self._others_done.wait()
+        try:
+            return await super().arun(argv, **kwargs)
+        finally:
+            self.finished.append(argv[2])
+            if len(self.finished) == 4:
+                self._others_done.set()
+
+
+def test_a_failing_kubectl_lets_the_other_calls_finish_and_the_first_query_names_the_error() -> None:
+    # Cancelling calls still running kills kubectl processes mid-flight (and asyncio may then warn
+    # about an unknown child); which error is shown must not depend on timing either.
+    fake = dra_cluster(_OrderedFailures(), NODES={"returncode": 1, "stderr": "error: You must be logged in to the server (Unauthorized)"},
+                       PODS={"returncode": 1, "stderr": "error: pods are slow"})
+    with pytest.raises(CommandFailed) as caught:
+        fetch_sync(fake)
+    assert "kubectl get nodes -o json" in str(caught.value) and "Unauthorized" in str(caught.value)
+    assert sorted(fake.finished) == sorted(["nodes", "pods", "resourceslices.resource.k8s.io",
+                                            "deviceclasses.resource.k8s.io", "resourceclaims.resource.k8s.io"])
+
+
 # -- the lens cluster commands ------------------------------------------------------------------
 
 
@@ -162,3 +199,15 @@ def test_snapshot_never_overwrites_without_force_and_asks_the_cluster_nothing(us
     assert use_fake == []  # refused before any kubectl call
     assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 0
     assert load_snapshot(target).counts()["Node"] == 1
+
+
+@pytest.mark.parametrize("where", ["missing-dir/prod.json", "a-directory"])
+def test_snapshot_to_a_path_it_cannot_write_is_refused_before_asking_the_cluster(where: str, use_fake: list[FakeRunner],
+                                                                                tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / where
+    assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: OUTPUT_INVALID: {target}: ") and "Traceback" not in err
+    assert use_fake == []

@@ -43,6 +43,42 @@ def test_a_directory_of_per_kind_files_gzipped_or_not_is_one_snapshot(tmp_path: 
     assert [(b["profileId"], b["devices"], b["allocated"]) for b in overview.to_dict()["vendors"]] == [("amd", 8, 3)]
 
 
+def test_an_object_saved_in_two_files_of_a_directory_is_counted_once_and_reported(tmp_path: Path) -> None:
+    # `kubectl get nodes,pods -o json > all.json` next to an older `kubectl get nodes -o json > nodes.json`
+    gpu_node = node("h100-1", resources={"nvidia.com/gpu": "8"})
+    _write(tmp_path / "all.json", as_list(gpu_node, pod("p", "h100-1", limits={"nvidia.com/gpu": "2"})))
+    _write(tmp_path / "nodes.json.gz", as_list(gpu_node), gz=True)
+    objects = load_snapshot(tmp_path)
+    assert objects.counts()["Node"] == 1
+    overview = build_inventory(objects).to_dict()
+    assert overview["totalGpuCount"] == 8
+    assert [(b["profileId"], b["devices"], b["allocated"]) for b in overview["vendors"]] == [("nvidia", 8, 2)]
+    assert f"Node h100-1 appears again in {tmp_path / 'nodes.json.gz'}; counted once" in overview["notes"]
+
+
+def test_json_nested_deeper_than_python_can_parse_is_a_snapshot_error_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "List", "items": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(SnapshotInvalid) as caught:
+        load_snapshot(path)
+    assert str(caught.value) == f"{path}: is not JSON (nested too deeply)"
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_tar_archive_of_a_snapshot_directory_says_to_extract_it(tmp_path: Path, compressed: bool) -> None:
+    import tarfile
+
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    _write(folder / "nodes.json", as_list(node("n1")))
+    archive = tmp_path / ("snap.tar.gz" if compressed else "snap.tar")
+    with tarfile.open(archive, "w:gz" if compressed else "w") as tar:
+        tar.add(folder, arcname="snap")
+    with pytest.raises(SnapshotInvalid) as caught:
+        load_snapshot(archive)
+    assert str(caught.value) == f"{archive}: is a tar archive; extract it and pass the directory"
+
+
 def test_gzip_is_recognised_by_content_whatever_the_name(tmp_path: Path) -> None:
     path = _write(tmp_path / "cluster.json", as_list(node("n1")), gz=True)
     assert load_snapshot(path).counts()["Node"] == 1

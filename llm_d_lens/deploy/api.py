@@ -24,8 +24,8 @@ def get_runner() -> Runner:
 @router.get("/deploy/guides")
 def guides(guide: str | None = None, hardware: str | None = None, revision: str | None = None,
            runner: Runner = Depends(get_runner)) -> dict[str, Any]:
-    """Every overlay in the server's llm-d source, with labels and status."""
-    return describe_guides(revision=revision, guide=guide, hardware=hardware, runner=runner)
+    """Every overlay in the server's llm-d source, with labels and status; a blank parameter is no filter."""
+    return describe_guides(revision=revision or None, guide=guide or None, hardware=hardware or None, runner=runner)
 
 
 @router.post("/deploy/render")

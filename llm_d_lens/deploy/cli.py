@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
 import sys
 import typing
 from collections.abc import Callable
@@ -13,6 +15,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -158,15 +161,23 @@ def render(
     The manifests go to stdout (or --output-file); how the overlay was chosen and what Lens
     changed go to stderr as comments.
     """
-    if output_file is not None and output_file.exists() and not force:
-        raise LensError(f"{output_file} exists; pass --force to overwrite it", code="OUTPUT_EXISTS")
+    exists = LensError(f"{output_file} exists; pass --force to overwrite it", code="OUTPUT_EXISTS")
+    if output_file is not None:
+        check_output_path(output_file, replace=force, exists=exists)  # refuse before kustomize runs
     result, _ = _render(options)
     if report is not None and report is not OutputFormat.table:
-        emit(result.to_dict(), report, lambda data: data)
+        if output_file is None:
+            emit(result.to_dict(), report, lambda data: data)
+            return
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            emit(result.to_dict(), report, lambda data: data)
+        write_file(output_file, buffer.getvalue().encode(), replace=force, exists=exists)
+        typer.echo(f"# wrote the {report.value} report to {output_file}", err=True)
         return
     manifests = result.manifests()
     if output_file is not None:
-        output_file.write_text(manifests, encoding="utf-8")
+        write_file(output_file, manifests.encode(), replace=force, exists=exists)
         typer.echo(f"# wrote {len(result.objects)} objects to {output_file}", err=True)
     else:
         sys.stdout.write(manifests)

@@ -97,3 +97,10 @@ class ValidationFailed(DeployError):
         lines = [f"{where}: {len(issues)} problem{'s' if len(issues) != 1 else ''}"]
         lines += [f"  {issue}" for issue in issues]
         super().__init__("\n".join(lines), details={"issues": [issue.to_dict() for issue in issues]})
+
+
+class RenderedObjectInvalid(DeployError):
+    """A rendered object holds a field of a type Kubernetes would refuse (kustomize does not check)."""
+
+    code = "RENDERED_OBJECT_INVALID"
+    http_status = 422

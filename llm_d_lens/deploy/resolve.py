@@ -138,8 +138,13 @@ def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile
             f"Upstream may have removed it: an older llm-d revision (--revision) may still have it",
             details={"guide": guide, "hardware": profile.id, "available": others, "source": source.to_dict()},
         )
+    raise guide_not_found(source, registry, guide)
+
+
+def guide_not_found(source: LlmdSource, registry: Registry, guide: str) -> GuideNotFound:
+    """The error for a guide the source has no overlays in, naming the guides it has."""
     guides = discover(source, registry).guides()
-    raise GuideNotFound(
+    return GuideNotFound(
         f"guide {guide!r} has no overlays in llm-d source {source.describe()}; guides there: {', '.join(guides) or 'none'}",
         details={"guide": guide, "guides": guides, "source": source.to_dict()},
     )

@@ -22,10 +22,11 @@ from llm_d_lens.deploy.render import (
     kustomize_command,
     parse_manifests,
 )
-from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, overlay_status
+from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, guide_not_found, overlay_status
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
+from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.k8s.objects import items, name_of
@@ -123,6 +124,7 @@ def render(
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
                                 overlay=request.overlay, requested_as=request.hardware)
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
+    check_rendered(rendered, choice.overlay.path)
     where = f"{choice.overlay.path} for {profile.id}"
     mixed = mixed_hardware(rendered, resolver)
     if mixed is not None:
@@ -155,6 +157,10 @@ def describe_guides(
         check_name("guide", guide, nested=True)
     with open_source(root, revision, runner=runner, env=env) as source:
         catalog = discover(source, registry, guide=guide, profiles=profiles)
+        if guide is not None and not catalog.overlays and not catalog.unsupported:
+            whole_guide = catalog if profiles is None else discover(source, registry, guide=guide)
+            if not whole_guide.overlays and not whole_guide.unsupported:
+                raise guide_not_found(source, registry, guide)  # a typo, not an empty guide
         reader = KustomizationReader(source)
         overlays = []
         for overlay in catalog.overlays:

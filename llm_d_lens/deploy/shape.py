@@ -24,6 +24,7 @@ from llm_d_lens.deploy.workloads import (
     DeviceView,
     PodTemplate,
     container_resources,
+    filled,
     pod_templates,
     request_class,
     template_requests,
@@ -154,6 +155,11 @@ class Fitter:
         return addresses
 
     def _checked_resource_name(self) -> str | None:
+        if self.mode.request_model == "none" and self.options.count is not None:  # a count that would be dropped silently
+            raise DeployRequestInvalid(
+                f"access mode {self.mode_name!r} of {self.profile.id!r} asks for no accelerator, so it takes no --count",
+                details={"hardware": self.profile.id, "mode": self.mode_name, "count": self.options.count},
+            )
         if self.mode.request_model != "extended-resource":
             if self.options.resource_name:
                 raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")
@@ -241,7 +247,7 @@ class Fitter:
 
     def _set_resources(self, container: dict[str, Any], name: str | None, count: int) -> None:
         """Remove this hardware's extended resources; add ``name: count`` when given."""
-        resources = container.setdefault("resources", {})
+        resources = filled(container, "resources", {})
         for section in ("limits", "requests"):
             values = resources.get(section)
             if isinstance(values, dict):
@@ -338,7 +344,7 @@ class Fitter:
                     "spec": {"spec": {"devices": {"requests": [new_request]}}}}
         self._shape_request(template, new_request, count)
         self.view.templates[template_name] = template
-        pod.spec.setdefault("resourceClaims", []).append({"name": claim_name, "resourceClaimTemplateName": template_name})
+        filled(pod.spec, "resourceClaims", []).append({"name": claim_name, "resourceClaimTemplateName": template_name})
         for container in targets:
             _use_claim(container, claim_name)
         self._note(pod, f"requests {count} × {mode.device_class} through new ResourceClaimTemplate {template_name} ({source})")
@@ -375,7 +381,7 @@ class Fitter:
 
     def _scheduling(self, pod: PodTemplate) -> None:
         deployment = self.profile.deployment
-        tolerations = pod.spec.setdefault("tolerations", [])
+        tolerations = filled(pod.spec, "tolerations", [])
         for toleration in deployment.tolerations:
             wanted = toleration.model_dump(exclude_none=True)
             if wanted not in tolerations:
@@ -385,7 +391,7 @@ class Fitter:
             del pod.spec["tolerations"]
         selector = {**deployment.node_selector, **self.mode.node_selector}
         if selector:
-            node_selector = pod.spec.setdefault("nodeSelector", {})
+            node_selector = filled(pod.spec, "nodeSelector", {})
             for key, value in selector.items():
                 if key not in node_selector:
                     node_selector[key] = value
@@ -429,7 +435,7 @@ def fit(rendered: list[dict[str, Any]], profile: HardwareProfile, options: FitOp
 
 
 def _use_claim(container: dict[str, Any], claim: str) -> None:
-    uses = container.setdefault("resources", {}).setdefault("claims", [])
+    uses = filled(filled(container, "resources", {}), "claims", [])
     if not any(isinstance(u, dict) and u.get("name") == claim for u in uses):
         uses.append({"name": claim})
 

@@ -53,3 +53,12 @@ def test_guides_lists_the_servers_source(client: TestClient) -> None:
     assert response.status_code == 200
     assert {(o["guide"], o["overlay"]) for o in response.json()["overlays"]} == {
         ("demo", "v6"), ("demo", "v7"), ("demo", "base"), ("flat-tpu", ".")}
+
+
+def test_guides_takes_empty_query_parameters_as_not_given(client: TestClient) -> None:
+    # what a form (or the documented `?guide=&hardware=&revision=`) sends for fields left blank
+    response = client.get("/api/v1/deploy/guides?guide=&hardware=tpu&revision=")
+    assert response.status_code == 200
+    assert {(o["guide"], o["overlay"]) for o in response.json()["overlays"]} == {
+        ("demo", "v6"), ("demo", "v7"), ("demo", "base"), ("flat-tpu", ".")}
+    assert response.json()["source"]["revision"] is None

@@ -55,6 +55,17 @@ def test_guides_lists_overlays_and_unsupported_directories(tree: Path, capsys: p
         "detail": "no registered profile has upstream_variant 'npu'"}]
 
 
+def test_guides_of_a_guide_the_source_lacks_is_an_error_naming_the_guides_there(tree: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "dmeo", "-o", "json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, recipes, serving/multimodal\n"
+    # a guide that exists but has no overlay for the hardware asked for is an empty listing, not an error
+    assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "gaudi", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["overlays"] == []
+
+
 def test_guides_table_names_the_broken_file(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--hardware", "nvidia"]) == 0
     out = capsys.readouterr().out
@@ -69,6 +80,37 @@ def test_errors_exit_1_with_one_line_and_no_traceback(tree: Path, capsys: pytest
     assert "Traceback" not in err
     assert main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "../x", "--hardware", "nvidia"]) == 1
     assert "DEPLOY_UNSAFE_PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["missing-dir/out.yaml", "a-directory"])
+def test_render_to_a_path_it_cannot_write_is_one_error_line_before_rendering(where: str, tree: Path, tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a-directory").mkdir()
+    target = tmp_path / where
+    for extra in ([], ["--force"]):
+        args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7",
+                "-o", str(target), *extra]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.startswith(f"error: OUTPUT_INVALID: {target}: ")
+        assert "# llm-d source" not in err  # refused before any rendering
+    assert (tmp_path / "a-directory").is_dir() and not (tmp_path / "missing-dir").exists()
+
+
+@needs_kustomize
+def test_render_report_goes_to_the_output_file_when_one_is_given(tree: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "report.json"
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "rocm", "--report", "json",
+            "-o", str(target)]
+    assert main(args) == 0
+    assert capsys.readouterr().out == ""
+    report = json.loads(target.read_text())
+    assert (report["hardware"], report["mode"]) == ("amd", "plugin")
+    target.write_text("mine")
+    assert main(args) == 1
+    assert target.read_text() == "mine"
 
 
 @needs_kustomize

@@ -108,6 +108,7 @@ def test_pci_allowlist_becomes_a_cel_selector() -> None:
     ("nvidia", {"mode": "dra", "count": 2, "pci_allow": ("3b:00.0",)}, "--count 2 cannot be met by 1 allowed PCI address"),
     ("nvidia", {"mode": "mig"}, "hardware 'nvidia' has no access mode 'mig'; its modes: plugin, dra"),
     ("nvidia", {"mode": "plugin", "resource_name": "nvidia.com/mig-1g.10gb"}, "requests nvidia.com/gpu, not 'nvidia.com/mig-1g.10gb'"),
+    ("cpu", {"mode": "default", "count": 4}, "access mode 'default' of 'cpu' asks for no accelerator, so it takes no --count"),
 ])
 def test_requests_the_hardware_cannot_take(hardware: str, options: dict[str, Any], message: str) -> None:
     with pytest.raises(DeployRequestInvalid) as raised:
@@ -170,3 +171,25 @@ def test_pci_addresses_are_normalised() -> None:
     assert normalize_pci(["3B:00.0", "0000:3b:00.0", "0001:af:1f.7"]) == ("0000:3b:00.0", "0001:af:1f.7")
     # the spelling an exporter or nvidia-smi prints (an 8-digit domain) is the same device
     assert normalize_pci(["00000000:3b:00.0", "0000:3B:00.0"]) == ("0000:3b:00.0",)
+
+
+def test_empty_yaml_fields_written_as_null_are_filled_like_absent_ones() -> None:
+    # `resources:` or `resourceClaims:` with nothing under them in a patch render as null
+    workload = deployment(None)
+    workload["spec"]["template"]["spec"]["containers"][0]["resources"] = None
+    workload["spec"]["template"]["spec"]["resourceClaims"] = None
+    template, fitted = run([workload], "nvidia", mode="dra", count=2).objects
+    assert template["kind"] == "ResourceClaimTemplate"
+    pod_spec = fitted["spec"]["template"]["spec"]
+    assert pod_spec["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
+    assert pod_spec["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+    (fitted,) = run([workload], "nvidia", mode="plugin", count=2).objects
+    assert fitted["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 2}, "requests": {"nvidia.com/gpu": 2}}
+
+
+def test_a_null_template_metadata_is_read_as_no_labels() -> None:
+    workload = deployment(GPU2)
+    workload["spec"]["template"]["metadata"] = None
+    (fitted,) = run([workload], "nvidia", mode="plugin").objects  # still asks for nvidia.com/gpu: a model server
+    assert fitted["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2

@@ -81,17 +81,33 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def filled(parent: dict[str, Any], key: str, empty: Any) -> Any:
+    """``parent[key]``, set to ``empty`` when absent or null (YAML's ``resources:`` with nothing under it)."""
+    value = parent.get(key)
+    if value is None:
+        value = parent[key] = empty
+    return value
+
+
+def template_paths(obj: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """Where ``obj`` keeps its pod templates (``("spec",)`` for a bare Pod, whose spec is the pod spec)."""
+    kind = obj.get("kind")
+    if kind == "Pod":
+        return (("spec",),)
+    return _TEMPLATE_PATHS.get(str(kind), (("spec", "template"),))
+
+
 def pod_templates(obj: dict[str, Any]) -> list[PodTemplate]:
     kind = obj.get("kind")
     if kind == "Pod":
         spec = obj.get("spec")
-        metadata = obj.setdefault("metadata", {})
+        metadata = filled(obj, "metadata", {})
         return [PodTemplate(obj, "spec", metadata, spec)] if isinstance(spec, dict) else []
     found = []
-    for path in _TEMPLATE_PATHS.get(str(kind), (("spec", "template"),)):
+    for path in template_paths(obj):
         template = get_path(obj, *path)
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-            metadata = template.setdefault("metadata", {})
+            metadata = filled(template, "metadata", {})
             found.append(PodTemplate(obj, ".".join(path), metadata, template["spec"]))
     return found
 

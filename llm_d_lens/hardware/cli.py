@@ -93,7 +93,8 @@ def validate(
     output: OutputFormat = OutputOption,
 ) -> None:
     """Check profile files against the contract and the registered hardware; every error at once."""
-    results = [_validate_one(path) for path in files]
+    together: list[Any] = []  # the valid profiles of earlier files: a plugin's profiles must not clash either
+    results = [_validate_one(path, together) for path in files]
 
     def table(results: list[dict[str, Any]]) -> Any:
         from rich.console import Group
@@ -115,7 +116,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_one(path: Path) -> dict[str, Any]:
+def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
     from llm_d_lens.hardware.errors import render_value
     from llm_d_lens.hardware.loader import load_profile_file
 
@@ -129,15 +130,19 @@ def _validate_one(path: Path) -> dict[str, Any]:
         profile = load_profile_file(path)
     except ProfileInvalid as exc:
         return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues]}
-    conflict = _conflict_with_registered(profile, path)
+    conflict = _conflict_with_registered(profile, path, together)
     if conflict is not None:
         issue = {"path": "$", "message": conflict.message, "value": conflict.details.get("value")}
         return {"file": str(path), "valid": False, "id": profile.id, "issues": [issue]}
     return {"file": str(path), "valid": True, "id": profile.id, "issues": []}
 
 
-def _conflict_with_registered(profile: Any, path: Path) -> RegistrationConflict | None:
-    """Would this profile collide with installed hardware? A new version of itself never does."""
+def _conflict_with_registered(profile: Any, path: Path, together: list[Any]) -> RegistrationConflict | None:
+    """Would this profile collide with installed hardware, or with the files checked before it?
+
+    A new version of installed hardware never collides with its old self; once it passes, it
+    joins ``together`` so the next files are checked against it as well.
+    """
     from llm_d_lens.hardware.discovery import DiscoveredProfile, canonical
     from llm_d_lens.hardware.errors import ProfileOrigin
     from llm_d_lens.hardware.registry import Registry, get_registry
@@ -145,16 +150,18 @@ def _conflict_with_registered(profile: Any, path: Path) -> RegistrationConflict 
     try:
         installed = get_registry()
     except LensError:
-        return None
+        installed = None
+    replaced = {profile.id, *(entry.profile.id for entry in together)}
     others = [
         DiscoveredProfile(p, canonical(p.model_dump(mode="json")), installed.origins(p.id))
-        for p in installed.profiles() if p.id != profile.id
+        for p in (installed.profiles() if installed is not None else []) if p.id not in replaced
     ]
     candidate = DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), [ProfileOrigin("file", str(path))])
     try:
-        Registry([*others, candidate])
+        Registry([*others, *together, candidate])
     except RegistrationConflict as exc:
         return exc
+    together.append(candidate)
     return None
 
 

@@ -61,6 +61,8 @@ def read_profile_file(path: str | Path) -> Any:
         raise ProfileInvalid(
             str(path), [ProfileIssue("$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", has_value=False)]
         ) from None
+    except RecursionError:
+        raise ProfileInvalid(str(path), [ProfileIssue("$", "not valid JSON: nested too deeply", has_value=False)]) from None
 
 
 def load_profile_file(path: str | Path) -> HardwareProfile:

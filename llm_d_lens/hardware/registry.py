@@ -143,9 +143,14 @@ class Registry:
         profile_id = self.index.aliases.get(key.strip().lower())
         if profile_id is not None:
             return self._profiles[profile_id]
+        wanted = key.strip().lower()
         for failure in self.failures:
-            if failure.profile_id == key or failure.name == key:
+            if wanted in (failure.profile_id, failure.name):
                 raise PluginLoadFailed(f"hardware {key!r} is not available: {failure}", details=failure.to_dict())
+        for skipped in self.skipped:  # left out on purpose by a setting: say which, or the user hunts for a typo
+            if wanted in (skipped.profile_id, skipped.name):
+                raise AcceleratorNotRegistered(key, self.nearest(key),
+                                               reason=f"it was skipped ({skipped.reason}; {skipped.distribution})")
         raise AcceleratorNotRegistered(key, self.nearest(key))
 
     def nearest(self, key: str, n: int = 3) -> list[str]:

@@ -179,6 +179,9 @@ def _regexes(p: HardwareProfile) -> Iterator[ProfileIssue]:
 
 
 def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    # {variant} is filled with upstream_variant: one directory, or the template could leave the source
+    if "/" in p.upstream_variant or "\\" in p.upstream_variant or p.upstream_variant in (".", ".."):
+        yield ProfileIssue("$.upstream_variant", "must be one directory name under modelserver/ (no /, . or ..)", p.upstream_variant)
     templates = [("$.deployment.overlay_root", p.deployment.overlay_root)]
     templates += [(f"$.deployment.extra_overlay_roots[{i}]", t) for i, t in enumerate(p.deployment.extra_overlay_roots)]
     for path, root in templates:

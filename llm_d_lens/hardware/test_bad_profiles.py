@@ -80,6 +80,10 @@ CATALOGUE = [
      '$.telemetry.device_metrics.power: uses nv_power_watts, which device_metric_sources.power does not declare (DCGM_FI_DEV_POWER_USAGE) (value: "nv_power_watts")'),
     ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
      '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
+    ("variant that is not one directory name", edited(GUIDE_MINIMAL, "upstream_variant", "../../etc"),
+     '$.upstream_variant: must be one directory name under modelserver/ (no /, . or ..) (value: "../../etc")'),
+    ("variant spanning directories", edited(GUIDE_MINIMAL, "upstream_variant", "tpu/v6"),
+     '$.upstream_variant: must be one directory name under modelserver/ (no /, . or ..) (value: "tpu/v6")'),
     ("unknown overlay placeholder", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "guides/{guide}/{arch}"),
      '$.deployment.overlay_root: unknown placeholder {arch}; use {guide}, {variant} or {model_server} (value: "guides/{guide}/{arch}")'),
     ("bad prometheus matcher", edited(bundled("intel-xpu"), "telemetry", "device_metric_sources", "power", "matchers", ["card=="]),
@@ -112,6 +116,14 @@ def test_a_file_that_is_not_json_names_the_file_and_position(tmp_path):
         load_profile_file(path)
     assert str(path) in str(caught.value)
     assert "not valid JSON" in str(caught.value) and "line 2 column 3" in str(caught.value)
+
+
+def test_json_nested_deeper_than_python_can_parse_is_a_profile_error_not_a_traceback(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ProfileInvalid) as caught:
+        load_profile_file(path)
+    assert [(i.path, i.message) for i in caught.value.issues] == [("$", "not valid JSON: nested too deeply")]
 
 
 JSON = st.recursive(

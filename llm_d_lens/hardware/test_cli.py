@@ -92,6 +92,20 @@ def test_validate_catches_a_conflict_with_installed_hardware(tmp_path, capsys):
     assert "registration conflict: device class" in out and "'amd'" in out
 
 
+def test_validate_catches_files_that_conflict_with_each_other(tmp_path, capsys):
+    # a plugin shipping two profiles: each is fine alone, together they cannot both be registered
+    first, second, again = tmp_path / "acme.json", tmp_path / "acme-next.json", tmp_path / "acme-copy.json"
+    first.write_text(json.dumps(minimal_profile("acme", device_classes=["npu.acme.example"])))
+    second.write_text(json.dumps(minimal_profile("acme-next", device_classes=["npu.acme.example"])))
+    again.write_text(first.read_text())  # the same payload twice is one profile, not a conflict
+    code, out, _ = run(capsys, "hardware", "validate", str(first), str(again), str(second), "-o", "json")
+    results = json.loads(out)
+    assert code == 1
+    assert [(r["id"], r["valid"]) for r in results] == [("acme", True), ("acme", True), ("acme-next", False)]
+    message = results[2]["issues"][0]["message"]
+    assert message.startswith("registration conflict: device class") and f"'acme' ({first}" in message
+
+
 def test_validate_a_missing_file(tmp_path, capsys):
     code, out, _ = run(capsys, "hardware", "validate", str(tmp_path / "nope.json"))
     assert code == 1 and "cannot read the file" in out

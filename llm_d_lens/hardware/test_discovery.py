@@ -8,7 +8,7 @@ import pytest
 
 from llm_d_lens.hardware.conftest import bundled, minimal_profile
 from llm_d_lens.hardware.discovery import discover
-from llm_d_lens.hardware.errors import AlreadyRegistered, PluginLoadFailed, RegistrationConflict
+from llm_d_lens.hardware.errors import AcceleratorNotRegistered, AlreadyRegistered, PluginLoadFailed, RegistrationConflict
 from llm_d_lens.hardware.registry import Registry
 from llm_d_lens.hardware.settings import PluginSettings
 
@@ -193,6 +193,20 @@ def test_the_block_list_removes_profiles_built_in_or_not(plugins):
     registry = build({"LENS_PROFILES_BLOCK": "acme, cpu"})
     assert "acme" not in registry.ids() and "cpu" not in registry.ids()
     assert "nvidia" in registry.ids()
+
+
+def test_asking_for_hardware_a_setting_skipped_says_which_setting(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    for env, reason in (({"LENS_PLUGINS_ALLOW": "other-lens"}, "not in LENS_PLUGINS_ALLOW"),
+                        ({"LENS_PLUGINS_AUTOLOAD": "off"}, "third-party autoload is off (LENS_PLUGINS_AUTOLOAD)"),
+                        ({"LENS_PROFILES_BLOCK": "acme"}, "blocked by LENS_PROFILES_BLOCK")):
+        with pytest.raises(AcceleratorNotRegistered) as caught:
+            build(env).get("Acme")
+        assert str(caught.value) == (f"ACCELERATOR_NOT_REGISTERED: no registered hardware matches 'Acme': "
+                                     f"it was skipped ({reason}; acme-lens 1.0.0)")
+    with pytest.raises(AcceleratorNotRegistered) as caught:
+        build({"LENS_PROFILES_BLOCK": "cpu"}).get("cpu")
+    assert str(caught.value).endswith("'cpu': it was skipped (blocked by LENS_PROFILES_BLOCK; llm-d-lens)")
 
 
 def test_registry_version_changes_with_content(plugins):
