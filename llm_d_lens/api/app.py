@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import importlib
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
 from llm_d_lens.errors import LensError
 
 PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("llm_d_lens.api")
 
 #: modules exposing an ``APIRouter`` named ``router``, mounted under /api/v1
 ROUTERS: tuple[str, ...] = (
@@ -44,6 +48,22 @@ def create_app() -> FastAPI:
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
         return problem(422, "REQUEST_INVALID", "; ".join(f"{e['path']}: {e['message']}" for e in errors), errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # unknown routes (404) and wrong methods (405) answer in the same shape as every other error
+        codes = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+        code = codes.get(exc.status_code, f"HTTP_{exc.status_code}")
+        response = problem(exc.status_code, code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # a bug must not leak a stack trace to a client: log it here, answer with a problem document
+        log.exception("unexpected error while serving %s %s", request.method, request.url.path)
+        return problem(500, "INTERNAL_ERROR", f"Lens failed unexpectedly ({type(exc).__name__}); the server log has the details")
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
