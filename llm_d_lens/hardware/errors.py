@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.errors import LensError
@@ -45,6 +45,8 @@ class ProfileIssue:
     message: str
     value: Any = None
     has_value: bool = True
+    #: the same path as keys and indexes, when known: lets the loader set the offending part aside
+    location: tuple[str | int, ...] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         shown = f" (value: {render_value(self.value)})" if self.has_value else ""

@@ -6,6 +6,7 @@ profile sees every error in one run.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,46 @@ def validate_payload(payload: Any, source: str) -> HardwareProfile:
         profile = HardwareProfile.model_validate(payload, strict=True)
     except ValidationError as exc:
         issues = schema_issues(payload) or _pydantic_issues(exc)
+        issues += _rule_issues_beside(payload, issues)
         raise ProfileInvalid(source, issues, profile_id) from None
     issues = rules.check(profile)
     if issues:
         raise ProfileInvalid(source, issues, profile_id)
     return profile
+
+
+def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue]) -> list[ProfileIssue]:
+    """Rule violations in the parts of a payload the schema did not refuse.
+
+    The rules need a typed profile, so without this a vendor would fix the schema errors only to
+    meet a second round (a floating chart version, say). The refused values are set aside and the
+    rest checked; when that is not possible (a required field is missing, an error sits inside a
+    list), only the schema errors are reported. A rule error at or below an already reported path
+    is left out: it would only echo the value that was set aside.
+    """
+    from pydantic import ValidationError
+
+    if not isinstance(payload, dict):
+        return []
+    locations = [issue.location for issue in schema_found]
+    if any(not loc or any(isinstance(part, int) for part in loc) for loc in locations):
+        return []
+    rest = copy.deepcopy(payload)
+    for location in locations:
+        parent: Any = rest
+        for part in location[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent.pop(location[-1], None)
+    try:
+        profile = HardwareProfile.model_validate(rest, strict=True)
+    except ValidationError:
+        return []
+    reported = [issue.path for issue in schema_found]
+    return [
+        issue for issue in rules.check(profile)
+        if not any(issue.path == r or issue.path.startswith((r + ".", r + "[")) for r in reported)
+    ]
 
 
 def _pydantic_issues(exc: Exception) -> list[ProfileIssue]:

@@ -72,22 +72,22 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
     if kind == "additionalProperties" and isinstance(instance, dict):
         allowed = set(error.schema.get("properties", {}))
         return [
-            ProfileIssue(json_path([*path, key]), "unknown key", instance[key])
+            _issue([*path, key], "unknown key", instance[key])
             for key in instance
             if key not in allowed
         ]
     if kind == "required":
         missing = [key for key in rule if isinstance(instance, dict) and key not in instance]
-        return [ProfileIssue(json_path([*path, key]), "required field is missing", has_value=False) for key in missing]
+        return [_issue([*path, key], "required field is missing", has_value=False) for key in missing]
     if kind == "anyOf":
         return _any_of_issues(error, path)
     if kind == "propertyNames":
-        return [ProfileIssue(json_path(path), f"key {error.instance!r} is not allowed here", error.instance)]
+        return [_issue(path, f"key {error.instance!r} is not allowed here", error.instance)]
     if kind in {"enum", "const", "type"} and path == ["schema_version"]:
         from llm_d_lens.hardware.models import SUPPORTED_SCHEMA_VERSIONS
 
         accepted = ", ".join(map(str, SUPPORTED_SCHEMA_VERSIONS))
-        return [ProfileIssue("$.schema_version", f"unsupported schema_version; this Lens reads version {accepted}", instance)]
+        return [_issue(["schema_version"], f"unsupported schema_version; this Lens reads version {accepted}", instance)]
     messages = {
         "type": lambda: f"expected {_type_name(rule)}",
         "enum": lambda: f"must be one of {', '.join(json.dumps(v) for v in rule)}",
@@ -102,7 +102,11 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
         "anyOf": lambda: "matches none of the allowed shapes",
     }
     message = messages[kind]() if kind in messages else error.message
-    return [ProfileIssue(json_path(path), message, instance)]
+    return [_issue(path, message, instance)]
+
+
+def _issue(parts: Any, message: str, value: Any = None, has_value: bool = True) -> ProfileIssue:
+    return ProfileIssue(json_path(parts), message, value, has_value, location=tuple(parts))
 
 
 def _any_of_issues(error: Any, path: list[Any]) -> list[ProfileIssue]:
@@ -120,7 +124,7 @@ def _any_of_issues(error: Any, path: list[Any]) -> list[ProfileIssue]:
         return issues
     expected = [e.validator_value for e in wrong_type]
     flat = [t for rule in expected for t in (rule if isinstance(rule, list) else [rule])]
-    return [ProfileIssue(json_path(path), f"expected {_type_name(flat)}", error.instance)]
+    return [_issue(path, f"expected {_type_name(flat)}", error.instance)]
 
 
 def _type_name(rule: Any) -> str:

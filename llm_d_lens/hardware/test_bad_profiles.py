@@ -155,3 +155,24 @@ def test_a_real_profile_with_one_field_fuzzed_never_raises_anything_but_profile_
         assert all(issue.path.startswith("$") for issue in exc.issues)
     else:
         assert profile.id == payload["id"]
+
+
+def test_schema_errors_and_rule_errors_are_reported_in_one_run():
+    """A vendor must not fix the schema errors only to meet a second round from the rules."""
+    payload = edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "latest")
+    payload["colour"] = "red"  # a schema error
+    payload["deployment"]["modes"]["dra"]["device_class"] = 5  # a schema error the rules would echo
+    found = issues_of(payload)
+    assert '$.colour: unknown key (value: "red")' in found
+    assert "$.deployment.modes.dra.device_class: expected a string or null (value: 5)" in found
+    assert ('$.driver.modes.plugin.chart_version: must be a pinned release version such as 1.2.3 '
+            '(no latest, no ranges) (value: "latest")') in found
+    # the value set aside is not reported again as "a dra mode must name its device_class"
+    assert not any("must name its device_class" in issue for issue in found)
+    assert len(found) == 3
+
+
+def test_rules_are_left_out_when_the_rest_cannot_be_checked():
+    payload = edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "latest")
+    del payload["vendor"]  # required: nothing typed can be built without it
+    assert issues_of(payload) == ["$.vendor: required field is missing"]
