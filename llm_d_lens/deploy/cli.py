@@ -129,12 +129,16 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
     from llm_d_lens.deploy.service import RenderRequest, fetch_runtime_classes
     from llm_d_lens.deploy.service import render as render_job
 
+    pci_allow = [address.strip() for item in options["pci_allow"] for address in item.split(",")]
+    if "" in pci_allow:
+        # an empty value is almost always an unset shell variable: don't quietly drop the allowlist
+        raise typer.BadParameter(f"--pci-allow {', '.join(repr(i) for i in options['pci_allow'])}: an empty PCI address")
     runner = _runner(options["kubeconfig"], options["context"])
     known = fetch_runtime_classes(runner) if options["runtime_classes_from_cluster"] else None
     request = RenderRequest(
         guide=options["guide"], hardware=options["hardware"], model_server=options["model_server"],
         overlay=options["overlay"], mode=options["mode"], count=options["count"],
-        pci_allow=[a for item in options["pci_allow"] for a in item.split(",") if a],
+        pci_allow=pci_allow,
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
     )
     result = render_job(request, root=options["llm_d_root"], runner=runner)

@@ -183,3 +183,14 @@ def test_pci_addresses_may_be_comma_separated(tree: Path, monkeypatch: pytest.Mo
     template = next(o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "ResourceClaimTemplate")
     assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [{"cel": {"expression":
         'device.attributes["resource.kubernetes.io"].pciBusID in ["0000:3b:00.0", "0000:86:00.0", "0000:af:00.0"]'}}]
+
+
+@pytest.mark.parametrize("value", ["", "0000:3b:00.0,", " "])
+def test_an_empty_pci_address_is_a_usage_error_not_a_dropped_allowlist(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str], value: str) -> None:
+    fake_cluster(monkeypatch)
+    code = main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--mode", "dra",
+                 "--pci-allow", value])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert "an empty PCI address" in captured.err
