@@ -39,3 +39,10 @@ class LensError(Exception):
         if self.details:
             problem["details"] = self.details
         return problem
+
+
+class ServerNotConfigured(LensError):
+    """The API server lacks a setting it needs: the operator's to fix, not the caller's."""
+
+    code = "SERVER_NOT_CONFIGURED"
+    http_status = 503

@@ -19,8 +19,17 @@ async def _context() -> tuple[Any, Any]:
     from llm_d_lens.monitoring.accelerator.k8s import load
     from llm_d_lens.monitoring.settings import TelemetrySettings
 
-    settings = TelemetrySettings.from_env()
-    settings.require_url()
+    from llm_d_lens.errors import LensError, ServerNotConfigured
+
+    try:
+        settings = TelemetrySettings.from_env()
+    except LensError as exc:
+        raise ServerNotConfigured(f"the telemetry API is misconfigured on the server: {exc.message}") from None
+    if not settings.prometheus_url:
+        raise ServerNotConfigured(
+            "the telemetry API has no Prometheus: start the server with LENS_PROMETHEUS_URL set "
+            "(e.g. http://prometheus.monitoring:9090)"
+        )
     cluster = await asyncio.to_thread(load, list(settings.cluster_objects)) if settings.cluster_objects else None
     return settings, cluster
 

@@ -54,9 +54,20 @@ def test_a_node_parameter_cannot_widen_the_query(api, prometheus, monkeypatch):
 
 
 def test_without_a_configured_prometheus_the_answer_says_how(api):
+    # the server's configuration, not the caller's request: 503, and no CLI flag the caller can't pass
     answer = api.get("/api/v1/telemetry/devices")
-    assert answer.status_code == 400 and answer.headers["content-type"] == "application/problem+json"
-    assert answer.json()["code"] == "PROMETHEUS_URL_MISSING"
+    assert answer.status_code == 503 and answer.headers["content-type"] == "application/problem+json"
+    body = answer.json()
+    assert body["code"] == "SERVER_NOT_CONFIGURED"
+    assert "LENS_PROMETHEUS_URL" in body["detail"] and "--prometheus" not in body["detail"]
+
+
+def test_a_misconfigured_timeout_is_the_servers_problem(api, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", "http://prometheus.test:9090")
+    monkeypatch.setenv("LENS_PROMETHEUS_TIMEOUT", "soon")
+    answer = api.get("/api/v1/telemetry/pods")
+    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert "LENS_PROMETHEUS_TIMEOUT='soon'" in answer.json()["detail"]
 
 
 def test_prometheus_down_is_a_bad_gateway(api, monkeypatch):
@@ -74,7 +85,7 @@ def test_unknown_hardware_is_not_found(api, monkeypatch):
 def test_the_prometheus_url_is_not_a_request_parameter(api):
     # the server asks only the Prometheus it is configured with; a caller cannot point it elsewhere
     answer = api.get("/api/v1/telemetry/devices", params={"prometheus": "http://169.254.169.254"})
-    assert answer.status_code == 400 and answer.json()["code"] == "PROMETHEUS_URL_MISSING"
+    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
 
 
 @pytest.mark.parametrize("path", ["/api/v1/telemetry/devices", "/api/v1/telemetry/pods"])
