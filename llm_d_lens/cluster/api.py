@@ -20,7 +20,12 @@ router = APIRouter(tags=["cluster"])
 
 
 def cluster_source() -> ClusterSource:
-    return ClusterSource.from_env()
+    from llm_d_lens.errors import LensError, ServerNotConfigured
+
+    try:
+        return ClusterSource.from_env()
+    except LensError as exc:
+        raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {exc.message}") from None
 
 
 def cluster_runner() -> Runner | None:
@@ -38,7 +43,16 @@ async def overview(
     from llm_d_lens.cluster.service import inspect
 
     # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
-    result = await run_in_threadpool(inspect, source, runner)
+    from llm_d_lens.errors import LensError, ServerNotConfigured
+
+    try:
+        result = await run_in_threadpool(inspect, source, runner)
+    except LensError as exc:
+        if source.snapshot is None:
+            raise
+        # the snapshot is the server's configuration, not anything the caller sent
+        raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
+                                  details={"cause": exc.code, **exc.details}) from None
     document = result.to_dict()
     if not nodes:
         document.pop("nodes")

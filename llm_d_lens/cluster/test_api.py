@@ -51,13 +51,22 @@ def test_overview_of_a_live_cluster_without_node_detail() -> None:
 
 
 def test_a_bad_snapshot_is_a_problem_document(tmp_path: Path) -> None:
+    # the snapshot is the server's configuration: the operator's problem (503), with the cause kept
     path = tmp_path / "cluster.json"
     path.write_text('{"kind": "Node"}')
     response = client_for(ClusterSource(snapshot=path)).get("/api/v1/clusters/overview")
-    assert response.status_code == 422
+    assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
-    assert response.json()["code"] == "CLUSTER_SNAPSHOT_INVALID"
-    assert response.json()["detail"].startswith(f"{path}: is not a Kubernetes List")
+    assert response.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert response.json()["details"]["cause"] == "CLUSTER_SNAPSHOT_INVALID"
+    assert response.json()["detail"].startswith(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {path}: is not a Kubernetes List")
+
+
+def test_a_bad_server_setting_is_the_servers_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LENS_KUBECTL_TIMEOUT", "soon")
+    response = TestClient(create_app()).get("/api/v1/clusters/overview")
+    assert response.status_code == 503 and response.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert "LENS_KUBECTL_TIMEOUT='soon'" in response.json()["detail"]
 
 
 def test_the_demo_is_served_when_configured() -> None:
