@@ -6,14 +6,37 @@ optionally a git revision, never a path on the server.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from pydantic import ConfigDict, Field
 
+from llm_d_lens.api.request_fields import flags_as_fields
+from llm_d_lens.deploy.errors import SourceNotFound
 from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
+from llm_d_lens.deploy.source import ROOT_ENV
+from llm_d_lens.errors import ServerNotConfigured
 from llm_d_lens.runner import CommandRunner, Runner
 
 router = APIRouter(tags=["deploy"])
+
+#: no node carries more accelerators than this; a larger count is a caller's mistake, not a plan
+MAX_COUNT = 1024
+
+#: the CLI flags the deploy domain's messages name -> the request fields an API caller sends instead
+REQUEST_FIELDS = {"--pci-allow": "pci_allow", "--count": "count", "--model-server": "model_server",
+                  "--overlay": "overlay", "--revision": "revision", "--resource": "resource_name", "--mode": "mode"}
+
+
+class RenderBody(RenderRequest):
+    """A render request as JSON: types are exact (``true`` or ``"2"`` is no count) and counts bounded."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    count: int | None = Field(default=None, ge=1, le=MAX_COUNT,
+                              description="Accelerators per pod; default: what the overlay asks for.")
 
 
 def get_runner() -> Runner:
@@ -21,14 +44,28 @@ def get_runner() -> Runner:
     return CommandRunner()
 
 
+@contextmanager
+def _api_errors() -> Iterator[None]:
+    """A missing llm-d source is the server's to fix (503); other errors name request fields."""
+    try:
+        with flags_as_fields(REQUEST_FIELDS):
+            yield
+    except SourceNotFound as exc:
+        message = exc.message.replace("pass --llm-d-root or set", "start the server with")
+        raise ServerNotConfigured(f"the deploy API is misconfigured on the server ({ROOT_ENV}): {message}",
+                                  details={"cause": exc.code, **exc.details}) from None
+
+
 @router.get("/deploy/guides")
 def guides(guide: str | None = None, hardware: str | None = None, revision: str | None = None,
            runner: Runner = Depends(get_runner)) -> dict[str, Any]:
     """Every overlay in the server's llm-d source, with labels and status; a blank parameter is no filter."""
-    return describe_guides(revision=revision or None, guide=guide or None, hardware=hardware or None, runner=runner)
+    with _api_errors():
+        return describe_guides(revision=revision or None, guide=guide or None, hardware=hardware or None, runner=runner)
 
 
 @router.post("/deploy/render")
-def render_overlay(request: RenderRequest, runner: Runner = Depends(get_runner)) -> dict[str, Any]:
+def render_overlay(request: RenderBody, runner: Runner = Depends(get_runner)) -> dict[str, Any]:
     """The hardware's overlay of a guide, rendered with kustomize and fitted to an access mode."""
-    return render(request, runner=runner).to_dict()
+    with _api_errors():
+        return render(request, runner=runner).to_dict()

@@ -62,3 +62,45 @@ def test_guides_takes_empty_query_parameters_as_not_given(client: TestClient) ->
     assert {(o["guide"], o["overlay"]) for o in response.json()["overlays"]} == {
         ("demo", "v6"), ("demo", "v7"), ("demo", "base"), ("flat-tpu", ".")}
     assert response.json()["source"]["revision"] is None
+
+
+@pytest.mark.parametrize("root", [None, "/nonexistent-llm-d-checkout"])
+def test_a_server_without_an_llm_d_source_is_a_503_naming_the_variable(root: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The llm-d source is the server's setting: the caller can't fix it and has no --llm-d-root to pass."""
+    if root is None:
+        monkeypatch.delenv("LLM_D_ROOT", raising=False)
+    else:
+        monkeypatch.setenv("LLM_D_ROOT", root)
+    client = TestClient(create_app())
+    for response in (client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia"}),
+                     client.get("/api/v1/deploy/guides")):
+        assert response.status_code == 503
+        assert response.headers["content-type"] == "application/problem+json"
+        body = response.json()
+        assert body["code"] == "SERVER_NOT_CONFIGURED"
+        assert "LLM_D_ROOT" in body["detail"] and "--llm-d-root" not in body["detail"]
+
+
+def test_an_ambiguous_overlay_names_the_body_field_not_the_cli_flag(client: TestClient) -> None:
+    # demo has three tpu overlays (base, v6, v7): the caller must choose one with the `overlay` field
+    response = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "tpu"})
+    assert (response.status_code, response.json()["code"]) == (409, "OVERLAY_AMBIGUOUS")
+    assert response.json()["detail"] == "several overlays fit google-tpu (vllm) in guide demo: base, v6, v7; set overlay"
+
+
+@needs_kustomize
+def test_a_bad_pci_address_names_the_body_field_not_the_cli_flag(client: TestClient) -> None:
+    response = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "xpu", "mode": "dra", "pci_allow": ["zzz"]})
+    assert (response.status_code, response.json()["code"]) == (422, "DEPLOY_REQUEST_INVALID")
+    assert response.json()["detail"] == "pci_allow 'zzz' is not a PCI address such as 0000:3b:00.0"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("count", 10**30), ("count", 1025), ("count", 0), ("count", True), ("count", "2"), ("count", 2.5),
+    ("pci_allow", "0000:3b:00.0"), ("guide", 7), ("mode", False),
+])
+def test_absurd_or_wrongly_typed_values_are_refused_naming_the_field(client: TestClient, field: str, value: object) -> None:
+    response = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "xpu", field: value})
+    assert response.status_code == 422
+    assert response.json()["code"] == "REQUEST_INVALID"
+    assert [e["path"] for e in response.json()["errors"]] == [f"body.{field}"]
