@@ -16,8 +16,10 @@ router = APIRouter(tags=["telemetry"])
 
 
 async def _context() -> tuple[Any, Any]:
+    """The server's Prometheus URL and cluster objects; anything wrong with them is a 503, never the caller's 4xx."""
     from llm_d_lens.monitoring.accelerator.k8s import load
-    from llm_d_lens.monitoring.settings import TelemetrySettings
+    from llm_d_lens.monitoring.settings import KUBECTL, TelemetrySettings
+    from llm_d_lens.prometheus.client import normalise_url
 
     from llm_d_lens.errors import LensError, ServerNotConfigured
 
@@ -30,8 +32,29 @@ async def _context() -> tuple[Any, Any]:
             "the telemetry API has no Prometheus: start the server with LENS_PROMETHEUS_URL set "
             "(e.g. http://prometheus.monitoring:9090)"
         )
-    cluster = await asyncio.to_thread(load, list(settings.cluster_objects)) if settings.cluster_objects else None
+    try:
+        normalise_url(settings.prometheus_url)
+    except LensError as exc:
+        raise _misconfigured("LENS_PROMETHEUS_URL", exc) from None
+    sources = list(settings.cluster_objects)
+    try:
+        cluster = await asyncio.to_thread(load, sources) if sources else None
+    except LensError as exc:
+        if sources == [KUBECTL]:
+            raise  # kubectl's own failure (502/504) says what the cluster did
+        raise _misconfigured("LENS_CLUSTER_OBJECTS", exc) from None
     return settings, cluster
+
+
+def _misconfigured(variable: str, exc: Any) -> Exception:
+    from llm_d_lens.errors import ServerNotConfigured
+
+    return ServerNotConfigured(f"the telemetry API is misconfigured on the server: {variable}: {exc.message}",
+                               details={"cause": exc.code, **exc.details})
+
+
+#: Unix seconds of 9999-12-31T23:59:59Z; Prometheus clamps later (and pre-1970) times and finds nothing
+LATEST_TIME = 253402300799.0
 
 
 @router.get("/telemetry/devices")
@@ -39,7 +62,8 @@ async def devices(
     hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: all that declare device sources)."),
     node: str | None = Query(default=None, description="Only this node's devices."),
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
-    at: float | None = Query(default=None, allow_inf_nan=False, description="Evaluation time, Unix seconds (default: now)."),
+    at: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
+                             description="Evaluation time, Unix seconds (default: now)."),
 ) -> dict[str, Any]:
     """Every device of the selected hardware with its common quantities and attribution."""
     from llm_d_lens.monitoring.accelerator.service import read_devices, select
@@ -58,7 +82,8 @@ async def pods(
     namespace: str | None = Query(default=None, description="Only pods in this namespace."),
     pod: str | None = Query(default=None, description="Only this pod."),
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
-    at: float | None = Query(default=None, allow_inf_nan=False, description="Evaluation time, Unix seconds (default: now)."),
+    at: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
+                             description="Evaluation time, Unix seconds (default: now)."),
 ) -> dict[str, Any]:
     """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
     from llm_d_lens.hardware.registry import get_registry

@@ -96,3 +96,32 @@ def test_a_time_that_is_not_finite_is_a_request_error(api, monkeypatch, path, at
     answer = api.get(path, params={"at": at})
     assert answer.status_code == 422 and answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["code"] == "REQUEST_INVALID" and answer.json()["errors"][0]["path"] == "query.at"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/telemetry/devices", "/api/v1/telemetry/pods"])
+@pytest.mark.parametrize("at", ["-1", "1e300", "253402300800"])
+def test_a_time_before_1970_or_after_9999_is_a_request_error(api, monkeypatch, path, at):
+    """Prometheus clamps such a time and answers 200 with nothing in it, as if no device reported."""
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", f"http://127.0.0.1:{free_port()}")
+    answer = api.get(path, params={"at": at})
+    assert answer.status_code == 422 and answer.json()["code"] == "REQUEST_INVALID"
+    assert answer.json()["errors"][0]["path"] == "query.at"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "prometheus.monitoring:9090", "http://prometheus.test:9090/?x=1"])
+def test_an_unusable_prometheus_url_is_the_servers_problem(api, monkeypatch, url):
+    # the URL is the server's setting: a 4xx would tell the caller to fix a request that is fine
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", url)
+    answer = api.get("/api/v1/telemetry/devices")
+    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert "LENS_PROMETHEUS_URL" in answer.json()["detail"]
+    assert answer.json()["details"]["cause"] == "PROMETHEUS_URL_INVALID"
+
+
+def test_unusable_cluster_object_files_are_the_servers_problem(api, monkeypatch, tmp_path):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("LENS_CLUSTER_OBJECTS", str(tmp_path / "missing.json"))
+    answer = api.get("/api/v1/telemetry/pods")
+    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert "LENS_CLUSTER_OBJECTS" in answer.json()["detail"] and "missing.json" in answer.json()["detail"]
+    assert answer.json()["details"]["cause"] == "CLUSTER_OBJECTS_INVALID"
