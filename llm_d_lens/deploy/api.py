@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
+from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.api.request_fields import flags_as_fields
 from llm_d_lens.deploy.errors import SourceNotFound
 from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
@@ -21,9 +22,6 @@ from llm_d_lens.errors import ServerNotConfigured
 from llm_d_lens.runner import CommandRunner, Runner
 
 router = APIRouter(tags=["deploy"])
-
-#: no node carries more accelerators than this; a larger count is a caller's mistake, not a plan
-MAX_COUNT = 1024
 
 #: the CLI flags the deploy domain's messages name -> the request fields an API caller sends instead
 REQUEST_FIELDS = {"--pci-allow": "pci_allow", "--count": "count", "--model-server": "model_server",
@@ -35,7 +33,7 @@ class RenderBody(RenderRequest):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    count: int | None = Field(default=None, ge=1, le=MAX_COUNT,
+    count: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD,
                               description="Accelerators per pod; default: what the overlay asks for.")
 
 

@@ -7,21 +7,27 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
+
 router = APIRouter(tags=["evaluate"])
 
 
 class ConfigRequest(BaseModel):
-    """Either ``hardware`` (with optional mode, resource, workload) or a rendered ``manifest``."""
+    """Either ``hardware`` (with optional mode, resource, workload) or a rendered ``manifest``.
 
-    model_config = ConfigDict(extra="forbid")
+    Types are exact (``true`` or ``"2"`` is no count) and counts bounded, so a scenario is never
+    written for a parallelism no cluster has.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     hardware: str | None = Field(default=None, description="Hardware id or any alias.")
     mode: str | None = Field(default=None, description="Access mode; the hardware's first when absent.")
     resource: str | None = Field(default=None, description="Extended resource, for a mode that requests several.")
     guide: str | None = Field(default=None, description="llm-d guide the scenario is named after.")
     profile: str | None = Field(default=None, description="A built-in workload profile giving model, pools, parallelism.")
-    tensor_parallel: int | None = Field(default=None, ge=1, description="Without a profile: accelerators per pod.")
-    replicas: int | None = Field(default=None, ge=1, description="Without a profile: pods in the single pool.")
+    tensor_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD, description="Without a profile: accelerators per pod.")
+    replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS, description="Without a profile: pods in the single pool.")
     manifest: str | None = Field(default=None, description="A rendered multi-document YAML manifest to infer from.")
 
 
