@@ -42,7 +42,9 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(LensError)
     async def lens_error(_: Request, exc: LensError) -> JSONResponse:
-        return JSONResponse(exc.to_problem(), status_code=exc.http_status, media_type=PROBLEM_JSON)
+        # an error class may carry response headers (a 401's WWW-Authenticate challenge)
+        headers = getattr(exc, "headers", None)
+        return JSONResponse(exc.to_problem(), status_code=exc.http_status, media_type=PROBLEM_JSON, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_d_lens.api.limits import MAX_WAIT_SECONDS
 from llm_d_lens.errors import LensError
 from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
@@ -32,6 +33,8 @@ class MutationsDisabled(LensError):
 class Unauthorized(LensError):
     code = "UNAUTHORIZED"
     http_status = 401
+    #: RFC 9110: a 401 says which scheme would be accepted
+    headers = {"WWW-Authenticate": 'Bearer realm="lens"'}
 
 
 def require_token(authorization: str | None = Header(default=None)) -> None:
@@ -62,9 +65,12 @@ def _registry() -> Any:
 
 
 class InstallRequest(BaseModel):
-    """Either one hardware (with mode/options), or claims exactly as in a claims file."""
+    """Either one hardware (with mode/options), or claims exactly as in a claims file.
 
-    model_config = ConfigDict(extra="forbid")
+    Types are exact: lax coercion would read ``"dry_run": "false"`` as a real install.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
     hardware: str | None = None
     mode: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
@@ -75,9 +81,9 @@ class InstallRequest(BaseModel):
 
 
 class PreflightRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     hardware: list[str] = Field(min_length=1)
-    timeout_seconds: float | None = Field(default=None, ge=0)
+    timeout_seconds: float | None = Field(default=None, ge=0, le=MAX_WAIT_SECONDS)
     context: str | None = None
 
 

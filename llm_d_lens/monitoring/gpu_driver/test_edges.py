@@ -150,3 +150,31 @@ def test_api_install_with_nothing_claimed_names_the_body_fields(client: Any, fak
     assert response.status_code == 422 and response.json()["code"] == "CLAIMS_INVALID"
     assert response.json()["detail"] == "nothing is claimed: give hardware (with mode and options), or classes with their claims"
     assert fake.calls == []
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/api/v1/drivers/install", {"hardware": "nvidia", "dry_run": "yes"}, "dry_run"),
+    ("/api/v1/drivers/install", {"hardware": "nvidia", "dry_run": 0}, "dry_run"),
+    ("/api/v1/drivers/install", {"hardware": 5, "dry_run": True}, "hardware"),
+    ("/api/v1/drivers/install", {"hardware": "nvidia", "dry_run": True, "unknown": 1}, "unknown"),
+    ("/api/v1/preflight", {"hardware": ["tpu"], "timeout_seconds": 1e300}, "timeout_seconds"),
+    ("/api/v1/preflight", {"hardware": ["tpu"], "timeout_seconds": 3601}, "timeout_seconds"),
+    ("/api/v1/preflight", {"hardware": ["tpu"], "timeout_seconds": "5"}, "timeout_seconds"),
+    ("/api/v1/preflight", {"hardware": ["tpu"], "timeout_seconds": True}, "timeout_seconds"),
+])
+def test_api_wrong_types_and_absurd_values_are_refused_before_anything_runs(
+        client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch, path: str, body: dict[str, Any], field: str) -> None:
+    """A string "yes" is not a dry run: read as true by lax coercion, a "false" would have installed."""
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    response = client.post(path, json=body, headers={"Authorization": "Bearer s3cret"})
+    assert response.status_code == 422 and response.json()["code"] == "REQUEST_INVALID"
+    assert [e["path"] for e in response.json()["errors"]] == [f"body.{field}"]
+    assert fake.calls == []
+
+
+def test_api_a_missing_or_wrong_token_is_a_401_with_a_bearer_challenge(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    response = client.post("/api/v1/preflight", json={"hardware": ["tpu"]}, headers={"Authorization": "Bearer s3cre"})
+    assert response.status_code == 401 and response.json()["code"] == "UNAUTHORIZED"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert "s3cret" not in response.text
