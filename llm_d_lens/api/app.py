@@ -16,9 +16,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
+from llm_d_lens.api.json_body import RepeatedKeyGuard
+from llm_d_lens.api.problems import PROBLEM_JSON, invalid_request, problem
 from llm_d_lens.errors import LensError
 
-PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("llm_d_lens.api")
 
 #: modules exposing an ``APIRouter`` named ``router``, mounted under /api/v1
@@ -32,13 +33,9 @@ ROUTERS: tuple[str, ...] = (
 )
 
 
-def problem(status: int, code: str, detail: str, **extra: object) -> JSONResponse:
-    body = {"type": f"urn:llm-d-lens:error:{code}", "title": code, "status": status, "detail": detail, "code": code, **extra}
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
-
-
 def create_app() -> FastAPI:
     app = FastAPI(title="Lens", version=__version__, description="The hardware layer for llm-d.")
+    app.add_middleware(RepeatedKeyGuard)
 
     @app.exception_handler(LensError)
     async def lens_error(_: Request, exc: LensError) -> JSONResponse:
@@ -48,8 +45,7 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
-        return problem(422, "REQUEST_INVALID", "; ".join(f"{e['path']}: {e['message']}" for e in errors), errors=errors)
+        return invalid_request([{"path": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()])
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -178,3 +178,11 @@ def test_api_a_missing_or_wrong_token_is_a_401_with_a_bearer_challenge(client: A
     assert response.status_code == 401 and response.json()["code"] == "UNAUTHORIZED"
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert "s3cret" not in response.text
+
+
+def test_api_install_with_dry_run_given_twice_is_refused_and_runs_nothing(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    response = client.post("/api/v1/drivers/install", content=b'{"hardware": "nvidia", "dry_run": true, "dry_run": false}',
+                           headers={"Authorization": "Bearer s3cret", "content-type": "application/json"})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "body.dry_run"
+    assert fake.calls == []
