@@ -1,7 +1,8 @@
 """API errors name the request's fields, not the CLI's flags.
 
 A domain raises one message for both edges, written for the command line (``pass --overlay``).
-An API caller has no flags: at the API edge those flag names become the fields it can send.
+An API caller has no flags: at the API edge those flag names become the fields it can send (and,
+for a server setting, the environment variable the operator sets).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from llm_d_lens.errors import LensError
 
 
 def reword(exc: LensError, fields: Mapping[str, str]) -> LensError:
-    """The same error (same type, code and details), its message naming ``fields[flag]`` for each flag."""
+    """The same error (same type, code and details), its message saying ``fields[word]`` for each word."""
     text = exc.message
     for flag, field in fields.items():
         flag_pattern = re.escape(flag) + r"(?![\w-])"  # --count, not --counter

@@ -19,13 +19,20 @@ from llm_d_lens.runner import Runner
 router = APIRouter(tags=["cluster"])
 
 
+#: what the CLI's words for a source are on the server: the environment variables that set them
+SERVER_SETTINGS = {"--context": "LENS_KUBE_CONTEXT", "--kubeconfig": "LENS_KUBECONFIG",
+                   "a snapshot": "a snapshot (LENS_CLUSTER_SNAPSHOT)", "the demo": "the demo (LENS_CLUSTER_DEMO)"}
+
+
 def cluster_source() -> ClusterSource:
+    from llm_d_lens.api.request_fields import reword
     from llm_d_lens.errors import LensError, ServerNotConfigured
 
     try:
         return ClusterSource.from_env()
     except LensError as exc:
-        raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {exc.message}") from None
+        message = reword(exc, SERVER_SETTINGS).message
+        raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {message}") from None
 
 
 def cluster_runner() -> Runner | None:

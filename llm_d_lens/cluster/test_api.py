@@ -84,3 +84,23 @@ def test_the_server_reads_its_source_from_the_environment(tmp_path: Path) -> Non
         ClusterSource.from_env({"LENS_KUBECTL_TIMEOUT": "soon"})
     with pytest.raises(SourceConflict):
         ClusterSource.from_env({"LENS_CLUSTER_DEMO": "1", "LENS_CLUSTER_SNAPSHOT": "x.json"})
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"LENS_CLUSTER_SNAPSHOT": "/srv/cluster.json", "LENS_KUBE_CONTEXT": "prod"},
+     "the cluster API is misconfigured on the server: a snapshot (LENS_CLUSTER_SNAPSHOT) is read from a file; "
+     "LENS_KUBE_CONTEXT/LENS_KUBECONFIG select a live cluster"),
+    ({"LENS_CLUSTER_SNAPSHOT": "/srv/cluster.json", "LENS_CLUSTER_DEMO": "1"},
+     "the cluster API is misconfigured on the server: give a snapshot (LENS_CLUSTER_SNAPSHOT) "
+     "or the demo (LENS_CLUSTER_DEMO), not both"),
+])
+def test_conflicting_server_settings_name_the_variables_not_cli_flags(monkeypatch: pytest.MonkeyPatch,
+                                                                      env: dict[str, str], expected: str) -> None:
+    """The operator sets environment variables; --context is a flag of `lens cluster inspect`, not of `lens serve`."""
+    for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    response = TestClient(create_app()).get("/api/v1/clusters/overview")
+    assert response.status_code == 503 and response.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert response.json()["detail"] == expected
