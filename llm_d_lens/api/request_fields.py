@@ -14,15 +14,19 @@ from contextlib import contextmanager
 from llm_d_lens.errors import LensError
 
 
-def reword(exc: LensError, fields: Mapping[str, str]) -> LensError:
-    """The same error (same type, code and details), its message saying ``fields[word]`` for each word."""
-    text = exc.message
+def reword_text(text: str, fields: Mapping[str, str]) -> str:
+    """``text`` saying ``fields[word]`` for each word (``pass --overlay`` becomes ``set overlay``)."""
     for flag, field in fields.items():
         flag_pattern = re.escape(flag) + r"(?![\w-])"  # --count, not --counter
         text = re.sub(r"\bpass " + flag_pattern, f"set {field}", text)
         text = re.sub(flag_pattern, field, text)
-    exc.message = text
-    exc.args = (text, *exc.args[1:])
+    return text
+
+
+def reword(exc: LensError, fields: Mapping[str, str]) -> LensError:
+    """The same error (same type, code and details), its message reworded by :func:`reword_text`."""
+    exc.message = reword_text(exc.message, fields)
+    exc.args = (exc.message, *exc.args[1:])
     return exc
 
 

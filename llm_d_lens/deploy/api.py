@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
 from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
-from llm_d_lens.api.request_fields import flags_as_fields
+from llm_d_lens.api.request_fields import flags_as_fields, reword_text
 from llm_d_lens.deploy.errors import SourceNotFound
 from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
 from llm_d_lens.deploy.source import ROOT_ENV
@@ -66,4 +66,8 @@ def guides(guide: str | None = None, hardware: str | None = None, revision: str 
 def render_overlay(request: RenderBody, runner: Runner = Depends(get_runner)) -> dict[str, Any]:
     """The hardware's overlay of a guide, rendered with kustomize and fitted to an access mode."""
     with _api_errors():
-        return render(request, runner=runner).to_dict()
+        document = render(request, runner=runner).to_dict()
+    # the explanation is the CLI's too: "pass --overlay" means the `overlay` field here
+    document["explanation"] = [reword_text(line, REQUEST_FIELDS) for line in document["explanation"]]
+    document["count_sources"] = {pod: reword_text(source, REQUEST_FIELDS) for pod, source in document["count_sources"].items()}
+    return document

@@ -104,3 +104,15 @@ def test_absurd_or_wrongly_typed_values_are_refused_naming_the_field(client: Tes
     assert response.status_code == 422
     assert response.json()["code"] == "REQUEST_INVALID"
     assert [e["path"] for e in response.json()["errors"]] == [f"body.{field}"]
+
+
+@needs_kustomize
+def test_the_explanation_of_a_render_names_body_fields_not_cli_flags(client: TestClient) -> None:
+    # demo has vllm and sglang for nvidia, and the overlays base, broken and gke: both defaults are explained
+    response = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "cuda", "mode": "dra", "count": 2})
+    assert response.status_code == 200
+    body = response.json()
+    assert "model server vllm: the default (others: sglang; set model_server)" in body["explanation"]
+    assert "overlay base: the plain one (others: broken, gke; set overlay)" in body["explanation"]
+    assert body["count_sources"] == {"Deployment/decode": "count"}
+    assert not [line for line in body["explanation"] if "--" in line]
