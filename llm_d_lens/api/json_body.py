@@ -1,8 +1,9 @@
-"""Refuse a JSON request body that gives one key twice.
+"""Refuse a JSON request body that gives one key twice, or that is nested too deeply to read.
 
 Python's ``json`` (and so FastAPI) keeps the last value of a repeated key without a word; in
 ``{"dry_run": true, "dry_run": false}`` the caller cannot have meant both, and the one kept would
-change the cluster. This ASGI middleware reads the body once, answers 422 naming the key's path,
+change the cluster. Its parser also recurses, so a body of 100,000 nested arrays raised
+RecursionError (a 500). This ASGI middleware reads the body once, answers 422 naming the path,
 and otherwise hands the very same bytes on.
 """
 
@@ -20,12 +21,20 @@ class _Pairs(list):  # type: ignore[type-arg]
     """A JSON object as its (key, value) pairs, in order, repeats kept."""
 
 
-def repeated_key(body: bytes) -> str | None:
-    """The dotted path (``body.outer.key``) of the first key an object repeats; None if none, or not JSON."""
+def body_error(body: bytes) -> dict[str, str] | None:
+    """What makes a JSON body unusable though it parses (a ``{"path", "message"}``); None if nothing."""
     try:
         document = json.loads(body, object_pairs_hook=_Pairs)
+    except RecursionError:
+        return {"path": "body", "message": "is nested too deeply to read"}
     except ValueError:
         return None  # FastAPI reports what is wrong with it
+    path = repeated_key(document)
+    return None if path is None else {"path": path, "message": "appears twice; only one value can be meant"}
+
+
+def repeated_key(document: Any) -> str | None:
+    """The dotted path (``body.outer.key``) of the first key an object of ``document`` repeats."""
     stack: list[tuple[str, Any]] = [("body", document)]
     while stack:
         path, value = stack.pop()
@@ -63,9 +72,9 @@ class RepeatedKeyGuard:
             messages.append(message)
             if message["type"] != "http.request" or not message.get("more_body", False):
                 break
-        path = repeated_key(b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request"))
-        if path is not None:
-            await invalid_request([{"path": path, "message": "appears twice; only one value can be meant"}])(scope, receive, send)
+        error = body_error(b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request"))
+        if error is not None:
+            await invalid_request([error])(scope, receive, send)
             return
         pending = iter(messages)
 

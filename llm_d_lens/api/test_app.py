@@ -76,3 +76,11 @@ def test_the_openapi_document_lists_every_endpoint_the_issues_name():
         "/api/v1/telemetry/pods": {"get"}, "/api/v1/evaluate/config": {"post"},
     }
     assert {path: methods.get(path) for path in expected} == expected
+
+
+def test_a_json_body_nested_too_deeply_is_a_422_not_a_500():
+    """Python's json parser recurses: 100,000 nested arrays raised RecursionError, answered as a 500."""
+    body = b'{"hardware": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = TestClient(create_app()).post("/api/v1/evaluate/config", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and response.json()["code"] == "REQUEST_INVALID"
+    assert response.json()["errors"] == [{"path": "body", "message": "is nested too deeply to read"}]
