@@ -39,7 +39,8 @@ class Unauthorized(LensError):
 
 def require_token(authorization: str | None = Header(default=None)) -> None:
     """Mutating calls need a configured token, presented as a Bearer token; compared in constant time."""
-    token = os.environ.get(TOKEN_ENV, "")
+    # surrounding whitespace is no part of a token (a Secret made --from-file keeps the file's newline)
+    token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
         raise MutationsDisabled(f"this endpoint changes the cluster and is off: set {TOKEN_ENV} on the server to enable it")
     scheme, _, given = (authorization or "").partition(" ")

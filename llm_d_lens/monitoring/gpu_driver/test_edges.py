@@ -186,3 +186,20 @@ def test_api_install_with_dry_run_given_twice_is_refused_and_runs_nothing(client
                            headers={"Authorization": "Bearer s3cret", "content-type": "application/json"})
     assert response.status_code == 422 and response.json()["errors"][0]["path"] == "body.dry_run"
     assert fake.calls == []
+
+
+@pytest.mark.parametrize("configured", ["s3cret\n", " s3cret "])
+def test_api_a_token_set_from_a_file_with_a_trailing_newline_still_matches(
+        client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch, configured: str) -> None:
+    """A Secret made with --from-file keeps the file's newline; no header can carry it, so no call could pass."""
+    monkeypatch.setenv(driver_api.TOKEN_ENV, configured)
+    ok = client.post("/api/v1/drivers/install", json={"hardware": "nvidia", "mode": "dra", "dry_run": True},
+                     headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+
+
+def test_api_a_blank_token_leaves_mutations_off(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, " \n")
+    response = client.post("/api/v1/preflight", json={"hardware": ["tpu"]}, headers={"Authorization": "Bearer "})
+    assert response.status_code == 403 and response.json()["code"] == "MUTATIONS_DISABLED"
+    assert fake.calls == []
