@@ -3,6 +3,10 @@
 Status is read-only and always on. Install and preflight change the cluster (preflight applies NFD
 rules), so they are off unless an API token is configured (``LENS_API_TOKEN``), and then every
 call must carry ``Authorization: Bearer <token>``.
+
+The cluster is the server's: ``LENS_KUBE_CONTEXT`` / ``LENS_KUBECONFIG``, as for the cluster API.
+A request may pick another context of the server's kubeconfig only with the token, so an
+anonymous status call can't read every cluster the server can reach.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ class MutationsDisabled(LensError):
     http_status = 403
 
 
+class ContextNeedsToken(LensError):
+    code = "CONTEXT_NEEDS_TOKEN"
+    http_status = 403
+
+
 class Unauthorized(LensError):
     code = "UNAUTHORIZED"
     http_status = 401
@@ -49,10 +58,12 @@ def require_token(authorization: str | None = Header(default=None)) -> None:
 
 
 def view_factory() -> Callable[[str | None], ClusterView]:
-    """Overridden in tests to hand out a FakeRunner-backed view."""
+    """The server's cluster, or a context a token holder chose; overridden in tests with a FakeRunner."""
     from llm_d_lens.runner import CommandRunner
 
-    return lambda context: ClusterView(CommandRunner(context=context))
+    server_context = os.environ.get("LENS_KUBE_CONTEXT") or None
+    kubeconfig = os.environ.get("LENS_KUBECONFIG") or None
+    return lambda context: ClusterView(CommandRunner(kubeconfig=kubeconfig, context=context or server_context))
 
 
 def clock() -> Clock:
@@ -93,10 +104,19 @@ async def drivers_status(
     hardware: list[str] = Query(default=[]),
     mode: str | None = None,
     context: str | None = None,
+    authorization: str | None = Header(default=None),
     views: Callable[[str | None], ClusterView] = Depends(view_factory),
 ) -> dict[str, Any]:
     from llm_d_lens.monitoring.gpu_driver import service
 
+    if context is not None:
+        try:
+            require_token(authorization)
+        except (MutationsDisabled, Unauthorized):
+            raise ContextNeedsToken(
+                f"context {context!r}: choosing a cluster needs the API token ({TOKEN_ENV} on the server and "
+                "'Authorization: Bearer <token>'); without it the server reads its own (LENS_KUBE_CONTEXT)"
+            ) from None
     found = await service.status(_registry(), hardware, mode, views(context))
     return {"modes": [s.to_dict() for s in found]}
 

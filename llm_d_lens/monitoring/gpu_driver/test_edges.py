@@ -203,3 +203,23 @@ def test_api_a_blank_token_leaves_mutations_off(client: Any, fake: Any, monkeypa
     response = client.post("/api/v1/preflight", json={"hardware": ["tpu"]}, headers={"Authorization": "Bearer "})
     assert response.status_code == 403 and response.json()["code"] == "MUTATIONS_DISABLED"
     assert fake.calls == []
+
+
+def test_api_status_reads_another_context_only_for_a_token_holder(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    anonymous = client.get("/api/v1/drivers/status", params={"hardware": "cpu", "context": "prod"})
+    assert anonymous.status_code == 403 and anonymous.json()["code"] == "CONTEXT_NEEDS_TOKEN"
+    assert "'prod'" in anonymous.json()["detail"]
+    assert fake.calls == []  # refused before any cluster was asked
+    monkeypatch.delenv(driver_api.TOKEN_ENV)
+    no_token_configured = client.get("/api/v1/drivers/status", params={"hardware": "cpu", "context": "prod"})
+    assert no_token_configured.status_code == 403 and fake.calls == []
+
+
+def test_the_server_side_view_uses_the_servers_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LENS_KUBE_CONTEXT", "serving")
+    monkeypatch.setenv("LENS_KUBECONFIG", "/etc/lens/kubeconfig")
+    make = driver_api.view_factory()
+    runner = make(None).runner
+    assert (runner.context, runner.kubeconfig) == ("serving", "/etc/lens/kubeconfig")
+    assert make("other").runner.context == "other"
