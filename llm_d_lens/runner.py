@@ -128,7 +128,7 @@ class CommandNotFound(CommandError):
     """The tool is not installed (or a pinned path is wrong): an install problem, not a cluster one."""
 
     code = "COMMAND_NOT_FOUND"
-    http_status = 500
+    http_status = 503  # through the API: the server lacks a tool, which its operator has to install
 
     def __init__(self, argv: Sequence[str], *, pinned: str | None = None):
         binary = argv[0]

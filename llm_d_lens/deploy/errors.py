@@ -69,7 +69,7 @@ class OverlayUnsafe(DeployError):
 
 class KustomizeNotFound(DeployError):
     code = "KUSTOMIZE_NOT_FOUND"
-    http_status = 500
+    http_status = 503  # the server lacks a tool: its operator's to install, not the caller's fault
 
 
 class RenderFailed(DeployError):

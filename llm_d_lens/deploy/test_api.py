@@ -45,7 +45,7 @@ def test_errors_are_problem_documents(client: TestClient) -> None:
 def test_missing_kustomize_is_a_server_problem(client: TestClient) -> None:
     client.app.dependency_overrides[get_runner] = lambda: FakeRunner().missing("kubectl", "kustomize")
     response = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia"})
-    assert (response.status_code, response.json()["code"]) == (500, "KUSTOMIZE_NOT_FOUND")
+    assert (response.status_code, response.json()["code"]) == (503, "KUSTOMIZE_NOT_FOUND")
 
 
 def test_guides_lists_the_servers_source(client: TestClient) -> None:

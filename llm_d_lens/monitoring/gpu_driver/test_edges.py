@@ -223,3 +223,14 @@ def test_the_server_side_view_uses_the_servers_context(monkeypatch: pytest.Monke
     runner = make(None).runner
     assert (runner.context, runner.kubeconfig) == ("serving", "/etc/lens/kubeconfig")
     assert make("other").runner.context == "other"
+
+
+def test_api_a_missing_tool_on_the_server_is_a_503(client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(driver_api.TOKEN_ENV, "s3cret")
+    fake.missing("helm", "kubectl")
+    response = client.post("/api/v1/drivers/install", json={"hardware": "nvidia", "mode": "dra"},
+                           headers={"Authorization": "Bearer s3cret"})
+    assert response.status_code == 503
+    assert response.json()["code"] == "COMMAND_NOT_FOUND"
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert mutating_calls(fake) == []
