@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.output import OutputFormat, emit
@@ -27,7 +28,8 @@ HardwareOption = typer.Option(..., "--hardware", help="Hardware profile id or al
 ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (default: the only one, else vllm).")
 OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
-CountOption = typer.Option(None, "--count", min=1, help="Accelerators per pod (default: what the overlay asks for).")
+CountOption = typer.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
+                           help="Accelerators per pod (default: what the overlay asks for).")
 PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",

@@ -194,3 +194,8 @@ def test_an_empty_pci_address_is_a_usage_error_not_a_dropped_allowlist(tree: Pat
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert "an empty PCI address" in captured.err
+
+
+def test_an_absurd_count_is_a_usage_error(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--count", "100000"])
+    assert code == 2 and "--count" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
 from llm_d_lens.evaluate.errors import OutputExists, OutputUnwritable
 from llm_d_lens.output import OutputFormat, emit
 
@@ -31,8 +32,8 @@ def config(
     guide: str | None = typer.Option(None, "--guide", help="llm-d guide the scenario is named after (default optimized-baseline)."),
     profile: str | None = typer.Option(None, "--profile", help="Workload profile giving the model, pools and parallelism."),
     profile_dir: list[str] = ProfileDirOption,
-    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", min=1, help="Without a profile: accelerators per pod."),
-    replicas: int | None = typer.Option(None, "--replicas", min=1, help="Without a profile: pods in the single pool."),
+    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD, help="Without a profile: accelerators per pod."),
+    replicas: int | None = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="Without a profile: pods in the single pool."),
     from_manifest: Path | None = typer.Option(None, "--from-manifest", metavar="FILE",
                                               help="Infer everything from a rendered manifest ('-' reads stdin)."),
     out: Path | None = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the scenario here instead of stdout."),

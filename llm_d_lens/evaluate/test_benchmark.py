@@ -244,3 +244,9 @@ def test_config_output_that_cannot_be_written_is_a_coded_error_and_leaves_nothin
     assert capsys.readouterr().err == f"error: OUTPUT_UNWRITABLE: {tmp_path / 'out'} is a directory, not a file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert (tmp_path / "out" / "keep").read_text() == "mine"
+
+
+@pytest.mark.parametrize("option,value", [("--tensor-parallel", "100000"), ("--replicas", "1000000")])
+def test_absurd_parallelism_is_a_usage_error(option, value, capsys):
+    code = lens_main(["evaluate", "config", "--hardware", "nvidia", option, value])
+    assert code == 2 and option in capsys.readouterr().err
