@@ -120,20 +120,39 @@ class DaemonSetMatcher(Contract):
     labels: LabelMap = Field(default_factory=dict, description="Labels the DaemonSet must carry, each with this value.")
 
 
-class DriverMode(Contract):
-    """What Lens installs for one access mode, and what the installed devices allow a claim to ask."""
+class DriverRelease(Contract):
+    """One chart (or kustomize ref) Lens installs, pinned: the part a driver mode and its prerequisites share."""
 
     manifest_ref: str = Field(min_length=1, description="Helm chart name, or the kustomize ref to apply.")
     chart_version: str | None = Field(default=None, description="A pinned, released version: no 'latest', no ranges.")
     repo: str | None = Field(default=None, description="Helm repository URL; an oci:// repository is joined with the chart name.")
     namespace: str | None = Field(default=None, description="Namespace the release goes to (created when missing).")
     release_name: str | None = Field(default=None, description="Helm release name; defaults to manifest_ref.")
-    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list, description="How status finds the mode's DaemonSets.")
+    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list, description="How status finds the DaemonSets this release runs as.")
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="Vendor-specific. The default provider passes them to helm as values: dotted keys, JSON values.",
     )
     min_kubernetes_version: str | None = Field(default=None, description="Install refuses clusters older than this.")
+
+
+class Prerequisite(DriverRelease):
+    """A chart the mode's chart only works on top of (an operator whose CRDs it creates), installed first."""
+
+    preconditions: list[str] = Field(
+        default_factory=list,
+        description="What this chart itself needs and Lens does NOT install (e.g. cert-manager): shown by plan and install.",
+    )
+
+
+class DriverMode(DriverRelease):
+    """What Lens installs for one access mode, and what the installed devices allow a claim to ask."""
+
+    prerequisites: list[Prerequisite] = Field(
+        default_factory=list,
+        description="Charts installed before this mode's, in order, each exactly like a mode (pinned, idempotent); "
+        "the mode's own options do not reach them.",
+    )
     dedicated_nodes: bool = Field(
         default=False,
         description="The devices sit on nodes that carry no other hardware (a CPU pool): a class claiming them "

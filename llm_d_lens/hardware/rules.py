@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from llm_d_lens.hardware.errors import ProfileIssue
-from llm_d_lens.hardware.models import HardwareProfile, MetricSource
+from llm_d_lens.hardware.models import DriverRelease, HardwareProfile, MetricSource
 
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
@@ -122,23 +122,38 @@ def _driver(p: HardwareProfile) -> Iterator[ProfileIssue]:
         return
     for name, mode in p.driver.modes.items():
         base = f"$.driver.modes.{name}"
-        if p.driver.installer == "helm":
-            if not mode.chart_version:
-                yield ProfileIssue(f"{base}.chart_version", "a helm driver must pin its chart version", mode.chart_version)
-            if not mode.repo:
-                yield ProfileIssue(f"{base}.repo", "a helm driver must name its chart repository", mode.repo)
-        if mode.chart_version is not None and not PINNED_VERSION.match(mode.chart_version):
-            yield ProfileIssue(f"{base}.chart_version", "must be a pinned release version such as 1.2.3 (no latest, no ranges)", mode.chart_version)
-        if p.driver.installer == "kustomize" and ("://" in mode.manifest_ref or mode.manifest_ref.startswith("github.com/")):
-            ref = re.search(r"[?&]ref=([^&]+)", mode.manifest_ref)
-            if not ref or ref.group(1).lower() in FLOATING_REFS:
-                yield ProfileIssue(f"{base}.manifest_ref", "a remote kustomize ref must pin ?ref= to a release", mode.manifest_ref)
-        if p.driver.installer == "helm":
-            for key in mode.options:
-                if not HELM_VALUE_KEY.match(key):
-                    yield ProfileIssue(f"{base}.options", "a helm option key is a dotted path of names, e.g. gfd.enabled", key)
-        if mode.min_kubernetes_version is not None and not KUBE_VERSION.match(mode.min_kubernetes_version):
-            yield ProfileIssue(f"{base}.min_kubernetes_version", "is not a Kubernetes version such as 1.32.0", mode.min_kubernetes_version)
+        yield from _release_issues(base, mode, p.driver.installer)
+        own = (mode.namespace, mode.release_name or mode.manifest_ref)
+        seen = {own}
+        for i, before in enumerate(mode.prerequisites):
+            where = f"{base}.prerequisites[{i}]"
+            yield from _release_issues(where, before, p.driver.installer)
+            key = (before.namespace, before.release_name or before.manifest_ref)
+            if key in seen:
+                what = "the mode's own release" if key == own else "an earlier prerequisite's release"
+                yield ProfileIssue(f"{where}.release_name", f"is {what}: one release cannot be installed twice", key[1])
+            seen.add(key)
+
+
+def _release_issues(base: str, release: DriverRelease, installer: str) -> Iterator[ProfileIssue]:
+    """Pinned, locatable and passable: the same checks for a driver mode and for each of its prerequisites."""
+    if installer == "helm":
+        if not release.chart_version:
+            yield ProfileIssue(f"{base}.chart_version", "a helm driver must pin its chart version", release.chart_version)
+        if not release.repo:
+            yield ProfileIssue(f"{base}.repo", "a helm driver must name its chart repository", release.repo)
+    if release.chart_version is not None and not PINNED_VERSION.match(release.chart_version):
+        yield ProfileIssue(f"{base}.chart_version", "must be a pinned release version such as 1.2.3 (no latest, no ranges)", release.chart_version)
+    if installer == "kustomize" and ("://" in release.manifest_ref or release.manifest_ref.startswith("github.com/")):
+        ref = re.search(r"[?&]ref=([^&]+)", release.manifest_ref)
+        if not ref or ref.group(1).lower() in FLOATING_REFS:
+            yield ProfileIssue(f"{base}.manifest_ref", "a remote kustomize ref must pin ?ref= to a release", release.manifest_ref)
+    if installer == "helm":
+        for key in release.options:
+            if not HELM_VALUE_KEY.match(key):
+                yield ProfileIssue(f"{base}.options", "a helm option key is a dotted path of names, e.g. gfd.enabled", key)
+    if release.min_kubernetes_version is not None and not KUBE_VERSION.match(release.min_kubernetes_version):
+        yield ProfileIssue(f"{base}.min_kubernetes_version", "is not a Kubernetes version such as 1.32.0", release.min_kubernetes_version)
 
 
 def _identity(p: HardwareProfile) -> Iterator[ProfileIssue]:

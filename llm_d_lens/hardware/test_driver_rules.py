@@ -40,3 +40,24 @@ def test_unknown_unmanaged_mode_and_bad_option_key() -> None:
     found = issues(HardwareProfile.model_validate(data))
     assert ("$.driver.unmanaged_modes.turbo", "mode 'turbo' is not listed in access_modes") in found
     assert ("$.driver.modes.dra.options", "a helm option key is a dotted path of names, e.g. gfd.enabled") in found
+
+
+def xpu_plugin_prerequisite(**changes: Any) -> HardwareProfile:
+    data = get_registry().get("intel-xpu").model_dump(mode="json")
+    data["driver"]["modes"]["plugin"]["prerequisites"][0].update(changes)
+    return HardwareProfile.model_validate(data)
+
+
+def test_an_unpinned_prerequisite_is_reported_like_an_unpinned_mode() -> None:
+    where = "$.driver.modes.plugin.prerequisites[0]"
+    assert issues(xpu_plugin_prerequisite(chart_version=None)) == [
+        (f"{where}.chart_version", "a helm driver must pin its chart version")]
+    assert issues(xpu_plugin_prerequisite(chart_version="0.32.x")) == [
+        (f"{where}.chart_version", "must be a pinned release version such as 1.2.3 (no latest, no ranges)")]
+    assert issues(xpu_plugin_prerequisite(repo=None)) == [(f"{where}.repo", "a helm driver must name its chart repository")]
+
+
+def test_a_prerequisite_that_is_the_modes_own_release_is_reported() -> None:
+    found = issues(xpu_plugin_prerequisite(manifest_ref="intel-device-plugins-gpu", release_name="intel-device-plugins-gpu"))
+    assert found == [("$.driver.modes.plugin.prerequisites[0].release_name",
+                      "is the mode's own release: one release cannot be installed twice")]
