@@ -83,11 +83,15 @@ def plan_table(data: dict[str, Any]) -> Any:
     steps = Table(title="install steps" + ("" if data["cluster_checked"] else " (cluster not read)"))
     for column in ("hardware", "mode", "action", "chart", "version", "release", "for classes"):
         steps.add_column(column)
-    for s in data["steps"]:
+    preconditions: list[str] = []
+    for s in [each for main in data["steps"] for each in (*main["prerequisites"], main)]:
         where = f"{s['namespace']}/{s['release']}" if s["release"] else "-"
         version = s["version"] if not s["current_version"] else f"{s['current_version']} → {s['version']}"
-        steps.add_row(s["hardware"], s["mode"], s["action"], s["chart"], version or "-", where, ", ".join(s["classes"]))
+        mode = s["mode"] + (" (prerequisite)" if s["prerequisite"] else "")
+        steps.add_row(s["hardware"], mode, s["action"], s["chart"], version or "-", where, ", ".join(s["classes"]))
+        preconditions += [f"{s['chart']} needs {need}" for need in s["preconditions"]]
     parts: list[Any] = [steps]
+    parts += [Text(f"• precondition, not installed by Lens: {line}", style="yellow") for line in dict.fromkeys(preconditions)]
     for p in data["provided"]:
         parts.append(Text(f"• {p['hardware']} {p['mode']}: not installed by Lens ({p['reason']})"))
     if data["external"]:
@@ -181,8 +185,11 @@ def print_install(rows: list[dict[str, Any]]) -> None:
 
     if not rows:
         typer.echo("nothing to install")
-    for r in rows:
-        typer.echo(f"{r['hardware']} {r['mode']}: {r['action']} - {r['message']}")
+    for r in [each for row in rows for each in (*row["prerequisites"], row)]:
+        before = f" prerequisite {r['chart']}" if r["prerequisite"] else ""
+        typer.echo(f"{r['hardware']} {r['mode']}{before}: {r['action']} - {r['message']}")
+        for need in r["preconditions"]:
+            typer.echo(f"  needs (Lens does not install it): {need}")
         for argv in r["commands"]:
             typer.echo(("  would run: " if r["action"] == "dry-run" else "  ran: ") + format_command(argv))
         if r["action"] == "dry-run":

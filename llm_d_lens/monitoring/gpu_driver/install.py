@@ -1,7 +1,8 @@
 """Installing one driver mode: check the cluster, read what is there, then change only what differs.
 
 The same version with the same values is a no-op; another version is an upgrade and another set
-of values a reconfiguration, each reported as such. A release of another chart under the same
+of values a reconfiguration, each reported as such. A mode's prerequisites go first, in order, each
+decided the same way; the first that fails stops the install before the mode's own chart. A release of another chart under the same
 name is somebody else's and is refused, never replaced. ``dry_run`` runs nothing at all and
 returns the exact commands instead.
 """
@@ -45,9 +46,11 @@ class InstallResult:
     checks: list[list[str]] = field(default_factory=list)  # reads that decide whether to
     ran: bool = False
     message: str = ""
+    prerequisites: list[InstallResult] = field(default_factory=list)  # installed first, in this order
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "prerequisites": [p.to_dict() for p in self.prerequisites],
             **self.target.describe(),
             "action": self.action,
             "current_version": self.current.version,
@@ -142,15 +145,32 @@ def require_tools(target: DriverTarget, view: ClusterView) -> None:
 
 async def install(target: DriverTarget, view: ClusterView, *, dry_run: bool = False,
                   extra_options: ExtraOptions | None = None) -> InstallResult:
+    """The mode's prerequisites, then the mode; ``extra_options`` (a provider's) reach the mode's chart only."""
+    before = target.prerequisites
     if dry_run:
-        return InstallResult(target, "dry-run", commands=[commands.install_argv(target)], checks=planned_checks(target),
-                             message="dry run: nothing was run; the checks decide whether the command is needed")
-    require_tools(target, view)
-    server = await check_kubernetes_version(target, view)
+        result = dry_run_result(target)
+        result.prerequisites = [dry_run_result(p) for p in before]
+        return result
+    for each in (*before, target):
+        require_tools(each, view)
+    server = await check_kubernetes_version(target, view)  # a too-old cluster is refused before any change
+    done = [await install_release(p, view, await check_kubernetes_version(p, view)) for p in before]
     if extra_options is not None:
         derived = dict(await extra_options(target, view))
         if derived:
             target = replace(target, options={**derived, **target.options})
+    result = await install_release(target, view, server)
+    result.prerequisites = done
+    return result
+
+
+def dry_run_result(target: DriverTarget) -> InstallResult:
+    return InstallResult(target, "dry-run", commands=[commands.install_argv(target)], checks=planned_checks(target),
+                         message="dry run: nothing was run; the checks decide whether the command is needed")
+
+
+async def install_release(target: DriverTarget, view: ClusterView, server: str | None) -> InstallResult:
+    """Read what is there, then run the one command only if it changes something."""
     if target.installer == "helm":
         state = await read_helm_state(target, view)
     else:

@@ -53,9 +53,11 @@ class PlanStep:
     action: str = "install"  # refined by annotate(): install|upgrade|reconfigure|repair|none
     current_version: str | None = None
     message: str = ""
+    prerequisites: list[PlanStep] = field(default_factory=list)  # installed before this step, in order
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.target.describe(), "classes": self.classes, "action": self.action,
+        return {"prerequisites": [p.to_dict() for p in self.prerequisites], **self.target.describe(),
+                "classes": self.classes, "action": self.action,
                 "current_version": self.current_version, "message": self.message,
                 "command": commands.install_argv(self.target)}
 
@@ -233,7 +235,8 @@ def build_plan(classes: Sequence[RequestedClass], registry: Registry, *, externa
         if reason is not None:
             plan.provided.append(ProvidedStack(hardware, mode, reason, users))
             continue
-        step = PlanStep(resolve_target(profile, mode), users)
+        target = resolve_target(profile, mode)
+        step = PlanStep(target, users, prerequisites=[PlanStep(before, users) for before in target.prerequisites])
         other = by_release.get(step.target.key)
         if other is not None and other.target.mode_name != mode:
             rejections.append(
@@ -251,7 +254,7 @@ def build_plan(classes: Sequence[RequestedClass], registry: Registry, *, externa
 
 async def annotate(plan: DriverPlan, registry: Registry, view: ClusterView) -> DriverPlan:
     """Read the cluster (version, releases) to say what each step would do; refuses too-old clusters."""
-    for step in plan.steps:
+    for step in [each for main in plan.steps for each in (*main.prerequisites, main)]:
         server = await check_kubernetes_version(step.target, view)
         plan.server_version = server or plan.server_version
         if step.target.installer == "helm":

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.hardware.models import DriverMode, HardwareProfile
+from llm_d_lens.hardware.models import DriverMode, DriverRelease, HardwareProfile, Prerequisite
 from llm_d_lens.hardware.rules import HELM_VALUE_KEY
 from llm_d_lens.monitoring.gpu_driver.errors import AccessModeUnknown, DriverNotManaged, DriverOptionInvalid
 
@@ -26,9 +26,22 @@ class DriverTarget:
 
     profile_id: str
     mode_name: str
-    mode: DriverMode
+    mode: DriverRelease  # the DriverMode itself, or one of its prerequisites
     installer: str  # "helm" | "kustomize"
     options: dict[str, Any] = field(default_factory=dict)  # profile options, then the user's on top
+    prerequisite: bool = False  # installed before the mode's own chart; the mode is mode_name
+
+    @property
+    def prerequisites(self) -> list[DriverTarget]:
+        """The charts to install first, in order; each with the profile's options only (the user's go to the mode)."""
+        if not isinstance(self.mode, DriverMode):
+            return []
+        return [DriverTarget(self.profile_id, self.mode_name, before, self.installer, dict(before.options), True)
+                for before in self.mode.prerequisites]
+
+    @property
+    def preconditions(self) -> list[str]:
+        return list(self.mode.preconditions) if isinstance(self.mode, Prerequisite) else []
 
     @property
     def release(self) -> str:
@@ -67,6 +80,8 @@ class DriverTarget:
             "repo": self.mode.repo,
             "version": self.version,
             "min_kubernetes_version": self.mode.min_kubernetes_version,
+            "prerequisite": self.prerequisite,
+            "preconditions": self.preconditions,
         }
 
 

@@ -64,6 +64,11 @@ EXPECTED_ARGV = {
         "helm", "upgrade", "--install", "dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts/dra-driver-cpu",
         "--version", "0.3.0", "--namespace", "kube-system", "--create-namespace"],
 }
+# The prerequisites a mode's profile lists, installed before it (helm argv built by hand the same way).
+OPERATOR_ARGV = [
+    "helm", "upgrade", "--install", "intel-device-plugins-operator", "intel-device-plugins-operator", "--version", "0.32.1",
+    "--namespace", "inteldeviceplugins-system", "--create-namespace", "--repo", "https://intel.github.io/helm-charts/"]
+EXPECTED_PREREQUISITES = {("intel-xpu", "plugin"): [OPERATOR_ARGV]}
 MIN_VERSION = {("nvidia", "dra"): "1.34.2", ("amd", "dra"): "1.34.0", ("intel-xpu", "dra"): "1.34.0",
                ("intel-gaudi", "dra"): "1.34.0", ("cpu", "dra"): "1.36.0"}
 
@@ -100,7 +105,8 @@ async def test_fresh_install_checks_then_runs_the_same_command(registry: Any, fa
     script_fresh_cluster(fake)
     result = await service.install_one(registry, hardware, mode, view, dry_run=False)
     assert result.action == "install" and result.ran
-    assert mutating_calls(fake) == [EXPECTED_ARGV[(hardware, mode)]]
+    first = EXPECTED_PREREQUISITES.get((hardware, mode), [])
+    assert mutating_calls(fake) == [*first, EXPECTED_ARGV[(hardware, mode)]]
     assert fake.argvs()[-1] == EXPECTED_ARGV[(hardware, mode)]  # the change comes after every check
     assert fake.called_with(["kubectl", "version"]) == ((hardware, mode) in MIN_VERSION)
 
@@ -240,7 +246,8 @@ async def test_the_same_values_reach_the_runner_as_one_item(registry: Any, fake:
     fake.reply(["helm", "list", ...], json_body=[])
     fake.reply(["helm", "upgrade", "--install", ...], stdout="")
     await service.install_one(registry, "intel-xpu", "plugin", view, dry_run=False, options={"extra.note": "a; b"})
-    assert mutating_calls(fake)[0][-1] == 'extra.note="a; b"'
+    *operator, plugin = mutating_calls(fake)
+    assert plugin[-1] == 'extra.note="a; b"' and operator == [OPERATOR_ARGV]  # a user's option is the mode's alone
 
 
 @pytest.mark.parametrize("options,fragment", [
