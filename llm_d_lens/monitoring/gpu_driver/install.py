@@ -154,7 +154,7 @@ async def install(target: DriverTarget, view: ClusterView, *, dry_run: bool = Fa
     for each in (*before, target):
         require_tools(each, view)
     server = await check_kubernetes_version(target, view)  # a too-old cluster is refused before any change
-    done = [await install_release(p, view, await check_kubernetes_version(p, view)) for p in before]
+    done = [await install_release(p, view, await check_kubernetes_version(p, view), decide_prerequisite) for p in before]
     if extra_options is not None:
         derived = dict(await extra_options(target, view))
         if derived:
@@ -169,13 +169,28 @@ def dry_run_result(target: DriverTarget) -> InstallResult:
                          message="dry run: nothing was run; the checks decide whether the command is needed")
 
 
-async def install_release(target: DriverTarget, view: ClusterView, server: str | None) -> InstallResult:
+def decide_prerequisite(target: DriverTarget, state: ReleaseState) -> tuple[Action, str]:
+    """A prerequisite (an operator, say) may serve more than this hardware: one already there is
+    left exactly as it is, whatever its version or values. Upgrading or re-setting it would change
+    something the user has without being asked."""
+    if not state.present:
+        return "install", f"installs {target.mode.manifest_ref} {target.version}"
+    found = state.version or "an unknown version"
+    if same_version(state.version, target.version) and state.status in {"deployed", "applied"}:
+        return "none", f"{target.version} is already installed; nothing to do"
+    note = f" (status {state.status!r})" if state.status not in {"deployed", "applied", None, ""} else ""
+    return "none", (f"{found}{note} is installed where Lens validated {target.version}; a shared prerequisite is "
+                    "left as it is: upgrade or repair it yourself if the driver needs it")
+
+
+async def install_release(target: DriverTarget, view: ClusterView, server: str | None,
+                          decision: Callable[[DriverTarget, ReleaseState], tuple[Action, str]] = decide) -> InstallResult:
     """Read what is there, then run the one command only if it changes something."""
     if target.installer == "helm":
         state = await read_helm_state(target, view)
     else:
         state = await read_kustomize_state(target, view)
-    action, message = decide(target, state)
+    action, message = decision(target, state)
     result = InstallResult(target, action, state, server, checks=planned_checks(target), message=message)
     if action == "none":
         return result

@@ -26,7 +26,13 @@ from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.monitoring.gpu_driver import commands
 from llm_d_lens.monitoring.gpu_driver.claims import Claim, RequestedClass
 from llm_d_lens.monitoring.gpu_driver.errors import AccessModeUnknown, DeviceClaimsRejected, UnsupportedDevices
-from llm_d_lens.monitoring.gpu_driver.install import InstallResult, check_kubernetes_version, decide, read_helm_state
+from llm_d_lens.monitoring.gpu_driver.install import (
+    InstallResult,
+    check_kubernetes_version,
+    decide,
+    decide_prerequisite,
+    read_helm_state,
+)
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.monitoring.gpu_driver.target import DriverTarget, resolve_mode_name, resolve_target, unmanaged_reason
 
@@ -254,12 +260,14 @@ def build_plan(classes: Sequence[RequestedClass], registry: Registry, *, externa
 
 async def annotate(plan: DriverPlan, registry: Registry, view: ClusterView) -> DriverPlan:
     """Read the cluster (version, releases) to say what each step would do; refuses too-old clusters."""
+    prerequisites = {id(p) for main in plan.steps for p in main.prerequisites}
     for step in [each for main in plan.steps for each in (*main.prerequisites, main)]:
         server = await check_kubernetes_version(step.target, view)
         plan.server_version = server or plan.server_version
         if step.target.installer == "helm":
             state = await read_helm_state(step.target, view)
-            step.action, step.message = decide(step.target, state)
+            decision = decide_prerequisite if id(step) in prerequisites else decide
+            step.action, step.message = decision(step.target, state)
             step.current_version = state.version
     planned = {s.target.key for s in plan.steps}
     listed = (await view.runner.arun(commands.helm_list_all_argv())).json()

@@ -55,14 +55,28 @@ async def test_an_operator_already_at_that_version_is_left_alone(registry: Any, 
     assert mutating_calls(fake) == [PLUGIN_ARGV]
 
 
-async def test_an_older_operator_is_upgraded_first(registry: Any, fake: Any, view: Any) -> None:
+async def test_an_operator_the_user_already_has_is_never_changed(registry: Any, fake: Any, view: Any) -> None:
+    """An operator may serve other devices too: an older version, or other values, stay as they are."""
     fake.reply(LIST_OPERATOR, json_body=[helm_release("intel-device-plugins-operator", NS, "intel-device-plugins-operator-0.31.1")])
+    fake.reply(VALUES_OPERATOR, json_body={"manager": {"devices": {"gpu": True, "qat": True}}})
+    fake.reply(LIST_PLUGIN, json_body=[])
+    fake.reply(["helm", "upgrade", "--install", ...], stdout="")
+    result = await service.install_one(registry, "intel-xpu", "plugin", view, dry_run=False)
+    [operator] = result.prerequisites
+    assert operator.action == "none" and not operator.ran
+    assert "0.31.1 is installed where Lens validated 0.32.1" in operator.message and "upgrade or repair it yourself" in operator.message
+    assert mutating_calls(fake) == [PLUGIN_ARGV]
+
+
+async def test_a_failed_operator_release_is_reported_not_repaired(registry: Any, fake: Any, view: Any) -> None:
+    fake.reply(LIST_OPERATOR, json_body=[helm_release("intel-device-plugins-operator", NS, "intel-device-plugins-operator-0.32.1",
+                                                      status="failed")])
     fake.reply(VALUES_OPERATOR, json_body={})
     fake.reply(LIST_PLUGIN, json_body=[])
     fake.reply(["helm", "upgrade", "--install", ...], stdout="")
     result = await service.install_one(registry, "intel-xpu", "plugin", view, dry_run=False)
-    assert result.prerequisites[0].action == "upgrade" and "0.31.1 to 0.32.1" in result.prerequisites[0].message
-    assert mutating_calls(fake) == [OPERATOR_ARGV, PLUGIN_ARGV]
+    assert result.prerequisites[0].action == "none" and "status 'failed'" in result.prerequisites[0].message
+    assert mutating_calls(fake) == [PLUGIN_ARGV]
 
 
 async def test_dry_run_shows_the_operator_first_and_runs_nothing(registry: Any, fake: Any, view: Any,
