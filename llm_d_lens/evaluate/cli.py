@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,20 +85,14 @@ def _write(path: Path, text: str) -> None:
 
 
 def parse_time(value: str) -> float:
-    """Unix seconds or an ISO 8601 timestamp (``Z`` allowed)."""
+    """Unix seconds or an ISO 8601 timestamp with a zone (``Z`` allowed)."""
+    from llm_d_lens.prometheus.instants import parse_instant
+
     try:
-        seconds = float(value)
-        if math.isfinite(seconds):  # nan and inf fall through to the error below
-            return seconds
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is neither Unix seconds nor an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        raise typer.BadParameter(f"{value!r} has no time zone; add Z or an offset")
-    return moment.timestamp()
+        return parse_instant(value)
+    except ValueError as exc:
+        reason = "is neither Unix seconds nor an ISO 8601 time" if "finite" in str(exc) else str(exc)
+        raise typer.BadParameter(f"{value!r} {reason}") from None
 
 
 @app.command("coverage")

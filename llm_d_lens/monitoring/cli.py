@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Coroutine
-from datetime import datetime
 from typing import Any, TypeVar
 
 import typer
@@ -38,18 +37,16 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def parse_time(text: str | None) -> float | None:
+    from llm_d_lens.prometheus.instants import parse_instant
+
     if text is None:
         return None
     try:
-        seconds = float(text)
-        if math.isfinite(seconds):  # nan and inf fall through to the error below
-            return seconds
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise OptionInvalid(f"--at {text!r}: give Unix seconds or an ISO 8601 time such as 2026-01-01T00:00:00Z") from None
+        return parse_instant(text)
+    except ValueError as exc:
+        raise OptionInvalid(
+            f"--at {text!r}: give Unix seconds or an ISO 8601 time such as 2026-01-01T00:00:00Z ({text!r} {exc})"
+        ) from None
 
 
 def _settings(timeout: float | None) -> Any:

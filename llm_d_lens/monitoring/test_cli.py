@@ -153,3 +153,8 @@ def test_a_time_that_is_not_finite_is_refused(capsys, value):
     """NaN was sent to Prometheus and came back as an empty, plausible-looking table."""
     code, _, err = run(capsys, "devices", "--prometheus", "http://p:9090", "--at", value)
     assert code == 1 and err.startswith(f"error: OPTION_INVALID: --at {value!r}: give Unix seconds or an ISO 8601 time")
+
+
+def test_a_time_without_a_zone_is_refused_rather_than_read_as_server_local(capsys):
+    code, _, err = run(capsys, "devices", "--prometheus", "http://p:9090", "--at", "2026-01-01T00:00:00")
+    assert code == 1 and "has no time zone; add Z or an offset" in err
