@@ -52,3 +52,10 @@ class ClusterObjectsInvalid(LensError):
         shown = f" (value: {render_value(value)})" if value is not None else ""
         super().__init__(f"{source}: {where}: {message}{shown}",
                          details={"source": source, "path": where, "value": value})
+
+
+class RangeInvalid(LensError):
+    """A time range (or the quantities asked of it) Lens cannot chart."""
+
+    code = "TELEMETRY_RANGE_INVALID"
+    http_status = 400
