@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -50,15 +51,34 @@ def build_app(only: str | None = None) -> typer.Typer:
         def serve(
             host: str = typer.Option("127.0.0.1", help="Address to listen on."),
             port: int = typer.Option(8080, help="Port to listen on."),
+            demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
         ) -> None:
-            """Serve the Lens API (/api/v1/...)."""
+            """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
+            import os
+
             import uvicorn
 
             from llm_d_lens.api.app import create_app
 
+            if demo:
+                _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
     return app
+
+
+def _demo_environment(env: Any) -> None:
+    """``--demo``: the embedded cluster and telemetry, unless the operator pointed the server elsewhere."""
+    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG") if env.get(name)]
+    if chosen:
+        raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
+    env["LENS_CLUSTER_DEMO"] = "1"
+    if not env.get("LENS_PROMETHEUS_URL"):
+        env["LENS_TELEMETRY_DEMO"] = "1"
+
+
+class DemoConflict(LensError):
+    code = "CLUSTER_SOURCE_CONFLICT"
 
 
 def _group_of(argv: list[str]) -> str | None:

@@ -223,31 +223,9 @@ def _parse_labels(items: list[str]) -> dict[str, str]:
 @app.command("doctor")
 def doctor(output: OutputFormat = OutputOption) -> None:
     """Discover everything, import every provider, and report what failed and why."""
-    from llm_d_lens.hardware.discovery import discover
-    from llm_d_lens.hardware.registry import Registry, set_registry
-    from llm_d_lens.hardware.settings import PluginSettings
+    from llm_d_lens.hardware.doctor import doctor_report
 
-    settings = PluginSettings.from_env()
-    found = discover(settings)
-    report: dict[str, Any] = {"profiles": [], "failures": [], "skipped": [f.to_dict() for f in found.skipped],
-                              "conflict": None, "settings": {"autoload": settings.autoload,
-                              "allow": sorted(settings.allow) if settings.allow is not None else None,
-                              "block": sorted(settings.block)}}
-    try:
-        registry = Registry.from_discovery(found)
-    except RegistrationConflict as exc:
-        report["conflict"] = {"message": exc.message, **exc.details}
-        registry = None
-    if registry is not None:
-        set_registry(registry)
-        registry.load_all_providers()
-        for p in registry.profiles():
-            provider = registry.provider(p.id) if not _failed(registry, p.id) else None
-            report["profiles"].append({"id": p.id, "origins": [str(o) for o in registry.origins(p.id)],
-                                       "provider": type(provider).__name__ if provider is not None else None})
-        report["version_hash"] = registry.version_hash()
-    report["failures"] = [f.to_dict() for f in (registry.failures if registry else found.failures)]
-    report["ok"] = not report["failures"] and report["conflict"] is None
+    report = doctor_report()
 
     def table(report: dict[str, Any]) -> Any:
         from rich.console import Group
@@ -274,7 +252,3 @@ def doctor(output: OutputFormat = OutputOption) -> None:
     emit(report, output, table)
     if not report["ok"]:
         raise typer.Exit(1)
-
-
-def _failed(registry: Any, profile_id: str) -> bool:
-    return any(f.profile_id == profile_id and f.group.endswith("providers") for f in registry.failures)

@@ -326,9 +326,29 @@ class Inventory(Contract):
     dra_partition: PartitionSelector | None = None
 
 
+#: The icons the console draws; a profile naming another gets the generic chip icon.
+UiIcon = Literal["Gpu", "Cpu", "Cloud", "Chip", "Server"]
+
+
+class TelemetryPanel(Contract):
+    """What the console's telemetry panel opens with for this hardware."""
+
+    quantity: Quantity = Field(default="utilization", description="The chart shown first (metric type).")
+    namespace: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Namespace the serving pods usually run in: the pods table's default filter (all namespaces when absent).",
+    )
+    range_minutes: int = Field(default=60, ge=5, le=7 * 24 * 60, description="The chart's default time range.")
+
+
 class UI(Contract):
-    icon: str | None = None
-    labels: LabelMap = Field(default_factory=dict)
+    """How the web console presents the hardware: its tab, icon, group and chart titles."""
+
+    icon: str | None = Field(default=None, description="One of Gpu, Cpu, Cloud, Chip, Server; others draw as Chip.")
+    labels: LabelMap = Field(default_factory=dict, description="vendor: the tab's vendor name; metric_group: the device kind (GPU, TPU, HPU...).")
+    order: int = Field(default=100, ge=0, le=10000, description="Tab position; ties sort by display name.")
+    chart_titles: dict[Quantity, str] = Field(default_factory=dict, description="Chart titles per quantity, replacing Lens' own.")
+    telemetry_panel: TelemetryPanel = Field(default_factory=TelemetryPanel)
 
 
 class HardwareProfile(Contract):
