@@ -8,22 +8,17 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from llm_d_lens.hardware.conftest import minimal_profile
-from llm_d_lens.testing.processes import stop
-from llm_d_lens.testing.prometheus import free_port, run_prometheus, skip_reason
+from llm_d_lens.testing.console import CHROMIUM, CHROMIUM_ARGS, lens_serve  # noqa: F401 - the tests' server
+from llm_d_lens.testing.prometheus import run_prometheus, skip_reason
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("LENS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 #: The shared exporter samples the browser tests' Prometheus scrapes, one target each.
 SAMPLES = ("dcgm-exporter.prom", "amd-device-metrics-exporter.prom", "intel-xpumanager.prom", "gaudi-metric-exporter.prom", "vllm.prom")
 
@@ -146,28 +141,3 @@ def plugin_site(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
                     *map(str, sources)], check=True, capture_output=True, timeout=300)
     return site
-
-
-@contextmanager
-def lens_serve(env: dict[str, str], *args: str) -> Iterator[str]:
-    """A real ``lens serve`` on 127.0.0.1 with ``env`` on top of a clean server environment; yields its URL."""
-    port = free_port()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LENS_", "LLM_D_"))}
-    process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", str(port), *args],
-                               env={**clean, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"lens serve exited with {process.returncode}: {process.stderr.read().decode()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/healthz", timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("lens serve did not answer /healthz within 30 s") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        stop(process)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.console.conftest import REPO, lens_serve, needs_chromium
+from llm_d_lens.console.conftest import REPO, needs_chromium
+from llm_d_lens.testing.console import lens_serve
 from llm_d_lens.testing.prometheus import free_port
 
 pytestmark = needs_chromium
