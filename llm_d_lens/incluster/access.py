@@ -15,9 +15,12 @@ Facts the mapping rests on (kubectl 1.32, helm 3):
   driver): ``helm list``/``helm get values`` list them; ``helm upgrade --install`` lists them,
   creates the new revision, updates the previous one and deletes revisions past ``--history-max``
   (10 by default); ``--create-namespace`` creates the namespace.
-- kubectl and helm also read discovery (``/api``, ``/apis``) to map names to resources; every
-  authenticated user may, through Kubernetes' default ``system:discovery`` binding, so no Lens
-  role repeats it.
+- ``kubectl auth can-i`` creates a SelfSubjectAccessReview.
+- kubectl and helm also read discovery (``/api``, ``/apis``) to map names to resources.
+
+Kubernetes grants every authenticated account discovery (``system:discovery``), ``GET /version``
+(``system:public-info-viewer``) and SelfSubjectAccessReviews (``system:basic-user``) through its
+default bindings; those needs are :data:`AUTHENTICATED_DEFAULTS`, and Lens's roles do not repeat them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ DEFAULT_NAMESPACE = "default-namespace"
 APPLY_VERBS = ("get", "create", "patch")
 #: Verbs helm needs on its release Secrets during ``upgrade --install``.
 RELEASE_WRITE_VERBS = ("list", "create", "update", "delete")
+
+#: grants every authenticated account holds through Kubernetes' default ClusterRoleBindings
+AUTHENTICATED_DEFAULTS = frozenset({
+    ("", "/version", "get"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
+})
 
 # Flags taking a value as the next item (when not written ``--flag=value``).
 _KUBECTL_VALUE_FLAGS = frozenset({
@@ -175,6 +184,8 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
         return CommandAccess(argv, ())
     if verb == "version":
         return CommandAccess(argv, (Access("get", url="/version"),))
+    if verb == "auth" and words[1:2] == ["can-i"]:
+        return CommandAccess(argv, (Access("create", "authorization.k8s.io", "selfsubjectaccessreviews"),))
     if verb == "get":
         if len(words) < 2:
             raise _unmapped(argv, "kubectl get without a resource type")

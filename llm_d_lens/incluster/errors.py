@@ -28,3 +28,10 @@ class RoleInvalid(LensError):
 
     code = "INCLUSTER_ROLE_INVALID"
     http_status = 500
+
+
+class PermissionsMissing(LensError):
+    """The service account lacks grants Lens uses: the deployment's RBAC, the operator's to fix."""
+
+    code = "INCLUSTER_PERMISSIONS_MISSING"
+    http_status = 503

@@ -32,7 +32,7 @@ import pytest
 
 from llm_d_lens.deploy.service import RenderRequest, apply, describe_guides, fetch_runtime_classes, render
 from llm_d_lens.hardware.registry import get_registry
-from llm_d_lens.incluster.access import Access, accesses_of, object_accesses, APPLY_VERBS
+from llm_d_lens.incluster.access import APPLY_VERBS, AUTHENTICATED_DEFAULTS, Access, accesses_of, object_accesses
 from llm_d_lens.incluster.facts import Facts, chart_name, load_facts
 from llm_d_lens.incluster.manifests import manifests_root, render as render_overlay
 from llm_d_lens.incluster.rbac import compare, grants_of, needed_by, role_named
@@ -224,8 +224,15 @@ def deploy_apply_every_overlay(runner: Recorder) -> None:
     assert rendered >= 10, f"only {rendered} overlays of the llm-d tree rendered"
 
 
+def check_own_permissions(runner: Recorder) -> None:
+    from llm_d_lens.incluster.permissions import check
+
+    runner.reply(["kubectl", "auth", "can-i", ...], stdout="yes\n")
+    assert asyncio.run(check(runner, mutations=True)).ok
+
+
 READ: tuple[Callable[[Recorder], None], ...] = (
-    read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render)
+    read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
 
@@ -284,7 +291,17 @@ def needs(recorded) -> dict[str, dict]:
     read, read_charts = own_and_chart_needs(recorded["read"])
     assert read_charts == {}, "a read-only operation installed a chart"
     install, chart = own_and_chart_needs(recorded["install"])
-    return {"read": read, "install": install, "charts": chart}
+    met = {g for g in [*read, *install] if g in AUTHENTICATED_DEFAULTS}
+    return {"read": without_defaults(read), "install": without_defaults(install), "charts": chart, "defaults": met}
+
+
+def without_defaults(needed: dict) -> dict:
+    """What Kubernetes grants every authenticated account by default is no Lens role's to grant."""
+    return {grant: by for grant, by in needed.items() if grant not in AUTHENTICATED_DEFAULTS}
+
+
+def test_the_only_needs_left_to_kubernetes_defaults_are_version_and_access_reviews(needs) -> None:
+    assert needs["defaults"] == {("", "/version", "get"), ("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
 
 
 @pytest.fixture(scope="module")
@@ -415,5 +432,5 @@ def test_a_new_kubectl_call_in_a_read_path_fails_until_granted(needs, installer_
     read_inventory(runner)
     runner.run(["kubectl", "get", "services", "--all-namespaces", "-o", "json"])
     read, _ = own_and_chart_needs(runner.calls)
-    result = compare({**needs["read"], **read}, grants_of(role_named(installer_objects, "lens-read")))
+    result = compare({**needs["read"], **without_defaults(read)}, grants_of(role_named(installer_objects, "lens-read")))
     assert list(result.missing) == [("", "services", "list")]
