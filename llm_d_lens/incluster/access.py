@@ -14,7 +14,8 @@ Facts the mapping rests on (kubectl 1.32, helm 3):
 - helm keeps releases in Secrets of the release's namespace (the default ``secret`` storage
   driver): ``helm list``/``helm get values`` list them; ``helm upgrade --install`` lists them,
   creates the new revision, updates the previous one and deletes revisions past ``--history-max``
-  (10 by default); ``--create-namespace`` creates the namespace.
+  (10 by default; its storage driver GETs a record before deleting it); ``--create-namespace``
+  creates the namespace.
 - ``kubectl auth can-i`` creates a SelfSubjectAccessReview.
 - kubectl and helm also read discovery (``/api``, ``/apis``) to map names to resources.
 
@@ -41,7 +42,7 @@ DEFAULT_NAMESPACE = "default-namespace"
 #: Verbs kubectl apply needs per object.
 APPLY_VERBS = ("get", "create", "patch")
 #: Verbs helm needs on its release Secrets during ``upgrade --install``.
-RELEASE_WRITE_VERBS = ("list", "create", "update", "delete")
+RELEASE_WRITE_VERBS = ("list", "get", "create", "update", "delete")
 
 #: grants every authenticated account holds through Kubernetes' default ClusterRoleBindings
 AUTHENTICATED_DEFAULTS = frozenset({

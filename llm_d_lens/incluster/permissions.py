@@ -49,7 +49,7 @@ READ_NEEDS: tuple[Need, ...] = (
 #: the installer's vendor-neutral grants; a vendor's custom resources (deploy apply of a guide that
 #: renders one) are granted in manifests/ but not asked here
 INSTALL_NEEDS: tuple[Need, ...] = (
-    *_needs(INSTALL_ROLE, ["list", "create", "update", "delete"], ["secrets"], "driver install: helm's release records"),
+    *_needs(INSTALL_ROLE, ["list", "get", "create", "update", "delete"], ["secrets"], "driver install: helm's release records"),
     *_needs(INSTALL_ROLE, ["create"], ["namespaces"], "driver install: helm --create-namespace"),
     *_needs(INSTALL_ROLE, ["list"], ["resourceclaimtemplates.resource.k8s.io"], "driver plan --from-cluster"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["deployments.apps", "configmaps", "serviceaccounts",

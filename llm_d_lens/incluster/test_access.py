@@ -59,7 +59,7 @@ def test_helm_reads_and_installs_touch_release_secrets_in_the_release_namespace(
     install = accesses_of(["helm", "upgrade", "--install", "plugin", "nvidia-device-plugin", "--version", "0.18.2",
                            "--namespace", "gpu", "--create-namespace", "--repo", "https://x", "--set-json", "a=1"])
     assert install.opaque == "nvidia-device-plugin"
-    assert {a.grant for a in install.accesses} == {("", "secrets", v) for v in ("list", "create", "update", "delete")} | {
+    assert {a.grant for a in install.accesses} == {("", "secrets", v) for v in ("list", "get", "create", "update", "delete")} | {
         ("", "namespaces", "create")}
     without = accesses_of(["helm", "upgrade", "--install", "plugin", "chart", "--namespace", "gpu"])
     assert ("", "namespaces", "create") not in {a.grant for a in without.accesses}
