@@ -172,3 +172,25 @@ def test_a_broken_overlay_fails_to_render_naming_the_file(tmp_path: Path) -> Non
     (tmp_path / "kustomization.yaml").write_text("resources:\n  - missing.yaml\n", encoding="utf-8")
     with pytest.raises(CommandFailed, match="missing.yaml"):
         render(tmp_path, CommandRunner())
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_server_built_from_the_pod_environment_runs_kubectl_and_helm_with_no_kubeconfig(
+        overlay: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the Deployment's environment, every runner the API builds leaves kubectl to find the service account."""
+    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.incluster.api import permissions_runner
+    from llm_d_lens.monitoring.gpu_driver.api import view_factory
+
+    for name in ("KUBECONFIG", "LENS_KUBECONFIG", "LENS_KUBE_CONTEXT", "LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO"):
+        monkeypatch.delenv(name, raising=False)
+    values = env(rendered(overlay))
+    for name, value in values.items():
+        monkeypatch.setenv(name, value if isinstance(value, str) else "token-from-secret")
+    source = ClusterSource.from_env()
+    assert source.live and source.timeout == float(values["LENS_KUBECTL_TIMEOUT"])
+    runners = [source.runner(), view_factory()(None).runner, permissions_runner()]
+    for runner in runners:
+        for tool in ("kubectl", "helm"):
+            argv = (tool, "list")
+            assert runner._inject_cluster_flags(argv) == argv  # no --kubeconfig, no --context/--kube-context
