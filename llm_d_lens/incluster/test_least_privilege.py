@@ -344,6 +344,26 @@ def test_reads_are_list_only_and_mutations_never_reach_the_read_only_role(needs)
     assert writes and not writes & set(needs["read"])
 
 
+def scopes_of(calls: list[RecordedCall]) -> dict[tuple[str, str, str], set[str]]:
+    known = facts()
+    out: dict[tuple[str, str, str], set[str]] = {}
+    for call in calls:
+        for access in accesses_of(call.requested, input=call.input, table=known.table).accesses:
+            out.setdefault(access.grant, set()).add(access.scope)
+    return out
+
+
+def test_cluster_wide_bindings_are_what_the_calls_scope_needs(recorded, installer_objects) -> None:
+    """A ClusterRoleBinding, not a RoleBinding per namespace: each read lists across namespaces or is cluster-scoped."""
+    scopes = scopes_of(recorded["read"])
+    for grant in grants_of(role_named(installer_objects, "lens-read")):
+        assert scopes[grant] & {"cluster", "all-namespaces"}, f"{grant} is only read in {scopes[grant]}: a RoleBinding would do"
+    # helm's release records are listed across every namespace (a plan's releases no class claims)
+    assert "all-namespaces" in scopes_of(recorded["install"])[("", "secrets", "list")]
+    bindings = [o for o in installer_objects if o["kind"] == "ClusterRoleBinding"]
+    assert len(bindings) == 3 and not [o for o in installer_objects if o["kind"] == "RoleBinding"]
+
+
 def test_every_chart_a_profile_installs_is_declared() -> None:
     from llm_d_lens.monitoring.gpu_driver.target import resolve_target
 
