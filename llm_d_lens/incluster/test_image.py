@@ -26,8 +26,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed; the Deployment is rendered "
                                                                 "with the real `kubectl kustomize`"),
 ]
-#: the oldest Kubernetes Lens supports (DRA's resource.k8s.io/v1); kubectl may be one minor off the server
-MIN_KUBERNETES_MINOR = 34
+#: the Kubernetes minors Lens supports (DRA's resource.k8s.io/v1 from 1.34); kubectl talks to servers one minor off
+SUPPORTED_MINORS = (34, 36)
 
 
 def text() -> str:
@@ -58,7 +58,8 @@ def test_base_image_and_tools_are_pinned_to_exact_versions() -> None:
     requires = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
     assert int(tag.split(".")[1]) >= int(requires.removeprefix(">=3."))
     kubectl = re.fullmatch(r"v1\.(\d+)\.\d+", arg("KUBECTL_VERSION"))
-    assert kubectl and int(kubectl.group(1)) >= MIN_KUBERNETES_MINOR - 1
+    oldest, newest = SUPPORTED_MINORS
+    assert kubectl and newest - 1 <= int(kubectl.group(1)) <= oldest + 1, "kubectl must be within one minor of each supported server"
     assert re.fullmatch(r"v3\.\d+\.\d+", arg("HELM_VERSION"))  # Lens's helm calls are written against helm 3
     # every download is checked against its published checksum
     assert text().count("sha256sum -c -") == 2

@@ -59,8 +59,12 @@ async def test_a_missing_dra_grant_is_named_with_what_it_breaks() -> None:
 
 
 async def test_an_unreachable_server_is_an_unknown_answer_with_kubectl_s_reason() -> None:
-    reason = 'error: failed to create selfsubjectaccessreview: Post "https://10.0.0.1:443": dial tcp: connection refused'
-    report = await check(answering({"nodes"}, stderr=reason))
+    # what kubectl 1.32 prints (and exits 1 with, stdout empty) when the API server is unreachable
+    reason = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?"
+    stderr = ('E1201 09:47:43.584156    7889 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API '
+              'group list: Get \\"https://127.0.0.1:6443/api?timeout=32s\\": dial tcp 127.0.0.1:6443: connect: '
+              f'connection refused"\n\n{reason}\n')
+    report = await check(answering({"nodes"}, stderr=stderr))
     (missing,) = report.missing
     assert missing.allowed is None and missing.error == reason
     assert report.to_dict()["checks"][0]["error"] == reason
