@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.errors import render_value
 
 
 def show(value: Any, limit: int = 60) -> str:
-    """A value as JSON shows it, shortened for a one-line message."""
-    try:
-        text = json.dumps(value, sort_keys=True, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """A value as JSON shows it, shortened: the one rendering hardware errors use too."""
+    return render_value(value, limit)
 
 
 class PlanningError(LensError):
