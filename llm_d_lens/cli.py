@@ -25,6 +25,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "deploy": ("llm_d_lens.deploy.cli", "llm-d overlays: list them, render one fitted to a hardware, apply it."),
     "telemetry": ("llm_d_lens.monitoring.cli", "Accelerator devices and serving pods in common units, from Prometheus."),
     "cluster": ("llm_d_lens.cluster.cli", "Cluster inventory: accelerators, VRAM and allocation per hardware profile."),
+    "plan": ("llm_d_lens.planning.cli", "Which model fits on which hardware pool, with what parallelism and replicas."),
 }
 
 

@@ -34,7 +34,7 @@ MAX_OVERHEAD_GIB = 1024.0
 DEFAULT_CONTEXT = 8192
 #: the share of device memory a serving engine takes by default (vLLM's --gpu-memory-utilization)
 DEFAULT_MEMORY_UTILIZATION = 0.9
-#: per-device allowance for activations, CUDA-graph or compiled-graph buffers and the runtime
+#: per-device allowance for activations, captured-graph buffers and the runtime
 DEFAULT_OVERHEAD_GIB = 2.0
 
 FORMULAS: dict[str, str] = {

@@ -1,8 +1,7 @@
 """Pools of alike devices, read from the cluster inventory (``lens cluster inspect``'s overview).
 
 A pool is one hardware profile's nodes that carry the same product with the same device memory:
-an H100 node and an H200 node are both ``nvidia`` but plan differently. Device memory comes from
-the inventory, which already names its source (DRA capacity, a node label, or the profile's
+80 GiB and 141 GiB devices of one profile plan differently. Device memory comes from the inventory, which already names its source (DRA capacity, a node label, or the profile's
 ``planning.memory_models`` fallback); a node discovery reading (``discovery.py``) can fill the
 gap for nodes the inventory knows no memory for, and says so.
 """

@@ -1,0 +1,69 @@
+"""``lens plan``: which model fits on which hardware the cluster has, with what parallelism.
+
+``lens plan --model M`` is the question a platform team asks ("what can I run, where, how many
+times?"), so the group itself answers it; ``lens plan models`` lists the catalogue and
+``lens plan discover`` reads a node tool's output through the profile's parser. ``--context`` is
+the context length in tokens here, so the kubeconfig context is ``--kube-context``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.runner import DEFAULT_TIMEOUT
+
+app = typer.Typer(invoke_without_command=True)
+
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+
+
+@app.callback()
+def plan(
+    ctx: typer.Context,
+    model: str | None = typer.Option(None, "--model", "-m", help="Catalogue name (`lens plan models`), or a config.json or model directory."),
+    context: int = typer.Option(8192, "--context", help="Context length in tokens each sequence may reach."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Sequences served at once by one replica."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Weights dtype: bf16, fp16, fp8, int8, int4, fp4 (default: the model's)."),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default: the activations', bf16 for 8/4-bit weights)."),
+    memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of device memory the engine takes."),
+    overhead_gib: float = typer.Option(2.0, "--overhead-gib", help="Per-device allowance for activations and runtime, GiB."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
+    demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
+    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """What fits where: per hardware pool, the TP/PP options, headroom, max sequences and replicas."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        raise typer.BadParameter("give --model (a catalogue name from `lens plan models`, or a config.json path)",
+                                 param_hint="--model")
+    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.planning.aic import status
+    from llm_d_lens.planning.catalogue import resolve
+    from llm_d_lens.planning.fit import FitRequest
+    from llm_d_lens.planning.render import plan_renderable
+    from llm_d_lens.planning.service import plan as make_plan
+
+    spec = resolve(model)
+    request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
+    source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
+    result = make_plan(spec, request, source)
+    result.predictions = status().to_dict()
+    emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
+
+
+@app.command("models")
+def models(output: OutputFormat = OutputOption) -> None:
+    """The catalogue: shapes and published parameter counts of common open models."""
+    from llm_d_lens.planning.catalogue import entries, catalogue_spec
+    from llm_d_lens.planning.render import models_renderable
+
+    specs = [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
+    emit(specs, output, models_renderable)
