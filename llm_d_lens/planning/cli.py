@@ -35,6 +35,7 @@ def plan(
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
     all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
     output: OutputFormat = OutputOption,
 ) -> None:
@@ -54,7 +55,7 @@ def plan(
     spec = resolve(model)
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
     source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
-    result = make_plan(spec, request, source)
+    result = make_plan(spec, request, source, discover=discover)
     result.predictions = status().to_dict()
     emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
 
@@ -67,3 +68,44 @@ def models(output: OutputFormat = OutputOption) -> None:
 
     specs = [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
     emit(specs, output, models_renderable)
+
+
+@app.command("discover")
+def discover_devices(
+    hardware: str = typer.Option(..., "--hardware", help="Hardware profile id or alias whose planning.discovery to use."),
+    node: str | None = typer.Option(None, "--node", help="Run the discovery command on this node (kubectl exec)."),
+    pod: str | None = typer.Option(None, "--pod", help="namespace/name[:container] to run it in (default: the driver's pod)."),
+    from_file: Path | None = typer.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
+    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Devices a node's vendor tool lists (product, memory, PCI address), read by the profile's parser."""
+    import sys
+
+    from llm_d_lens.hardware.registry import get_profile
+    from llm_d_lens.planning.discovery import parse
+    from llm_d_lens.planning.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
+    from llm_d_lens.planning.node_discovery import PodRef, run_on_node
+    from llm_d_lens.planning.render import devices_renderable
+    from llm_d_lens.runner import CommandRunner
+
+    profile = get_profile(hardware)
+    if (node is None) == (from_file is None):
+        raise typer.BadParameter("give --node (run the command) or --from-file (parse its saved output)", param_hint="--node")
+    if from_file is not None:
+        if profile.planning.discovery is None:
+            raise DiscoveryUnavailable(f"{profile.id}: the profile declares no planning.discovery command",
+                                       details={"profile": profile.id})
+        try:
+            text = sys.stdin.read() if str(from_file) == "-" else from_file.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise DiscoveryOutputInvalid(str(from_file), "file", f"cannot be read: {exc.strerror or exc}") from None
+        discovery = profile.planning.discovery
+        devices, where = parse(text, discovery.parser, discovery.fields, str(from_file)), str(from_file)
+    else:
+        runner = CommandRunner(kubeconfig=kubeconfig, context=kube_context, timeout=timeout)
+        devices, where = run_on_node(profile, node or "", runner, PodRef.parse(pod) if pod else None)
+    document = {"hardware": profile.id, "source": where, "devices": [d.to_dict() for d in devices]}
+    emit(document, output, devices_renderable)

@@ -80,3 +80,15 @@ def models_renderable(specs: list[dict[str, Any]]) -> Any:
                       f"{spec['attentionHeads']}/{spec['kvHeads']}", experts, spec["dtype"],
                       f"{spec['kvValuesPerToken'] * 2 / KIB:,.0f}K")
     return table
+
+
+def devices_renderable(data: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{data['hardware']}: {len(data['devices'])} device(s) from {data['source']}", title_justify="left")
+    for column in ("product", "memory GiB", "PCI", "id"):
+        table.add_column(column, justify="right" if column == "memory GiB" else "left")
+    for d in data["devices"]:
+        memory = f"{d['memoryBytes'] / 2**30:,.2f}" if d["memoryBytes"] else "unknown"
+        table.add_row(d["product"] or "unknown", memory, d["pciBusId"] or "-", d["uuid"] or d["serial"] or "-")
+    return table

@@ -97,9 +97,26 @@ def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview)
     return Plan(model, checked, overview.source, plans, notes)
 
 
-def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None) -> Plan:
-    """Read the cluster ``source`` (a :class:`ClusterSource`) and plan ``model`` on it."""
+def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:
+    """Read the cluster ``source`` (a :class:`ClusterSource`) and plan ``model`` on it.
+
+    With ``discover``, nodes whose memory the inventory does not know run their profile's
+    discovery command (live clusters only: a snapshot's nodes cannot be asked).
+    """
     from llm_d_lens.cluster.service import inspect
 
     request.checked(model)  # refuse a nonsense request before reading any cluster
-    return plan_for_overview(model, request, inspect(source, runner))
+    overview = inspect(source, runner)
+    notes: list[str] = []
+    if discover:
+        if getattr(source, "live", False):
+            from llm_d_lens.hardware.registry import get_registry
+            from llm_d_lens.planning.node_discovery import fill_unknown_memory
+
+            profiles = {p.id: p for p in get_registry().profiles()}
+            notes = fill_unknown_memory(overview, profiles, runner or source.runner())
+        else:
+            notes = ["node discovery skipped: it runs on a live cluster's nodes, not on a snapshot or the demo"]
+    result = plan_for_overview(model, request, overview)
+    result.notes[:0] = notes
+    return result
