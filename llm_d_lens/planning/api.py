@@ -38,6 +38,12 @@ class PlanRequest(BaseModel):
     kv_dtype: str | None = Field(default=None, max_length=32, description="KV cache dtype.")
     memory_utilization: float = Field(default=DEFAULT_MEMORY_UTILIZATION, ge=0.05, le=1.0)
     overhead_gib: float = Field(default=DEFAULT_OVERHEAD_GIB, ge=0, le=MAX_OVERHEAD_GIB)
+    predict: bool = Field(default=False, description="Start AIC predictions as a job (GET /planning/jobs/{id}).")
+    isl: int = Field(default=4000, ge=1, le=1_000_000, description="AIC: input tokens a request has.")
+    osl: int = Field(default=1000, ge=1, le=1_000_000, description="AIC: output tokens a request has.")
+    ttft: float = Field(default=2000.0, gt=0, le=600_000, description="AIC: time to first token target, ms.")
+    tpot: float = Field(default=30.0, gt=0, le=60_000, description="AIC: time per output token target, ms.")
+    backend: str = Field(default="vllm", max_length=16, description="AIC: vllm, sglang or trtllm.")
 
 
 def _spec(request: PlanRequest) -> Any:
@@ -97,4 +103,41 @@ async def plan(
         raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
                                   details={"cause": exc.code, **exc.details}) from None
     result.predictions = status().to_dict()
+    if request.predict:
+        from llm_d_lens.planning.predictions import Targets
+
+        with flags_as_fields(FIELDS):
+            targets = Targets(request.isl, request.osl, request.ttft, request.tpot, request.backend).checked()
+        if status().available:
+            result.predictions = await run_in_threadpool(_start_job, result, targets)
     return result.to_dict()
+
+
+#: prediction jobs by id, oldest dropped first: a poll after that many newer jobs finds none
+JOBS: dict[str, Any] = {}
+MAX_JOBS = 64
+
+
+def _start_job(result: Any, targets: Any) -> dict[str, Any]:
+    import uuid
+
+    from llm_d_lens.planning.service import start_predictions
+
+    run = start_predictions(result, targets)  # submits to the worker; the search runs there
+    job_id = uuid.uuid4().hex
+    JOBS[job_id] = run
+    while len(JOBS) > MAX_JOBS:
+        JOBS.pop(next(iter(JOBS)))
+    return {**run.to_dict(wait=False), "job": job_id, "poll": f"/api/v1/planning/jobs/{job_id}"}
+
+
+@router.get("/planning/jobs/{job_id}")
+def job(job_id: str) -> dict[str, Any]:
+    """An AIC prediction job: "running" until every pool's search is done, then each pool's answer."""
+    from llm_d_lens.planning.errors import JobNotFound
+
+    run = JOBS.get(job_id)
+    if run is None:
+        raise JobNotFound(f"no prediction job {job_id!r} (jobs are kept for the last {MAX_JOBS} plans)",
+                          details={"job": job_id})
+    return {**run.to_dict(wait=False), "job": job_id}

@@ -64,6 +64,8 @@ class ModelSpec:
     published_parameters: int | None = None
     published_source: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: other names the model goes by (catalogue aliases), for tools that know it under one of them
+    aliases: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def mla(self) -> bool:

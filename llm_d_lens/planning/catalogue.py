@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -39,8 +40,9 @@ def _index() -> dict[str, str]:
 
 def catalogue_spec(model_id: str) -> ModelSpec:
     entry = entries()[model_id]
-    return from_config(entry["config"], f"catalogue:{model_id}", name=entry["hf_id"],
+    spec = from_config(entry["config"], f"catalogue:{model_id}", name=entry["hf_id"],
                        published=entry.get("published_parameters"), published_source=entry.get("published_source"))
+    return replace(spec, aliases=tuple(entry.get("aliases", [])))
 
 
 def all_specs() -> list[ModelSpec]:

@@ -35,6 +35,12 @@ def plan(
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    isl: int = typer.Option(4000, "--isl", help="AIC: input tokens a request has."),
+    osl: int = typer.Option(1000, "--osl", help="AIC: output tokens a request has."),
+    ttft: float = typer.Option(2000.0, "--ttft", help="AIC: time to first token target, ms."),
+    tpot: float = typer.Option(30.0, "--tpot", help="AIC: time per output token target, ms."),
+    backend: str = typer.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
+    predict: bool = typer.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
     discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
     all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
     output: OutputFormat = OutputOption,
@@ -52,11 +58,22 @@ def plan(
     from llm_d_lens.planning.render import plan_renderable
     from llm_d_lens.planning.service import plan as make_plan
 
+    from llm_d_lens.planning.predictions import Targets
+
     spec = resolve(model)
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
+    targets = Targets(isl, osl, ttft, tpot, backend).checked()
     source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
     result = make_plan(spec, request, source, discover=discover)
-    result.predictions = status().to_dict()
+    aic = status()
+    if predict and aic.available:
+        from llm_d_lens.output import console
+        from llm_d_lens.planning.service import start_predictions
+
+        console(stderr=True).print("AIC: searching each matched pool (8-25 s a system)...", highlight=False, markup=False)
+        result.predictions = start_predictions(result, targets).to_dict(wait=True)
+    else:
+        result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
     emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
 
 

@@ -37,22 +37,48 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
     parts: list[Any] = [table]
     lines = [f"model: {model['parameters'] / 1e9:,.2f}B parameters ({model['parameterSource']}); "
              f"dtype from {model['dtypeSource']}; KV {model['kvValuesPerToken']:,} values/token = {model['kvFormula']}"]
+    predictions = data.get("predictions") or {}
+    predicted = predictions.get("pools") or {}
     for pool in data["pools"]:
         lines.append(f"{pool['pool']}: {pool['verdict']}; memory from {pool['memorySource']}")
+        if pool["pool"] in predicted:
+            lines.extend(_prediction_lines(predicted[pool["pool"]]))
         if pool["handOff"]:
             lines.append(f"  deploy:   {pool['handOff']['deploy']}")
             lines.append(f"  evaluate: {pool['handOff']['evaluate']}")
         lines.extend(f"  note: {note}" for note in pool["notes"])
     lines.extend(f"note: {note}" for note in (*model["notes"], *data["notes"]))
-    predictions = data.get("predictions")
     if predictions:
-        lines.append(f"predictions: {predictions.get('message', predictions.get('state'))}")
+        targets = predictions.get("targets")
+        shown = (f"; ISL {targets['isl']}, OSL {targets['osl']}, TTFT <= {targets['ttftMs']:g} ms, "
+                 f"TPOT <= {targets['tpotMs']:g} ms, {targets['backend']}") if targets else ""
+        lines.append(f"predictions: {predictions.get('message', predictions.get('state'))}{shown}")
     lines.append("headroom = usable x memory_utilization - weights - overhead - KV cache, per device "
                  "(`-o json` shows every formula and option)")
     parts.append(Text("\n".join(lines)))
     if all_options:
         parts.extend(_options_table(pool) for pool in data["pools"])
     return Group(*parts)
+
+
+def _prediction_lines(entry: dict[str, Any]) -> list[str]:
+    if entry["state"] != "predicted":
+        return [f"  AIC: {entry['state']}: {entry.get('reason') or entry.get('error') or ''}".rstrip(": ")]
+    lines = []
+    for mode in ("aggregated", "disaggregated"):
+        row = entry.get(mode)
+        if row is None:
+            lines.append(f"  AIC {entry['system']} {mode}: none meets the targets ({entry.get(mode + 'Rejected', 0)} rejected)")
+            continue
+        if mode == "aggregated":
+            shape = f"TP{row['tensorParallel']} PP{row['pipelineParallel']} DP{row['dataParallel']}"
+        else:
+            p, d = row["prefill"], row["decode"]
+            shape = f"{p['workers']}x prefill TP{p['tensorParallel']} + {d['workers']}x decode TP{d['tensorParallel']}"
+        lines.append(f"  AIC {entry['system']} {mode}: {shape} ({row['gpus']} GPUs): {row['throughputPerGpu']:,.0f} tok/s/GPU, "
+                     f"{row['throughputPerUser']:,.1f} tok/s/user, TTFT {row['ttftMs']:,.0f} ms, TPOT {row['tpotMs']:.1f} ms, "
+                     f"{row['replicasOnFreeDevices']} on free devices")
+    return lines
 
 
 def _options_table(pool: dict[str, Any]) -> Any:

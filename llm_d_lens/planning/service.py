@@ -120,3 +120,14 @@ def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None,
     result = plan_for_overview(model, request, overview)
     result.notes[:0] = notes
     return result
+
+
+def start_predictions(result: Plan, targets: Any, aic_engine: Any = None) -> Any:
+    """Start AIC's search for each pool of a plan it has data for (see :mod:`predictions`)."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.planning import aic
+    from llm_d_lens.planning.predictions import PredictionRun
+
+    profiles = {p.id: p for p in get_registry().profiles()}
+    return PredictionRun(result.model, [p.pool for p in result.pools], profiles, targets.checked(),
+                         aic_engine or aic.engine(), aic.status().version)
