@@ -27,6 +27,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "telemetry": ("llm_d_lens.monitoring.cli", "Accelerator devices and serving pods in common units, from Prometheus."),
     "cluster": ("llm_d_lens.cluster.cli", "Cluster inventory: accelerators, VRAM and allocation per hardware profile."),
     "incluster": ("llm_d_lens.incluster.cli", "Lens in a pod: check its service account holds the permissions Lens uses."),
+    "plan": ("llm_d_lens.planning.cli", "Which model fits on which hardware pool, with what parallelism and replicas."),
 }
 
 

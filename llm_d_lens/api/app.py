@@ -31,6 +31,7 @@ ROUTERS: tuple[str, ...] = (
     "llm_d_lens.monitoring.api",
     "llm_d_lens.cluster.api",
     "llm_d_lens.incluster.api",
+    "llm_d_lens.planning.api",
 )
 
 

@@ -283,8 +283,19 @@ class MemoryModel(Contract):
     memory_gib: float = Field(gt=0, strict=False)
 
 
+class AicSystem(Contract):
+    """One row of the ordered table from an inventory product name to an AIC system name."""
+
+    product_pattern: str = Field(min_length=1, description="Regular expression searched, ignoring case, in the inventory's product name.")
+    system: str = Field(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
+
+
 class Planning(Contract):
     aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
+    aic_systems: list[AicSystem] = Field(
+        default_factory=list,
+        description="Ordered: the first row whose product_pattern matches a pool's product names its AIC system.",
+    )
     discovery: DiscoveryCommand | None = None
     memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
 
