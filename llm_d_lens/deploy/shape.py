@@ -208,8 +208,10 @@ class Fitter:
             self.result.count_sources[pod.display] = source
             if self.mode.request_model == "extended-resource":
                 self._drop_claims(pod)
-                for container in targets:
-                    self._set_resources(container, self.resource_name, count)
+                # the pod's devices go to its first accelerated container: extended resources are
+                # not shared, so giving each container the pod's count would multiply it
+                for i, container in enumerate(targets):
+                    self._set_resources(container, self.resource_name if i == 0 else None, count)
                 self._note(pod, f"requests {self.resource_name}: {count} in limits and requests ({source})")
             else:
                 if self.pci and count > len(self.pci):
@@ -234,10 +236,11 @@ class Fitter:
     def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
         if self.options.count is not None:
             return self.options.count, "--count"
-        stated = [r.count for c in targets for r in self.view.requests(pod, c)
-                  if r.profile_id == self.profile.id and r.count is not None]
-        if stated:
-            return max(stated), "the overlay's own request"
+        stated = self.view.pod_requests(pod, self.profile.id, targets)
+        if len(stated) == 1 and stated[0].count:
+            return stated[0].count, "the overlay's own request"
+        if stated and (total := sum(r.count or 0 for r in stated)):
+            return total, f"the overlay's own requests, summed: {' + '.join(r.describe() for r in stated)}"
         flags = [p for c in targets if (p := parallelism(c)) is not None]
         if flags:
             return max(flags), "tensor × pipeline parallel size in the model server's flags"
@@ -265,8 +268,12 @@ class Fitter:
 
     # -- DRA claims -------------------------------------------------------------------------
 
-    def _drop_claims(self, pod: PodTemplate) -> None:
-        """Take every accelerator request out of the pod's claims (and claims left empty out of the pod)."""
+    def _drop_claims(self, pod: PodTemplate, keep: tuple[str, str, dict[str, Any]] | None = None) -> None:
+        """Take every accelerator request out of the pod's claims (and claims left empty out of the pod).
+
+        ``keep`` is the (pod claim, template, request) that now carries the pod's whole count; every other
+        accelerator claim and request goes, so the devices are not asked for twice.
+        """
         entries = [e for e in pod.spec.get("resourceClaims") or [] if isinstance(e, dict)]
         kept_entries = []
         dropped_claims: set[str] = set()
@@ -278,7 +285,12 @@ class Fitter:
                 kept_entries.append(entry)
                 continue
             requests = template_requests(template)
-            accelerator = [r for r in requests if self.view.class_owner(request_class(r))]
+            kept_request = keep[2] if keep is not None and keep[1] == template_name else None
+            if kept_request is not None and entry.get("name") != keep[0]:
+                dropped_claims.add(str(entry.get("name")))  # another claim on the kept template: one allocation
+                self._note(pod, f"dropped claim {entry.get('name')} (its devices are counted in claim {keep[0]})")
+                continue
+            accelerator = [r for r in requests if self.view.class_owner(request_class(r)) and r is not kept_request]
             if not accelerator:
                 kept_entries.append(entry)
                 continue
@@ -324,6 +336,7 @@ class Fitter:
                 old_name = request.get("name")
                 self._shape_request(template, request, count)
                 self._rename_request_uses(pod, claim, old_name, mode.claim_request_name)
+                self._drop_claims(pod, keep=(claim, template_name, request))
                 for other in targets:
                     _use_claim(other, claim)
                 self._note(pod, f"requests {count} × {mode.device_class} through the overlay's ResourceClaimTemplate "
