@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from llm_d_lens.deploy.source import LlmdSource
+from llm_d_lens.deploy.workloads import pod_templates
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL
 
 #: The file names kustomize accepts for a Kustomization, in its own order of preference.
@@ -112,6 +113,7 @@ class KustomizationReader:
         self._root = os.path.realpath(source.root)
         self._cache: dict[Path, Kustomization] = {}
         self._inspections: dict[Path, Inspection] = {}
+        self._files: dict[Path, dict[str, str]] = {}
 
     def load(self, directory: Path) -> Kustomization:
         cached = self._cache.get(directory)
@@ -173,9 +175,40 @@ class KustomizationReader:
         inherited: dict[str, str] = {}
         for field_name, reference, expect in _local_references(doc.data):
             target = self._target(doc, shown, field_name, reference, expect, problems)
-            if target is not None and target.is_dir() and field_name.split("[")[0] in ("resources", "bases", "components"):
+            if target is None or field_name.split("[")[0] not in ("resources", "bases", "components"):
+                continue
+            if target.is_dir():
                 inherited.update(self._labels(target, problems, seen))
+            elif field_name.startswith("resources["):
+                inherited.update(self._file_labels(target))
         return {**inherited, **doc.own_labels()}
+
+    def _file_labels(self, path: Path) -> dict[str, str]:
+        """The llm-d labels of the first model-server pod template a resource file holds.
+
+        Some guides (wide-ep-lws at 7edda66) label their workloads in the resource YAML instead of
+        the Kustomization, so reading only Kustomizations would call them unlabelled.
+        """
+        cached = self._files.get(path)
+        if cached is not None:
+            return cached
+        found: dict[str, str] = {}
+        try:
+            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            documents = []  # kustomize reports an unreadable resource when it renders; here it just adds no labels
+        for document in documents:
+            if not isinstance(document, dict):
+                continue
+            for pod in pod_templates(document):
+                labels = {str(k): str(v) for k, v in pod.labels.items() if str(k).startswith("llm-d.ai/")}
+                if VARIANT_LABEL in labels or VENDOR_LABEL in labels:
+                    found = labels
+                    break
+            if found:
+                break
+        self._files[path] = found
+        return found
 
     def _target(self, doc: Kustomization, shown: str, field_name: str, reference: str, expect: str,
                 problems: list[Problem]) -> Path | None:

@@ -22,6 +22,7 @@ from llm_d_lens.deploy.errors import (
 )
 from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource, check_name
+from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
@@ -84,8 +85,14 @@ def choose_overlay(
     overlay: str | None = None,
     requested_as: str | None = None,
     reader: KustomizationReader | None = None,
+    identity_from_render: bool = False,
 ) -> OverlayChoice:
-    """The one overlay to render, or an error that says what exists instead."""
+    """The one overlay to render, or an error that says what exists instead.
+
+    With ``identity_from_render`` an overlay whose files set no accelerator labels is not refused
+    here: the caller renders it and confirms the identity from the rendered pods
+    (:func:`confirm_identity`), since labels can also come from patches and components.
+    """
     check_name("guide", guide, nested=True)
     if model_server is not None:
         check_name("model server", model_server)
@@ -117,7 +124,8 @@ def choose_overlay(
     else:
         chosen = _pick_overlay(candidates, statuses, profile, guide, server, why)
     status = statuses[chosen.name]
-    _refuse(chosen, status, profile, named, source)
+    if not (identity_from_render and status.state == "unlabelled"):
+        _refuse(chosen, status, profile, named, source)
     inspection = reader.inspect(chosen.directory)
     if status.state == "broken":
         why.append(f"warning: {status.detail}")
@@ -210,3 +218,37 @@ def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, n
             f"overlay {overlay.path} is labelled for other hardware: its {status.detail}, but {named} was requested",
             details={**details, "resolves_to": status.resolves_to},
         )
+
+
+def confirm_identity(choice: OverlayChoice, rendered: list[dict[str, Any]], resolver: Resolver,
+                     requested_as: str | None = None) -> OverlayChoice:
+    """An overlay whose files name no hardware is for the profile when its rendered pods say so.
+
+    Only the model-server pods count (those asking for registered hardware or carrying a variant
+    label); their ``llm-d.ai/accelerator-*`` labels must all resolve to the chosen profile.
+    """
+    if choice.status.state != "unlabelled":
+        return choice
+    profile = choice.profile
+    named = f"{requested_as!r} (profile {profile.id})" if requested_as and requested_as != profile.id else profile.id
+    view = DeviceView(resolver, rendered)
+    pairs = sorted({(pod.labels.get(VARIANT_LABEL, ""), pod.labels.get(VENDOR_LABEL, ""))
+                    for pod in all_pod_templates(rendered) if view.is_accelerated(pod)
+                    and (VARIANT_LABEL in pod.labels or VENDOR_LABEL in pod.labels)})
+    details = {"overlay": choice.overlay.path, "hardware": profile.id, "status": choice.status.state}
+    if not pairs:
+        raise OverlayLabelMismatch(
+            f"overlay {choice.overlay.path} {choice.status.detail}, and its rendered pods carry none either, "
+            f"so it cannot be confirmed to be for {named}", details=details)
+    shown = "; ".join(f"{VARIANT_LABEL}={v or '-'}, {VENDOR_LABEL}={n or '-'}" for v, n in pairs)
+    resolved = {resolver.match_labels({k: x for k, x in ((VARIANT_LABEL, v), (VENDOR_LABEL, n)) if x}).profile_id
+                for v, n in pairs}
+    if resolved != {profile.id}:
+        others = ", ".join(sorted(str(r or "no registered hardware") for r in resolved))
+        raise OverlayLabelMismatch(
+            f"overlay {choice.overlay.path}: its rendered pods are labelled {shown}, which resolve to {others}, "
+            f"but {named} was requested", details={**details, "resolves_to": sorted(str(r) for r in resolved)})
+    why = [*choice.explanation[:-1], f"labels of the rendered pods {shown} resolve to {profile.id}",
+           choice.explanation[-1]]
+    status = OverlayStatus("ok", "", profile.id)
+    return OverlayChoice(choice.overlay, profile, choice.inspection, status, tuple(why))

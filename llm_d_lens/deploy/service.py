@@ -22,7 +22,13 @@ from llm_d_lens.deploy.render import (
     kustomize_command,
     parse_manifests,
 )
-from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, guide_not_found, overlay_status
+from llm_d_lens.deploy.resolve import (
+    OverlayChoice,
+    choose_overlay,
+    confirm_identity,
+    guide_not_found,
+    overlay_status,
+)
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
@@ -122,9 +128,10 @@ def render(
     command = kustomize_command(runner)
     with open_source(root, request.revision, runner=runner, env=env) as source:
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
-                                overlay=request.overlay, requested_as=request.hardware)
+                                overlay=request.overlay, requested_as=request.hardware, identity_from_render=True)
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
     check_rendered(rendered, choice.overlay.path)
+    choice = confirm_identity(choice, rendered, resolver, request.hardware)
     where = f"{choice.overlay.path} for {profile.id}"
     mixed = mixed_hardware(rendered, resolver)
     if mixed is not None:

@@ -198,3 +198,20 @@ def test_a_source_without_gaudi_overlays_says_so(tmp_path: Path) -> None:
     with pytest.raises(OverlayNotFound) as raised:
         render(RenderRequest(guide=GUIDE, hardware="gaudi"), root=copy, runner=MemoRunner())
     assert raised.value.message.startswith("no overlay for intel-gaudi in this llm-d source (guide optimized-baseline)")
+
+
+#: wide-ep-lws keeps its accelerator labels in decode.yaml/prefill.yaml, not in any Kustomization;
+#: every LeaderWorkerSet worker asks for nvidia.com/gpu: 8 (read from base/decode.yaml and prefill.yaml)
+WIDE_EP = [name for name in ("gke", "coreweave", "dgx-cloud-gb200", "topology-aware/gke")
+           if ROOT is not None and (ROOT / "guides/wide-ep-lws/modelserver/gpu/vllm" / name).is_dir()]
+
+
+@needs_kustomize
+@pytest.mark.parametrize("name", WIDE_EP)
+@pytest.mark.parametrize("mode", ["plugin", "dra"])
+def test_wide_ep_overlays_labelled_in_their_resources_render_in_every_mode(name: str, mode: str) -> None:
+    result = render(RenderRequest(guide="wide-ep-lws", hardware="nvidia", model_server="vllm", overlay=name, mode=mode),
+                    root=ROOT, runner=MemoRunner())
+    assert result.choice.status.state == "ok"
+    assert set(result.fitted.counts.values()) == {8} and len(result.fitted.counts) == 2
+    assert [w.code for w in result.warnings if w.code != "DEVICE_NOT_REGISTERED"] == []  # RDMA NICs are not Lens's

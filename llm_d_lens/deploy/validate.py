@@ -84,7 +84,7 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
         issues += _labels(pod, profile, resolver)
         requests = [r for c in pod.containers() for r in view.requests(pod, c)]
         for request in requests:
-            if request.profile_id is None:
+            if request.profile_id is None and request.count != 0:  # a limit of 0 asks for nothing
                 issues.append(Issue("warning", "DEVICE_NOT_REGISTERED", pod.display,
                                     f"container {request.container} asks for {request.describe()}, which resolves to no "
                                     f"registered hardware; Lens cannot check it"))
