@@ -154,6 +154,28 @@ class KustomizationReader:
             self._inspections[directory] = cached
         return cached
 
+    def bases(self, directory: Path | str) -> tuple[Path, ...]:
+        """The local directories this Kustomization builds on (``resources``/``bases`` entries that are directories)."""
+        doc = self.load(Path(directory))
+        found = []
+        for field_name, reference, _ in _local_references(doc.data):
+            if field_name.split("[")[0] in ("resources", "bases"):
+                target = Path(os.path.normpath(doc.directory / reference))
+                if target.is_dir():
+                    found.append(target)
+        return tuple(found)
+
+    def renames(self, directory: Path | str, seen: frozenset[Path] = frozenset()) -> bool:
+        """Whether the overlay or anything it builds on sets ``namePrefix``/``nameSuffix``."""
+        directory = Path(directory)
+        if directory in seen:
+            return False
+        doc = self.load(directory)
+        if doc.data.get("namePrefix") or doc.data.get("nameSuffix"):
+            return True
+        components = [Path(os.path.normpath(doc.directory / c)) for _, c, _ in _strings(doc.data.get("components"), "components", "dir")]
+        return any(self.renames(d, seen | {directory}) for d in [*self.bases(directory), *components] if d.is_dir())
+
     # -- the chain --------------------------------------------------------------------------
 
     def _labels(self, directory: Path, problems: list[Problem], seen: set[Path]) -> dict[str, str]:

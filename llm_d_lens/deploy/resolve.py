@@ -16,12 +16,14 @@ from llm_d_lens.deploy.errors import (
     DeployRequestInvalid,
     GuideNotFound,
     OverlayAmbiguous,
+    OverlayBuildingBlock,
     OverlayLabelMismatch,
     OverlayNotFound,
     OverlayUnsafe,
 )
 from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource, check_name
+from llm_d_lens.deploy.targets import Role, roles
 from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry
@@ -29,15 +31,28 @@ from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
 
 #: The model server chosen when a guide offers several and none is named (llm-d's default engine).
 DEFAULT_MODEL_SERVER = "vllm"
+#: States of overlays that are not deploy targets at all, so never offered as a choice.
+_NOT_TARGETS = ("building-block", "component")
 #: Overlay names preferred, in order, when several fit and none is named.
 PREFERRED_OVERLAYS = (".", "base")
 
 
 @dataclass(frozen=True)
 class OverlayStatus:
-    state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe"
+    state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe" | "building-block"
     detail: str
     resolves_to: str | None = None
+
+
+#: States a building block's role overrides: it may be well-formed and labelled, yet not a target.
+_BLOCK_OVERRIDES = ("ok", "unlabelled")
+
+
+def with_role(status: OverlayStatus, role: Role) -> OverlayStatus:
+    """The status, or ``building-block`` when upstream only builds other overlays on it."""
+    if role.building_block and status.state in _BLOCK_OVERRIDES:
+        return OverlayStatus("building-block", role.reason, status.resolves_to)
+    return status
 
 
 def overlay_status(inspection: Inspection, profile_id: str | None, resolver: Resolver) -> OverlayStatus:
@@ -69,6 +84,7 @@ class OverlayChoice:
     inspection: Inspection
     status: OverlayStatus
     explanation: tuple[str, ...]
+    role: Role = Role(False)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.overlay.to_dict(), "labels": self.inspection.labels, "status": self.status.state,
@@ -111,7 +127,9 @@ def choose_overlay(
     server = _pick_server(servers, model_server, profile, guide, why)
     candidates = [o for o in mine if (o.model_server or "") == server]
     names = [o.name for o in candidates]
-    statuses = {o.name: overlay_status(reader.inspect(o.directory), profile.id, resolver) for o in candidates}
+    overlay_roles = roles(source, mine, reader)
+    statuses = {o.name: with_role(overlay_status(reader.inspect(o.directory), profile.id, resolver), overlay_roles[o.path])
+                for o in candidates}
     if overlay is not None:
         chosen = next((o for o in candidates if o.name == overlay), None)
         if chosen is None:
@@ -133,7 +151,7 @@ def choose_overlay(
     if labels is not None:
         why.append(f"labels {VARIANT_LABEL}={labels[0]}, {VENDOR_LABEL}={labels[1]} resolve to {status.resolves_to}")
     why.append(f"overlay directory: {chosen.path}")
-    return OverlayChoice(chosen, profile, inspection, status, tuple(why))
+    return OverlayChoice(chosen, profile, inspection, status, tuple(why), overlay_roles[chosen.path])
 
 
 def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile, guide: str) -> None:
@@ -183,7 +201,7 @@ def _pick_server(servers: list[str], wanted: str | None, profile: HardwareProfil
 
 def _pick_overlay(candidates: list[Overlay], statuses: dict[str, OverlayStatus], profile: HardwareProfile,
                   guide: str, server: str, why: list[str]) -> Overlay:
-    names = [o.name for o in candidates]
+    names = [o.name for o in candidates if statuses[o.name].state not in _NOT_TARGETS]  # never offered as choices
     usable = [o for o in candidates if statuses[o.name].state == "ok"]
     for skipped in (o for o in candidates if statuses[o.name].state != "ok"):
         why.append(f"not a default candidate: {skipped.name} ({statuses[skipped.name].state}: {statuses[skipped.name].detail})")
@@ -208,6 +226,8 @@ def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, n
     details = {"overlay": overlay.path, "hardware": profile.id, "status": status.state, "detail": status.detail}
     if status.state == "component":
         raise DeployRequestInvalid(f"overlay {overlay.path} is {status.detail}", details=details)
+    if status.state == "building-block":
+        raise building_block(overlay, status.detail)
     if status.state == "unsafe":
         raise OverlayUnsafe(f"overlay {overlay.path} reaches outside the llm-d source: {status.detail}", details=details)
     if status.state == "unlabelled":
@@ -251,4 +271,11 @@ def confirm_identity(choice: OverlayChoice, rendered: list[dict[str, Any]], reso
     why = [*choice.explanation[:-1], f"labels of the rendered pods {shown} resolve to {profile.id}",
            choice.explanation[-1]]
     status = OverlayStatus("ok", "", profile.id)
-    return OverlayChoice(choice.overlay, profile, choice.inspection, status, tuple(why))
+    return OverlayChoice(choice.overlay, profile, choice.inspection, status, tuple(why), choice.role)
+
+
+def building_block(overlay: Overlay, reason: str) -> OverlayBuildingBlock:
+    """The refusal of a building block, naming what to deploy instead."""
+    return OverlayBuildingBlock(
+        f"overlay {overlay.path} is a building block, not a deploy target: {reason}; pass one of them as --overlay",
+        details={"overlay": overlay.path, "reason": reason})

@@ -24,13 +24,16 @@ from llm_d_lens.deploy.render import (
 )
 from llm_d_lens.deploy.resolve import (
     OverlayChoice,
+    building_block,
     choose_overlay,
     confirm_identity,
     guide_not_found,
     overlay_status,
+    with_role,
 )
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
 from llm_d_lens.deploy.source import open_source
+from llm_d_lens.deploy.targets import placeholder_images, roles
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.hardware.registry import Registry, get_registry
@@ -131,6 +134,10 @@ def render(
                                 overlay=request.overlay, requested_as=request.hardware, identity_from_render=True)
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
     check_rendered(rendered, choice.overlay.path)
+    placeholders = placeholder_images(rendered)
+    if placeholders and choice.role.used_by:
+        raise building_block(choice.overlay, f"a base for {', '.join(choice.role.used_by)}: it renders the placeholder "
+                                             f"image {', '.join(placeholders)}, which they fill")
     choice = confirm_identity(choice, rendered, resolver, request.hardware)
     where = f"{choice.overlay.path} for {profile.id}"
     mixed = mixed_hardware(rendered, resolver)
@@ -169,10 +176,11 @@ def describe_guides(
             if not whole_guide.overlays and not whole_guide.unsupported:
                 raise guide_not_found(source, registry, guide)  # a typo, not an empty guide
         reader = KustomizationReader(source)
+        overlay_roles = roles(source, catalog.overlays, reader)
         overlays = []
         for overlay in catalog.overlays:
             inspection = reader.inspect(overlay.directory)
-            status = overlay_status(inspection, overlay.hardware, resolver)
+            status = with_role(overlay_status(inspection, overlay.hardware, resolver), overlay_roles[overlay.path])
             overlays.append({**overlay.to_dict(), "labels": _accelerator_labels(inspection.labels),
                              "status": status.state, "detail": status.detail})
         unsupported = []

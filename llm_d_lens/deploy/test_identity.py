@@ -52,7 +52,8 @@ def test_labels_in_the_resource_yaml_are_read_by_the_listing(lws_tree: Path) -> 
     rows = {r["overlay"]: r for r in report["overlays"]}
     for name in ("base", "gke"):  # gke inherits them through its base
         assert rows[name]["labels"] == {"llm-d.ai/accelerator-variant": "gpu", "llm-d.ai/accelerator-vendor": "nvidia"}
-        assert rows[name]["status"] == "ok"
+    assert rows["gke"]["status"] == "ok"
+    assert rows["base"]["status"] == "building-block"  # it keeps bare names; gke, built on it, prefixes them
 
 
 @needs_kustomize
