@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,10 +67,13 @@ class RenderRequest(BaseModel):
     resource_name: str | None = Field(default=None, description="Extended resource, when the mode offers several.")
     runtime_classes: list[RuntimeClassModel] | None = Field(default=None, description="The cluster's RuntimeClasses, when known.")
     revision: str | None = Field(default=None, description="Git revision of the llm-d source to read.")
+    image_policy: Literal["keep", "profile"] = Field(
+        default="keep", description="keep: upstream's pinned images stay (placeholders get the profile's image); "
+                                    "profile: the profile's runtime_image replaces images from repositories it manages.")
 
     def fit_options(self) -> FitOptions:
         known = None if self.runtime_classes is None else tuple(RuntimeClassRef(r.name, r.handler) for r in self.runtime_classes)
-        return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name)
+        return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name, self.image_policy)
 
 
 @dataclass
@@ -102,6 +105,7 @@ class RenderResult:
             "request_model": self.fitted.request_model,
             "counts": self.fitted.counts,
             "count_sources": self.fitted.count_sources,
+            "images": self.fitted.images,
             "explanation": self.explanation(),
             "warnings": [w.to_dict() for w in self.warnings],
         }

@@ -25,6 +25,7 @@ from llm_d_lens.deploy.workloads import (
     PodTemplate,
     container_resources,
     filled,
+    is_placeholder_image,
     pod_templates,
     request_class,
     template_requests,
@@ -53,6 +54,7 @@ class FitOptions:
     pci_allow: tuple[str, ...] = ()
     runtime_classes: tuple[RuntimeClassRef, ...] | None = None  # None: not known
     resource_name: str | None = None  # one of the mode's resource_names; default the first
+    image_policy: str = "keep"  # "keep": upstream's pins stay; "profile": the profile's runtime_image replaces managed ones
 
 
 @dataclass
@@ -63,6 +65,7 @@ class FitResult:
     counts: dict[str, int] = field(default_factory=dict)  # workload display -> devices per pod
     count_sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    images: list[dict[str, str]] = field(default_factory=list)  # per model-server container: kept, filled, replaced
 
 
 def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, DeploymentMode]:
@@ -430,16 +433,39 @@ class Fitter:
                    + "; the default runtime is used")
 
     def _image(self, pod: PodTemplate, container: dict[str, Any]) -> None:
+        """Upstream's pinned image is kept; the profile's fills a placeholder, and replaces a pin only when asked.
+
+        ``--revision X`` must reproduce what X pinned, so a pin (a nightly, an ``-ironwood`` build, an
+        older tag) is never swapped silently for the profile's ``runtime_image``.
+        """
         deployment = self.profile.deployment
         image = container.get("image")
-        if not deployment.runtime_image or not isinstance(image, str) or image == deployment.runtime_image:
+        name = str(container.get("name", "?"))
+        runtime = deployment.runtime_image
+        if not isinstance(image, str):
+            return
+        if is_placeholder_image(image):
+            if runtime:
+                container["image"] = runtime
+                self._image_row(pod, name, image, runtime, "filled", "a placeholder, filled with the profile's runtime_image")
+            else:
+                self._image_row(pod, name, image, image, "placeholder", "a placeholder, and the profile has no runtime_image")
             return
         managed = {image_repository(r) for r in deployment.managed_image_repositories}
-        if image_repository(image) in managed:
-            container["image"] = deployment.runtime_image
-            self._note(pod, f"container {container.get('name')}: image {image} -> {deployment.runtime_image} (managed repository)")
+        if (self.options.image_policy == "profile" and runtime and image != runtime
+                and image_repository(image) in managed):
+            container["image"] = runtime
+            self._image_row(pod, name, image, runtime, "replaced", "--image-policy profile: a repository the profile manages")
+        elif self.options.image_policy == "profile" and runtime and image != runtime:
+            self._image_row(pod, name, image, image, "kept", "pinned upstream, not from a repository the profile manages")
         else:
-            self._note(pod, f"container {container.get('name')}: kept image {image} (not from a repository Lens manages)")
+            self._image_row(pod, name, image, image, "kept", "pinned upstream")
+
+    def _image_row(self, pod: PodTemplate, container: str, upstream: str, image: str, action: str, why: str) -> None:
+        self.result.images.append({"workload": pod.display, "container": container, "upstream": upstream,
+                                   "image": image, "action": action, "reason": why})
+        shown = f"image {upstream} -> {image}" if image != upstream else f"image {image}"
+        self._note(pod, f"container {container}: {action} {shown} ({why})")
 
 
 def fit(rendered: list[dict[str, Any]], profile: HardwareProfile, options: FitOptions, resolver: Resolver) -> FitResult:

@@ -27,10 +27,8 @@ from typing import Any
 from llm_d_lens.deploy.discovery import Overlay
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource
-from llm_d_lens.deploy.workloads import all_pod_templates
+from llm_d_lens.deploy.workloads import all_pod_templates, is_placeholder_image
 
-#: An image that is a recipe's placeholder: one upper-case word, no registry, no tag.
-PLACEHOLDER_IMAGE = re.compile(r"[A-Z][A-Z0-9_]*")
 _APPLY_K = re.compile(r"(?:^|\s)-k\s+[\"']?([^\s\"'`)]+)")
 _EXPORT = re.compile(r"^\s*export\s+([A-Z_][A-Z0-9_]*)=[\"']?([^\s\"'#]*)[\"']?\s*(?:#\s*(.*))?$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -171,6 +169,6 @@ def placeholder_images(objects: list[dict[str, Any]]) -> list[str]:
     for pod in all_pod_templates(objects):
         for container in [*pod.containers(), *(c for c in pod.spec.get("initContainers") or [] if isinstance(c, dict))]:
             image = container.get("image")
-            if isinstance(image, str) and PLACEHOLDER_IMAGE.fullmatch(image):
+            if isinstance(image, str) and is_placeholder_image(image):
                 found.append(image)
     return sorted(set(found))

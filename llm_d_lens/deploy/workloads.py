@@ -8,6 +8,7 @@ in one place means the validator checks exactly what the fitter wrote.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from llm_d_lens.hardware.resolution import VARIANT_LABEL, Resolver
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
+#: An image that is a recipe's placeholder (``REPLACE_MODEL_SERVER_IMAGE``): one upper-case word, no registry or tag.
+PLACEHOLDER_IMAGE = re.compile(r"[A-Z][A-Z0-9_]*")
 CLAIM_TEMPLATE_KIND = "ResourceClaimTemplate"
 DRA_API_VERSION = "resource.k8s.io/v1"
 
@@ -76,6 +79,10 @@ class DeviceRequest:
             return f"{self.key}: {self.count if self.count is not None else '?'}"
         where = f"ResourceClaimTemplate {self.template}" if self.template else "a ResourceClaim"
         return f"{self.count if self.count is not None else '?'} × {self.key} ({where}, request {self.request})"
+
+
+def is_placeholder_image(image: str) -> bool:
+    return PLACEHOLDER_IMAGE.fullmatch(image) is not None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
