@@ -23,6 +23,7 @@ from llm_d_lens.deploy.workloads import (
     DRA_API_VERSION,
     DeviceView,
     PodTemplate,
+    all_pod_templates,
     container_resources,
     filled,
     is_placeholder_image,
@@ -183,13 +184,18 @@ class Fitter:
         self.view = DeviceView(self.resolver, objects)
         self.result = FitResult([], self.mode_name, self.mode.request_model)
         self.dropped_templates: set[str] = set()
+        self.template_users: dict[str, set[int]] = {}  # template -> the pod specs that claim from it
+        for pod in all_pod_templates(objects):
+            for entry in pod.spec.get("resourceClaims") or []:
+                if isinstance(entry, dict) and entry.get("resourceClaimTemplateName"):
+                    self.template_users.setdefault(str(entry["resourceClaimTemplateName"]), set()).add(id(pod.spec))
         output: list[dict[str, Any]] = []
         for obj in objects:
-            created: list[dict[str, Any]] = []
+            self.created: list[dict[str, Any]] = []
             for pod in pod_templates(obj):
                 if self.view.is_accelerated(pod):
-                    created += self._fit_pod(pod)
-            output += created
+                    self.created += self._fit_pod(pod)
+            output += self.created
             output.append(obj)
         self.result.objects = [o for o in output if not (o.get("kind") == CLAIM_TEMPLATE_KIND
                                                            and o.get("metadata", {}).get("name") in self.dropped_templates)]
@@ -300,10 +306,18 @@ class Fitter:
             removed = {str(r.get("name")) for r in accelerator}
             classes = ", ".join(sorted({str(request_class(r)) for r in accelerator}))
             if len(accelerator) == len(requests):
-                self.dropped_templates.add(str(template_name))
                 dropped_claims.add(str(entry.get("name")))
-                self._note(pod, f"dropped ResourceClaimTemplate {template_name} ({classes})")
+                if self._shared(str(template_name), pod):  # another pod still claims from it
+                    self._note(pod, f"dropped claim {entry.get('name')} on ResourceClaimTemplate {template_name} ({classes})")
+                else:
+                    self.dropped_templates.add(str(template_name))
+                    self._note(pod, f"dropped ResourceClaimTemplate {template_name} ({classes})")
             else:
+                positions = [i for i, r in enumerate(requests) if any(r is a for a in accelerator)]
+                template_name = self._private(pod, str(template_name))
+                template = self.view.templates[template_name]
+                requests = template_requests(template)
+                accelerator = [requests[i] for i in positions]
                 devices = template["spec"]["spec"]["devices"]
                 devices["requests"] = [r for r in requests if r not in accelerator]
                 _prune_constraints(devices, removed)
@@ -331,11 +345,16 @@ class Fitter:
         """Reuse the pod's own claim on this hardware when it has one; otherwise add a template."""
         mode = self.mode
         assert mode.device_class and mode.claim_request_name
+        if self._keep_claims(pod, targets, count):
+            return []
         for container in targets:
             for claim, template_name, request in self.view.claims(pod, container):
                 if request is None or template_name is None or self.view.class_owner(request_class(request)) != self.profile.id:
                     continue
+                position = next(i for i, r in enumerate(template_requests(self.view.templates[template_name])) if r is request)
+                template_name = self._private(pod, template_name)
                 template = self.view.templates[template_name]
+                request = template_requests(template)[position]
                 old_name = request.get("name")
                 self._shape_request(template, request, count)
                 self._rename_request_uses(pod, claim, old_name, mode.claim_request_name)
@@ -365,6 +384,46 @@ class Fitter:
             _use_claim(container, claim_name)
         self._note(pod, f"requests {count} × {mode.device_class} through new ResourceClaimTemplate {template_name} ({source})")
         return [template]
+
+    def _keep_claims(self, pod: PodTemplate, targets: list[dict[str, Any]], count: int) -> bool:
+        """Keep the overlay's own claims when they already are this mode's request for ``count`` devices.
+
+        Upstream may pair each GPU with a NIC on the same PCIe root (four claims of one GPU and one
+        NIC each); folding those into one claim of four would lose the pairing, so claims that are
+        already right are left as they are.
+        """
+        own = self.view.pod_requests(pod, self.profile.id, targets)
+        resources = [r for c in targets for r in self.view.requests(pod, c) if r.kind == "resource" and r.profile_id == self.profile.id]
+        if (not own or resources or self.pci or sum(r.count or 0 for r in own) != count
+                or any(r.kind != "claim" or r.key != self.mode.device_class for r in own)):
+            return False
+        for name in sorted({str(r.template) for r in own}):
+            template = self.view.templates[name]
+            if template.get("apiVersion") != DRA_API_VERSION:
+                return False  # an older claim API: rewritten in the v1 shape below
+        claims = sorted({str(r.claim) for r in own})
+        self._note(pod, f"keeps the overlay's {len(claims)} claim(s) {', '.join(claims)}: {count} × {self.mode.device_class}")
+        return True
+
+    def _shared(self, template_name: str, pod: PodTemplate) -> bool:
+        return bool(self.template_users.get(template_name, set()) - {id(pod.spec)})
+
+    def _private(self, pod: PodTemplate, template_name: str) -> str:
+        """A template only this pod claims from: ``template_name``, or a copy of it when other pods share it."""
+        if not self._shared(template_name, pod):
+            return template_name
+        copied = copy.deepcopy(self.view.templates[template_name])
+        name = _unique(f"{template_name}-{pod.name}", set(self.view.templates))
+        copied["metadata"]["name"] = name
+        self.view.templates[name] = copied
+        self.created.append(copied)
+        for entry in pod.spec.get("resourceClaims") or []:
+            if isinstance(entry, dict) and entry.get("resourceClaimTemplateName") == template_name:
+                entry["resourceClaimTemplateName"] = name
+        self.template_users[template_name].discard(id(pod.spec))
+        self.template_users.setdefault(name, set()).add(id(pod.spec))
+        self._note(pod, f"claims from its own copy {name} of ResourceClaimTemplate {template_name}, which other pods share")
+        return name
 
     def _shape_request(self, template: dict[str, Any], request: dict[str, Any], count: int) -> None:
         """The mode's device class, request name, count and PCI selector, in the v1 shape."""

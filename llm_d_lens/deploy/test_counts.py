@@ -8,6 +8,7 @@ a small overlay rendered by the real kustomize.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +73,45 @@ def test_four_one_device_claims_are_four_devices_in_plugin_mode(objects: list[di
 
 
 @pytest.mark.parametrize("objects", [four_claims_one_template(), four_templates()], ids=["one-template", "four-templates"])
-def test_four_one_device_claims_become_one_claim_of_four_in_dra_mode(objects: list[dict[str, Any]]) -> None:
+def test_four_one_device_claims_are_kept_as_four_devices_in_dra_mode(objects: list[dict[str, Any]]) -> None:
     result = run(objects, "intel-xpu", mode="dra")
     assert result.counts == {"Deployment/ob-decode": 4}
     pod = pod_of(result.objects)
-    assert len(pod["resourceClaims"]) == 1  # one allocation of four, not four of four
+    assert pod == pod_of(objects)  # already the mode's shape: upstream's claims stay as they are
     assert devices(result.objects, "gpu.intel.com") == 4
+    assert "keeps the overlay's 4 claim(s)" in result.notes[0]
+
+
+def test_claims_are_folded_into_one_when_the_count_changes() -> None:
+    result = run(four_claims_one_template(), "intel-xpu", mode="dra", count=8)
+    pod = pod_of(result.objects)
+    assert len(pod["resourceClaims"]) == 1  # one allocation of eight, not four of eight
+    assert devices(result.objects, "gpu.intel.com") == 8
     assert pod["containers"][0]["resources"]["claims"] == [{"name": pod["resourceClaims"][0]["name"]}]
-    used = {pod["resourceClaims"][0]["resourceClaimTemplateName"]}
+    result = run(four_templates(), "intel-xpu", mode="dra", count=8)
+    used = {pod_of(result.objects)["resourceClaims"][0]["resourceClaimTemplateName"]}
     assert {o["metadata"]["name"] for o in result.objects if o["kind"] == "ResourceClaimTemplate"} == used
+
+
+def test_a_template_another_pod_shares_is_copied_before_it_changes() -> None:
+    objects = four_claims_one_template()
+    prefill = copy.deepcopy(objects[1])
+    prefill["metadata"]["name"] = "ob-prefill"
+    prefill["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "xpu-0", "resourceClaimTemplateName": "one-xpu"}]
+    prefill["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = [{"name": "xpu-0"}]
+    result = run([*objects, prefill], "intel-xpu", mode="dra", count=4)
+    assert result.counts == {"Deployment/ob-decode": 4, "Deployment/ob-prefill": 4}
+    by_pod = {p.name: p.spec for p in all_pod_templates(result.objects)}
+    templates = {o["metadata"]["name"]: o for o in result.objects if o["kind"] == "ResourceClaimTemplate"}
+    # decode's four one-device claims already make four: kept, and its template is unchanged...
+    assert {e["resourceClaimTemplateName"] for e in by_pod["ob-decode"]["resourceClaims"]} == {"one-xpu"}
+    assert templates["one-xpu"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    # ...while prefill, asked for four through the same template, claims from its own copy
+    (entry,) = by_pod["ob-prefill"]["resourceClaims"]
+    assert entry["resourceClaimTemplateName"] == "one-xpu-ob-prefill"
+    assert templates["one-xpu-ob-prefill"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+    plugin = run([*four_claims_one_template(), prefill], "intel-xpu", mode="plugin")
+    assert plugin.counts == {"Deployment/ob-decode": 4, "Deployment/ob-prefill": 1}  # each its own
 
 
 def test_several_requests_in_one_claim_add_up_and_other_devices_stay() -> None:
@@ -90,7 +121,9 @@ def test_several_requests_in_one_claim_add_up_and_other_devices_stay() -> None:
                                     uses=[{"name": "c"}], image="ghcr.io/llm-d/llm-d-xpu:v0.7.0")]
     dra = run(objects, "intel-xpu", mode="dra")
     assert dra.counts == {"Deployment/ob-decode": 4}
-    requests = dra.objects[0]["spec"]["spec"]["devices"]["requests"]
+    assert dra.objects == objects  # already right for the mode: kept
+    folded = run(objects, "intel-xpu", mode="dra", count=4, pci_allow=("0000:3b:00.0", "3c:00.0", "3d:00.0", "3e:00.0"))
+    requests = folded.objects[0]["spec"]["spec"]["devices"]["requests"]
     assert [(r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in requests] == [
         ("intel", "gpu.intel.com", 4), ("nic", "rdma.example.net", 1)]
     plugin = run(objects, "intel-xpu", mode="plugin")
@@ -150,4 +183,4 @@ def test_a_rendered_four_claim_overlay_asks_for_four_devices(four_claim_tree: Pa
         assert pod["containers"][0]["resources"]["limits"] == {"gpu.intel.com/xe": 4}
         assert "resourceClaims" not in pod
     else:
-        assert devices(result.objects, "gpu.intel.com") == 4 and len(pod["resourceClaims"]) == 1
+        assert devices(result.objects, "gpu.intel.com") == 4 and len(pod["resourceClaims"]) == 4
