@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from llm_d_lens.deploy.engines import ENGINE_LABEL, engine_of_documents, inline_documents, is_yaml_file, yaml_documents
 from llm_d_lens.deploy.source import LlmdSource
 from llm_d_lens.deploy.workloads import pod_templates
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL
@@ -164,6 +165,37 @@ class KustomizationReader:
                 if target.is_dir():
                     found.append(target)
         return tuple(found)
+
+    def engine(self, directory: Path | str, seen: frozenset[Path] = frozenset()) -> str | None:
+        """The engine the overlay runs, from its own files first (labels, patches, resources), then its bases'."""
+        directory = Path(directory)
+        if directory in seen:
+            return None
+        doc = self.load(directory)
+        label = doc.own_labels().get(ENGINE_LABEL)
+        if label:
+            return label
+        documents: list[Any] = []
+        for key in ("patches", "patchesStrategicMerge"):
+            for entry in doc.data.get(key) or []:
+                text = entry.get("patch") if isinstance(entry, dict) else entry if isinstance(entry, str) and "\n" in entry else None
+                path = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) and "\n" not in entry else None
+                if isinstance(text, str):
+                    documents += inline_documents(text)
+                elif isinstance(path, str) and is_yaml_file(path):
+                    documents += yaml_documents(doc.directory / path)
+        for _, reference, _ in _strings(doc.data.get("resources"), "resources", "any"):
+            target = doc.directory / reference
+            if is_yaml_file(reference) and target.is_file():
+                documents += yaml_documents(target)
+        found = engine_of_documents(documents)
+        if found:
+            return found
+        components = [Path(os.path.normpath(doc.directory / c)) for _, c, _ in _strings(doc.data.get("components"), "components", "dir")]
+        for below in [*components, *self.bases(directory)]:
+            if below.is_dir() and (found := self.engine(below, seen | {directory})):
+                return found
+        return None
 
     def renames(self, directory: Path | str, seen: frozenset[Path] = frozenset()) -> bool:
         """Whether the overlay or anything it builds on sets ``namePrefix``/``nameSuffix``."""

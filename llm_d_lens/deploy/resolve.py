@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of
+from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of, with_engines
 from llm_d_lens.deploy.errors import (
     DeployRequestInvalid,
     GuideNotFound,
@@ -120,18 +120,26 @@ def choose_overlay(
     why = [f"llm-d source: {source.describe()}",
            f"hardware {named}: overlays under {' or '.join(templates_of(profile))} with {{variant}}={', '.join(profile.overlay_dirs)}"]
     catalog = discover(source, registry, guide=guide, profiles=[profile])
-    mine = catalog.for_hardware(profile.id, guide)
+    mine = with_engines(catalog.for_hardware(profile.id, guide), reader.engine)
     if not mine:
         _raise_none(source, registry, profile, guide)
     servers = sorted({o.model_server or "" for o in mine})
-    server = _pick_server(servers, model_server, profile, guide, why)
-    candidates = [o for o in mine if (o.model_server or "") == server]
+    by_dir = [o for o in mine if model_server is not None and o.server_dir == model_server]
+    if by_dir and model_server not in servers:  # the directory's name (vllm-deepseek-v4), not the engine's
+        server = by_dir[0].model_server or ""
+        why.append(f"model server directory {model_server} as asked: engine {server}")
+        candidates = by_dir
+    else:
+        server = _pick_server(servers, model_server, profile, guide, why)
+        candidates = [o for o in mine if (o.model_server or "") == server]
     names = [o.name for o in candidates]
     overlay_roles = roles(source, mine, reader)
     statuses = {o.name: with_role(overlay_status(reader.inspect(o.directory), profile.id, resolver), overlay_roles[o.path])
                 for o in candidates}
     if overlay is not None:
         chosen = next((o for o in candidates if o.name == overlay), None)
+        if chosen is None and by_dir:
+            chosen = next((o for o in candidates if o.sub_name == overlay), None)
         if chosen is None:
             raise OverlayNotFound(
                 f"no overlay {overlay!r} for {profile.id} ({server or 'any model server'}) in guide {guide}; "

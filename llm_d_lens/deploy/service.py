@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.deploy.discovery import discover, kustomizations_below
+from llm_d_lens.deploy.discovery import discover, kustomizations_below, with_engines
 from llm_d_lens.deploy.errors import ValidationFailed
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.render import (
@@ -180,9 +180,10 @@ def describe_guides(
             if not whole_guide.overlays and not whole_guide.unsupported:
                 raise guide_not_found(source, registry, guide)  # a typo, not an empty guide
         reader = KustomizationReader(source)
-        overlay_roles = roles(source, catalog.overlays, reader)
+        found = with_engines(catalog.overlays, reader.engine)
+        overlay_roles = roles(source, found, reader)
         overlays = []
-        for overlay in catalog.overlays:
+        for overlay in found:
             inspection = reader.inspect(overlay.directory)
             status = with_role(overlay_status(inspection, overlay.hardware, resolver), overlay_roles[overlay.path])
             overlays.append({**overlay.to_dict(), "labels": _accelerator_labels(inspection.labels),
