@@ -93,6 +93,11 @@ def _guides_table(report: dict[str, Any]) -> Any:
     if not report["overlays"] and not report["unsupported"]:
         parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
                           style="yellow"))
+    for guide in report.get("contents", []):
+        held = [f"{key.replace('_', ' ')}: {', '.join(Path(p).name for p in guide[key])}"
+                for key in ("router_values", "monitoring", "manifests", "helpers", "other") if guide[key]]
+        if held:
+            parts.append(Text(f"guide {guide['guide']} also holds {'; '.join(held)}"))
     for row in report["unsupported"]:
         parts.append(Text(f"unsupported: {row['path']} (labels {', '.join(row['labels'])}): {row['detail']}", style="yellow"))
     for row in report["skipped"]:

@@ -29,6 +29,8 @@ from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 
+#: ``guides/recipes`` holds the bases, components and gateways the guides share; it is no guide.
+RECIPES = "recipes"
 #: How many directory levels ``{guide}`` may span (``multimodal-serving/aggregation`` is two).
 MAX_GUIDE_DEPTH = 3
 _PLACEHOLDER = re.compile(r"{(guide|variant|model_server)}")
@@ -268,6 +270,8 @@ class _Walker:
             deeper: list[tuple[_Match, tuple[str, ...]]] = []
             for parent, names in frontier:
                 for subdir in self.listing(parent.directory, parent.real)[0]:
+                    if not names and subdir[0] == RECIPES:
+                        continue  # the guides' shared recipe library, never a guide
                     guide = (*names, subdir[0])
                     child = self._child(parent, subdir)
                     found = list(self._match(segments, index + 1, _Match(

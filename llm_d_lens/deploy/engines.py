@@ -82,3 +82,35 @@ def inline_documents(text: str) -> list[Any]:
 
 def is_yaml_file(path: str) -> bool:
     return os.path.splitext(path)[1] in (".yaml", ".yml")
+
+
+MODEL_LABEL = "llm-d.ai/model"
+_MODEL_FLAGS = ("--model", "--model-path", "--model_path")
+
+
+def model_of_container(container: dict[str, Any]) -> str | None:
+    """The model a server container loads: ``--model X``/``--model-path X``, else the word after ``serve``."""
+    tokens = [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]
+    for i, token in enumerate(tokens):
+        name, eq, value = token.partition("=")
+        if name in _MODEL_FLAGS:
+            value = value if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            if value and not value.startswith("-"):
+                return value
+    for i, token in enumerate(tokens[:-1]):
+        if token == "serve" and not tokens[i + 1].startswith("-"):
+            return tokens[i + 1]
+    return None
+
+
+def model_of_pods(pods: Iterable[PodTemplate]) -> str | None:
+    """The model the pods serve: llm-d's ``llm-d.ai/model`` label, else the server's arguments."""
+    pods = list(pods)
+    for pod in pods:
+        if pod.labels.get(MODEL_LABEL):
+            return str(pod.labels[MODEL_LABEL])
+    for pod in pods:
+        for container in pod.containers():
+            if engine_of_container(container) and (found := model_of_container(container)):
+                return found
+    return None

@@ -21,6 +21,7 @@ from llm_d_lens.deploy.errors import (
     OverlayNotFound,
     OverlayUnsafe,
 )
+from llm_d_lens.deploy.guides import guide_names, is_helper
 from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource, check_name
 from llm_d_lens.deploy.targets import Role, roles
@@ -32,7 +33,7 @@ from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
 #: The model server chosen when a guide offers several and none is named (llm-d's default engine).
 DEFAULT_MODEL_SERVER = "vllm"
 #: States of overlays that are not deploy targets at all, so never offered as a choice.
-_NOT_TARGETS = ("building-block", "component")
+_NOT_TARGETS = ("building-block", "component", "helper")
 #: Overlay names preferred, in order, when several fit and none is named.
 PREFERRED_OVERLAYS = (".", "base")
 
@@ -46,6 +47,22 @@ class OverlayStatus:
 
 #: States a building block's role overrides: it may be well-formed and labelled, yet not a target.
 _BLOCK_OVERRIDES = ("ok", "unlabelled")
+
+
+def overlay_statuses(source: LlmdSource, overlays: list[Overlay], reader: KustomizationReader,
+                     resolver: Resolver) -> tuple[dict[str, OverlayStatus], dict[str, Role]]:
+    """Path -> status of each overlay (helpers and building blocks marked), and path -> role."""
+    overlay_roles = roles(source, overlays, reader)
+    statuses = {}
+    for overlay in overlays:
+        helper = is_helper(reader, overlay)
+        if helper is not None:
+            statuses[overlay.path] = OverlayStatus(
+                "helper", f"deploys {helper}, a companion of the guide's overlays, not a model server")
+        else:
+            statuses[overlay.path] = with_role(overlay_status(reader.inspect(overlay.directory), overlay.hardware, resolver),
+                                               overlay_roles[overlay.path])
+    return statuses, overlay_roles
 
 
 def with_role(status: OverlayStatus, role: Role) -> OverlayStatus:
@@ -133,9 +150,8 @@ def choose_overlay(
         server = _pick_server(servers, model_server, profile, guide, why)
         candidates = [o for o in mine if (o.model_server or "") == server]
     names = [o.name for o in candidates]
-    overlay_roles = roles(source, mine, reader)
-    statuses = {o.name: with_role(overlay_status(reader.inspect(o.directory), profile.id, resolver), overlay_roles[o.path])
-                for o in candidates}
+    by_path, overlay_roles = overlay_statuses(source, mine, reader, resolver)
+    statuses = {o.name: by_path[o.path] for o in candidates}
     if overlay is not None:
         chosen = next((o for o in candidates if o.name == overlay), None)
         if chosen is None and by_dir:
@@ -177,7 +193,7 @@ def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile
 
 def guide_not_found(source: LlmdSource, registry: Registry, guide: str) -> GuideNotFound:
     """The error for a guide the source has no overlays in, naming the guides it has."""
-    guides = discover(source, registry).guides()
+    guides = sorted(set(discover(source, registry).guides()) | set(guide_names(source)))
     return GuideNotFound(
         f"guide {guide!r} has no overlays in llm-d source {source.describe()}; guides there: {', '.join(guides) or 'none'}",
         details={"guide": guide, "guides": guides, "source": source.to_dict()},
@@ -236,6 +252,9 @@ def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, n
         raise DeployRequestInvalid(f"overlay {overlay.path} is {status.detail}", details=details)
     if status.state == "building-block":
         raise building_block(overlay, status.detail)
+    if status.state == "helper":
+        raise DeployRequestInvalid(f"overlay {overlay.path} {status.detail}; deploy it beside the overlay it serves",
+                                   details=details)
     if status.state == "unsafe":
         raise OverlayUnsafe(f"overlay {overlay.path} reaches outside the llm-d source: {status.detail}", details=details)
     if status.state == "unlabelled":

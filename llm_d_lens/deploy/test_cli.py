@@ -60,7 +60,7 @@ def test_guides_of_a_guide_the_source_lacks_is_an_error_naming_the_guides_there(
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "dmeo", "-o", "json"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, recipes, serving/multimodal\n"
+    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, serving/multimodal\n"
     # a guide that exists but has no overlay for the hardware asked for is an empty listing, not an error
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "gaudi", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["overlays"] == []
