@@ -196,6 +196,26 @@ class Presence(Contract):
     timeout_seconds: int = Field(default=90, gt=0, le=3600, description="Longest wait for a labelled node after ensure_refs were applied.")
 
 
+class FallbackSource(Contract):
+    """A further place one quantity may come from, with its own metrics, matchers and unit.
+
+    It answers per device (or tile) only where every source before it has no series: another
+    exporter generation's names, a metric that replaces one not emitted in some mode (MIG), or a
+    degraded reading an older exporter allows (then ``note`` says what it lacks).
+    """
+
+    metrics: list[str] = Field(min_length=1, description="Exporter metric names.")
+    combine: Literal["first", "sum", "divide"] = Field(default="first", description="As in the quantity's own source.")
+    matchers: list[str] = Field(default_factory=list, description="PromQL label matchers for these metrics.")
+    unit: SourceUnit = Field(description="Unit these metrics are reported in; converted to the quantity's output_unit.")
+    scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
+    aggregation: Aggregation = Field(default="max", description="How series of one device (or tile) are collapsed.")
+    note: str | None = Field(
+        default=None, min_length=1,
+        description="What a reading from this source lacks; shown as a warning naming the devices it answered for.",
+    )
+
+
 class MetricSource(Contract):
     """Where one common quantity comes from in the vendor's exporter, and how to convert it."""
 
@@ -218,6 +238,10 @@ class MetricSource(Contract):
             "present; otherwise sum/avg/max/min folds the tiles, and first takes tile '0' (else any). none lists each "
             "tile as its own device."
         ),
+    )
+    fallbacks: list[FallbackSource] = Field(
+        default_factory=list,
+        description="Tried in order, per device (or tile), where the sources before have no series; same output_unit and tile_aggregation.",
     )
 
 

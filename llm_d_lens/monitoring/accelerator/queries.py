@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, lens_label
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, lens_label
 from llm_d_lens.prometheus.promql import label_name, quote, replacement_literal, selector
 
 #: A node read from ``instance`` (``host:port``) keeps only the host.
@@ -51,7 +51,7 @@ def _by(names: Iterable[str]) -> str:
     return ", ".join(label_name(n) for n in names)
 
 
-def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
+def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan) -> str:
     tile_by = _by(plan.raw_labels(TILE_KEY))
     parts = [f"{quantity.aggregation} by ({tile_by}) ({selector(m, quantity.matchers)})" for m in quantity.metrics]
     if quantity.combine == "sum":
@@ -61,12 +61,25 @@ def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
     return "(" + " or ".join(parts) + ")"
 
 
-def _converted(expression: str, quantity: QuantityPlan) -> str:
+def _converted(expression: str, quantity: QuantityPlan | SourcePlan) -> str:
     factor = quantity.factor
     if factor.numerator != 1:
         expression = f"({expression} * {factor.numerator})"
     if factor.denominator != 1:
         expression = f"({expression} / {factor.denominator})"
+    return expression
+
+
+def _sourced(plan: DevicePlan, quantity: QuantityPlan) -> str:
+    """The quantity per tile in its common unit: its own source, then each fallback where the ones before
+    have no series for that tile (``or on`` the tile key). A fallback's rows carry ``lens_fallback``."""
+    expression = _converted(_combined(plan, quantity), quantity)
+    if not quantity.fallbacks:
+        return expression
+    on = _by(plan.raw_labels(TILE_KEY))
+    for number, fallback in enumerate(quantity.fallbacks, 1):
+        tagged = f'label_replace({_converted(_combined(plan, fallback), fallback)}, {quote(FALLBACK_LABEL)}, "{number}", "", "")'
+        expression = f"({expression} or on({on}) {tagged})"
     return expression
 
 
@@ -102,7 +115,7 @@ def on_node(expression: str, node: str | None) -> str:
 
 def dashboard_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
     """Self-contained PromQL: one series per device (or tile) in the common unit, on ``lens_*`` labels."""
-    folded = _folded(plan, _converted(_combined(plan, quantity), quantity), quantity.fold)
+    folded = _folded(plan, _sourced(plan, quantity), quantity.fold)
     return on_node(_relabelled(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
 
 
@@ -112,14 +125,14 @@ def dashboard_queries(plan: DevicePlan, node: str | None = None) -> dict[str, st
 
 def quantity_query(plan: DevicePlan, quantity: QuantityPlan) -> str:
     """One series per tile (or device) in the common unit, on the exporter's own key labels."""
-    return _converted(_combined(plan, quantity), quantity)
+    return _sourced(plan, quantity)
 
 
 def inventory_query(plan: DevicePlan) -> str:
     """One series per distinct identity (device, tile, ids, pod labels) of the identity source's series."""
     commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
-    metric, matchers = plan.identity_selector()
-    return f"group by ({_by(plan.raw_labels(commons))}) ({selector(metric, matchers)})"
+    by = _by(plan.raw_labels(commons))
+    return " or ".join(f"group by ({by}) ({selector(metric, matchers)})" for metric, matchers in plan.identity_selectors())
 
 
 def queries(plan: DevicePlan) -> dict[str, str]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import fallbacks_used, per_device, relabelled
 from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, QUANTITIES, DevicePlan
 from llm_d_lens.prometheus.client import Sample
 
@@ -60,6 +60,7 @@ class DeviceReading:
     serials: list[str] = field(default_factory=list)
     tiles: list[str] = field(default_factory=list)
     values: dict[str, float] = field(default_factory=dict)  # quantity field -> value in its common unit
+    fallbacks: dict[str, str] = field(default_factory=dict)  # quantity field -> the fallback source that answered
     owners: list[Owner] = field(default_factory=list)
     attribution: Attribution | None = None
 
@@ -78,6 +79,7 @@ class DeviceReading:
         for quantity in QUANTITIES:
             value = self.values.get(quantity.field)
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
+        out["fallbacks"] = dict(self.fallbacks)
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
         out["attribution"] = self.attribution.to_dict() if self.attribution else None
         return out
@@ -124,13 +126,17 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assemble
             if owner not in r.owners:
                 r.owners.append(owner)
     for quantity in plan.quantities:
-        for (n, device, sub), value in per_device(plan, quantity, rows.get(quantity.quantity.key, ())).items():
+        quantity_rows = rows.get(quantity.quantity.key, ())
+        for (n, device, sub), value in per_device(plan, quantity, quantity_rows).items():
             reading(n, device, sub).values[quantity.quantity.field] = value
+        for (n, device, sub), number in fallbacks_used(plan, quantity, quantity_rows).items():
+            reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     warnings = [
         f"{plan.hardware}: {count} series on node {n or '(none)'} carry no device label "
         f"({', '.join(plan.labels.get('device', ())) or 'label_schema.device is not set'}); they are left out"
         for n, count in sorted(anonymous.items())
     ]
+
     ordered = sorted(devices.values(), key=lambda d: (d.node, _natural(d.device), _natural(d.sub)))
     for d in ordered:
         d.tiles.sort(key=_natural)
@@ -145,3 +151,17 @@ def _add(values: list[str], value: str) -> None:
 def _natural(text: str) -> tuple[int, int, str]:
     """Sort key putting device 2 before device 10; other ids sort as text."""
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def fallback_warnings(plan: DevicePlan, devices: Sequence[DeviceReading]) -> list[str]:
+    """One warning per fallback with a ``note`` (a degraded reading) that answered for any of ``devices``."""
+    out = []
+    for quantity in plan.quantities:
+        for fallback in quantity.fallbacks:
+            if not fallback.note:
+                continue
+            names = [d.name for d in devices if d.fallbacks.get(quantity.quantity.field) == fallback.describe()]
+            if names:
+                out.append(f"{plan.hardware}: {quantity.quantity.key} of {len(names)} device(s) ({', '.join(names)}) "
+                           f"is read from {fallback.describe()}: {fallback.note}")
+    return out

@@ -16,7 +16,7 @@ from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribu
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import queries
-from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble
+from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
@@ -96,8 +96,10 @@ def _finish(
         for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
             if wanted is None or allocation.node == wanted:
                 report.pods.setdefault(ref, []).append(allocation)
-        report.devices.extend(d for d in assembled.devices if wanted is None or d.node == wanted)
+        shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
+        report.devices.extend(shown)
         report.warnings.extend(assembled.warnings)
+        report.warnings.extend(fallback_warnings(chosen.plan, shown))
     return report
 
 

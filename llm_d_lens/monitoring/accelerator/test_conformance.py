@@ -7,7 +7,7 @@ reference's section 9, which was checked against the samples the same way.
 
 from __future__ import annotations
 
-import math
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +56,7 @@ def test_dcgm_in_common_units(prometheus):
 def test_both_dcgm_host_label_spellings_name_the_node(prometheus):
     devices = by_name(refresh(prometheus.url, ["nvidia"]))
     # gpu-node-01 carries the release's "Hostname", gpu-node-02 main's "hostname"
-    assert sorted(devices) == ["gpu-node-01/0", "gpu-node-01/1", "gpu-node-02/0", "gpu-node-02/1"]
+    assert sorted(d for d in devices if d.startswith("gpu-node-")) == ["gpu-node-01/0", "gpu-node-01/1", "gpu-node-02/0", "gpu-node-02/1"]
     assert devices["gpu-node-02/0"]["power_watts"] == 612.35
 
 
@@ -180,26 +180,20 @@ def test_one_refresh_sends_one_query_per_quantity_plus_the_inventory(prometheus)
     assert small.queries_sent == large.queries_sent == declared + 1
 
 
-@pytest.mark.parametrize("hardware", ["nvidia", "amd", "intel-xpu", "intel-gaudi"])
-def test_device_metrics_expressions_agree_with_the_sources(raw_prometheus, hardware):
-    """The profile's dashboard PromQL and Lens' generated queries give the same numbers on the samples."""
-    profile = get_registry().get(hardware)
-    devices = refresh(raw_prometheus.url, [hardware]).devices
-    assert devices
-    for quantity in QUANTITIES:
-        expression = profile.telemetry.device_metrics.get(quantity.key)
-        if expression is None:
-            continue
-        raw = sorted(float(r["value"][1]) for r in raw_prometheus.query(expression, at=BASE_TIMESTAMP))
-        lens = sorted(d.values[quantity.field] for d in devices if quantity.field in d.values)
-        assert raw == pytest.approx(lens, rel=1e-12), quantity.key
-        assert all(not math.isnan(v) for v in raw)
+#: the profiles shipped in llm_d_lens/hardware/profiles (a plugin installed beside them has no fixture here)
+BUNDLED = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "hardware" / "profiles").glob("*.json"))
+BUILT_IN_WITH_SOURCES = [key for key in BUNDLED if plan_for(get_registry().get(key)) is not None]
 
 
-@pytest.mark.parametrize("hardware", ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"])
+def test_every_built_in_exporter_profile_is_held_to_the_refresh():
+    assert {"nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"} <= set(BUILT_IN_WITH_SOURCES)
+
+
+@pytest.mark.parametrize("hardware", BUILT_IN_WITH_SOURCES)
 def test_dashboard_queries_agree_with_the_refresh(prometheus, hardware):
-    """The self-contained PromQL (fold and relabel inside Prometheus) gives the refresh's numbers,
-    tiles and partitions included (the Max 1550 and CPX fixtures are in this Prometheus too)."""
+    """One rule per quantity: the self-contained PromQL (fold, fallbacks and relabelling inside Prometheus)
+    gives the refresh's numbers for every built-in source, tiles, partitions, MIG instances and exporter
+    generations included (every fixture is in this Prometheus)."""
     plan = plan_for(get_registry().get(hardware))
     devices = refresh(prometheus.url, [hardware]).devices
     assert len(devices) >= 2
