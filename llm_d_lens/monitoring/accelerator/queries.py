@@ -29,6 +29,9 @@ NODE_REGEX = "(.+?)(?::[0-9]+)?"
 ANY_VALUE = "(.+)"
 #: Which tile answers for a ``first`` fold when the device has no device-level series.
 PRIMARY_TILE = "0"
+#: Labels Prometheus gives every series of a scrape target: the inventory keeps them, so a pod label
+#: that is the target's own (the exporter's pod) can be told from the workload's.
+TARGET_LABELS = ("job", "instance")
 DEVICE_KEY = ("node", "device")
 TILE_KEY = ("node", "device", "sub")
 
@@ -128,10 +131,20 @@ def quantity_query(plan: DevicePlan, quantity: QuantityPlan) -> str:
     return _sourced(plan, quantity)
 
 
-def inventory_query(plan: DevicePlan) -> str:
-    """One series per distinct identity (device, tile, ids, pod labels) of the identity source's series."""
+def inventory_labels(plan: DevicePlan) -> tuple[str, ...]:
+    """The exporter labels the inventory groups by: every common label's spellings, then the target's."""
     commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
-    by = _by(plan.raw_labels(commons))
+    return tuple(dict.fromkeys((*plan.raw_labels(commons), *TARGET_LABELS)))
+
+
+def targets_query() -> str:
+    """Which pod each scrape target is (Prometheus' own ``up`` series): one query per refresh, whatever the hardware."""
+    return "group by (job, instance, namespace, pod) (up)"
+
+
+def inventory_query(plan: DevicePlan) -> str:
+    """One series per distinct identity (device, tile, ids, pod labels, target) of the identity sources' series."""
+    by = _by(inventory_labels(plan))
     return " or ".join(f"group by ({by}) ({selector(metric, matchers)})" for metric, matchers in plan.identity_selectors())
 
 

@@ -62,6 +62,7 @@ class DeviceReading:
     values: dict[str, float] = field(default_factory=dict)  # quantity field -> value in its common unit
     fallbacks: dict[str, str] = field(default_factory=dict)  # quantity field -> the fallback source that answered
     owners: list[Owner] = field(default_factory=list)
+    exporter: Owner | None = None  # the exporter's own pod, when Prometheus wrote it into the pod labels
     attribution: Attribution | None = None
 
     @property
@@ -81,6 +82,7 @@ class DeviceReading:
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
         out["fallbacks"] = dict(self.fallbacks)
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
+        out["exporter_pod"] = {"namespace": self.exporter.namespace or None, "pod": self.exporter.pod} if self.exporter else None
         out["attribution"] = self.attribution.to_dict() if self.attribution else None
         return out
 
@@ -91,11 +93,31 @@ class Assembled:
     warnings: list[str]
 
 
-def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assembled:
+#: Prometheus keeps an exporter label that clashes with a target label under this prefix.
+EXPORTED = "exported_"
+
+
+def _target(labels: Mapping[str, str]) -> tuple[str, str]:
+    return labels.get("job", ""), labels.get("instance", "")
+
+
+def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(job, instance) -> (namespace, pod) of each scrape target, from Prometheus' ``up`` series."""
+    return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
+
+
+def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = ()) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
+    ``pod`` of every series the exporter did not label, and of all of them once it renamed the
+    exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
+    ``up`` series that say which pod each target is.
     """
+    own_pods = target_pods(targets)
+    pod_names = plan.labels.get("pod", ())
+    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(k.startswith(EXPORTED) for k in row.labels)}
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
     devices: dict[tuple[str, str, str], DeviceReading] = {}
@@ -123,7 +145,14 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assemble
         r.device_id = r.device_id or common.get("source") or None
         if common.get("pod"):
             owner = Owner(common.get("namespace", ""), common["pod"], common.get("container", ""))
-            if owner not in r.owners:
+            spelling = next(n for n in pod_names if row.labels.get(n))
+            target = _target(row.labels)
+            own = own_pods.get(target)
+            if (own is not None and owner.pod == own[1] and owner.namespace in ("", own[0])) or (
+                target in renamed and not spelling.startswith(EXPORTED)
+            ):
+                r.exporter = r.exporter or owner
+            elif owner not in r.owners:
                 r.owners.append(owner)
     for quantity in plan.quantities:
         quantity_rows = rows.get(quantity.quantity.key, ())

@@ -15,7 +15,7 @@ from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribute
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
-from llm_d_lens.monitoring.accelerator.queries import queries
+from llm_d_lens.monitoring.accelerator.queries import queries, targets_query
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
@@ -86,12 +86,13 @@ def _finish(
     cluster: ClusterObjects | None,
     mode: str | None,
     node: str | None,
+    targets: Sequence[Sample] = (),
 ) -> DeviceReport:
     """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
     report = DeviceReport(hardware=[s.profile.id for s in selection])
     wanted = cluster.node_name(node) if cluster is not None and node is not None else node
     for chosen in selection:
-        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id])
+        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id], targets)
         own_mode = mode if mode in chosen.profile.access_modes else None
         for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
             if wanted is None or allocation.node == wanted:
@@ -115,12 +116,18 @@ async def read_devices(
     """Devices of every selected hardware from Prometheus, all queries in flight together."""
     _check_mode(selection, mode)
     jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
+    if any("pod" in s.plan.labels for s in selection):
+        jobs.append(("", "targets", targets_query()))
     before = client.queries_sent
     answers = await gather_all(*(client.query(promql, at) for _, _, promql in jobs))
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
+    targets: list[Sample] = []
     for (hardware, name, _), answer in zip(jobs, answers):
-        rows[hardware][name] = answer
-    report = _finish(selection, rows, cluster, mode, node)
+        if name == "targets":
+            targets = answer
+        else:
+            rows[hardware][name] = answer
+    report = _finish(selection, rows, cluster, mode, node, targets)
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report

@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
-from llm_d_lens.monitoring.accelerator.queries import TILE_KEY
+from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
+from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
 from llm_d_lens.prometheus.promql import matches, parse_matcher
@@ -74,8 +74,7 @@ def _sourced(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[Exposit
 
 def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str, list[Sample]]:
     """The rows each refresh query (:func:`.queries.queries`) would return, computed from ``samples``."""
-    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
-    identity_names = plan.raw_labels(commons)
+    identity_names = inventory_labels(plan)
     identities: dict[RawKey, float] = {}
     for metric, matchers in plan.identity_selectors():
         identities.update(_grouped(_selected(samples, metric, matchers), identity_names, "max"))

@@ -66,10 +66,11 @@ def test_exported_pod_labels_attribute_the_workload_not_the_exporter(prometheus)
     assert (held["status"], held["namespace"], held["pod"], held["container"]) == ("attributed", "llm-serving", VLLM_POD, "vllm")
 
 
-def test_the_exporters_own_pod_on_an_idle_gpu_is_dropped_given_the_cluster(prometheus):
+def test_the_exporters_own_pod_on_an_idle_gpu_is_never_its_owner(prometheus):
     # Prometheus adds the exporter pod's own "pod" label to the idle GPU (it has no exported_pod).
-    without = by_name(refresh(prometheus.url, ["nvidia"]))["gpu-node-02/1"]["attribution"]
-    assert without["pod"] == EXPORTER_TARGET["pod"]  # the documented limit without cluster objects
+    without = by_name(refresh(prometheus.url, ["nvidia"]))["gpu-node-02/1"]
+    assert without["attribution"]["status"] == "idle" and without["attribution"]["pod"] is None
+    assert without["exporter_pod"] == {"namespace": EXPORTER_TARGET["namespace"], "pod": EXPORTER_TARGET["pod"]}
     objects = cluster(
         pod_object(VLLM_POD, "gpu-node-02", limits={"nvidia.com/gpu": "1"}),
         pod_object(EXPORTER_TARGET["pod"], "gpu-node-02", namespace=EXPORTER_TARGET["namespace"], container="nvidia-dcgm-exporter"),
@@ -145,9 +146,10 @@ def test_tpu_in_common_units_from_the_device_plugin(prometheus):
     assert busy["tensor_activity_ratio"] == 55 / 100
     assert (busy["power_watts"], busy["energy_joules"], busy["temperature_celsius"]) == (None, None, None)
     assert busy["model"] == "tpu-v6e-slice" and busy["device_id"] == f"{chip}-0"
-    # the workload's labels arrive as exported_*; the idle chips carry only the device plugin's own pod
+    # the workload's labels arrive as exported_*; the idle chips carry only the device plugin's own pod: idle
     assert busy["attribution"]["pod"] == "vllm-tpu-0" and busy["attribution"]["namespace"] == "serve"
-    assert devices[f"{node}/{chip}-2"]["attribution"]["pod"] == TPU_TARGET["pod"]
+    assert devices[f"{node}/{chip}-2"]["attribution"]["status"] == "idle"
+    assert devices[f"{node}/{chip}-2"]["exporter_pod"]["pod"] == TPU_TARGET["pod"]
     objects = cluster(pod_object("vllm-tpu-0", node, namespace="serve", limits={"google.com/tpu": "2"}),
                       pod_object(TPU_TARGET["pod"], node, namespace="kube-system", container="tpu-device-plugin"))
     joined = by_name(refresh(prometheus.url, ["google-tpu"], cluster=objects))
@@ -171,13 +173,13 @@ def test_a_direct_snapshot_reads_the_same_numbers_as_prometheus(prometheus, hard
             assert device[quantity.field] == pytest.approx(from_prometheus[name][quantity.field], rel=1e-12, nan_ok=True), (name, quantity.field)
 
 
-def test_one_refresh_sends_one_query_per_quantity_plus_the_inventory(prometheus):
+def test_one_refresh_sends_one_query_per_quantity_plus_the_inventory_and_the_targets(prometheus):
     profile = get_registry().get("amd")
     declared = len(profile.telemetry.device_metric_sources)
     small = refresh(prometheus.url, ["amd"], node="amd-node-01")  # 2 devices
     large = refresh(prometheus.url, ["amd"])  # 4 devices on two nodes, 18 partitions
     assert len(small.devices) == 2 and len(large.devices) == 4
-    assert small.queries_sent == large.queries_sent == declared + 1
+    assert small.queries_sent == large.queries_sent == declared + 2
 
 
 #: the profiles shipped in llm_d_lens/hardware/profiles (a plugin installed beside them has no fixture here)

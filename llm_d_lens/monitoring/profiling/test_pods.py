@@ -122,7 +122,7 @@ def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus
     assert pod["devices"]["devices"] == ["nvidia:gpu-node-01/0", "nvidia:gpu-node-02/0"]
     assert pod["devices"]["power_watts"] == 612.35 + 612.35
     assert pod["devices"]["memory_used_bytes"] == 2 * 73421 * 2**20
-    assert report.queries_sent == 3 + 1 + 7  # three pod metrics, the inventory, seven quantities
+    assert report.queries_sent == 3 + 1 + 7 + 1  # three pod metrics, the inventory, seven quantities, the targets
 
 
 def test_a_pod_with_an_unavailable_device_gets_no_device_figures():
