@@ -216,7 +216,7 @@ def _who(attribution: dict[str, Any] | None) -> str:
     status = attribution["status"]
     if status == "attributed":
         return f"{attribution['namespace'] or '-'}/{attribution['pod']}"
-    colour = {"idle": "dim", "unavailable": "red", "unattributed": "yellow"}.get(status, "")
+    colour = {"idle": "dim", "unavailable": "red", "unattributed": "yellow", "partitioned": "cyan"}.get(status, "")
     reason = f": {attribution['reason']}" if attribution.get("reason") else ""
     return f"[{colour}]{status}{reason}[/{colour}]" if colour else f"{status}{reason}"
 

@@ -11,6 +11,9 @@ Each node is joined with the strategy of the access mode its pods use:
   serial attributes are matched against the device's.
 * ``none``: nothing is attributed.
 
+A device listed beside its partitions (a MIG parent) is *partitioned* when any partition is held;
+its own figures go to no pod, since the pods hold the partitions.
+
 Two refusals keep a pod's figures honest. A device Lens cannot identify, or one two pods claim, is
 *unavailable*: no pod gets its numbers, and a pod holding such devices is unavailable too, never
 given a node-wide sum. A node whose pods use more than one request model (DRA and extended
@@ -32,6 +35,8 @@ from llm_d_lens.monitoring.accelerator.readings import Attribution, DeviceReadin
 from llm_d_lens.monitoring.errors import AccessModeUnknown
 
 ATTRIBUTED, IDLE, UNAVAILABLE, UNATTRIBUTED = "attributed", "idle", "unavailable", "unattributed"
+#: A device listed with its partitions (MIG instances), some of which are held: they carry the attribution.
+PARTITIONED = "partitioned"
 Identity = tuple[str, ...]
 
 
@@ -143,12 +148,29 @@ def attribute(
                     _pod(pods, pod.ref, profile, node).unattributed = refusal
             continue
         _JOINS[join](_Join(profile, cluster, usage, node, join, chosen_mode, group, pods))
+    _mark_partitioned(devices)
     for ref in usage.by_pod if usage else []:
         held = pods.get(ref)
         if held is None or not (held.devices or held.problems or held.unattributed):
             node = cluster.pod(*ref).node if cluster and cluster.pod(*ref) else ""
             _pod(pods, ref, profile, node).problems.append("none of its devices appear in the exporter's series")
     return pods
+
+
+def _mark_partitioned(devices: list[DeviceReading]) -> None:
+    """A device whose listed partitions are held is not idle: it is partitioned, and its own figures go to no pod."""
+    parts: dict[tuple[str, str], list[DeviceReading]] = defaultdict(list)
+    for d in devices:
+        if d.sub:
+            parts[(d.node, d.device)].append(d)
+    for d in devices:
+        held = [p for p in parts.get((d.node, d.device), []) if p.attribution and p.attribution.status in (ATTRIBUTED, UNAVAILABLE)]
+        if d.sub or not held or d.attribution is None or d.attribution.status != IDLE:
+            continue
+        holders = [f"{p.sub} by {p.attribution.namespace}/{p.attribution.pod}" if p.attribution.status == ATTRIBUTED  # type: ignore[union-attr]
+                   else f"{p.sub} (unavailable)" for p in held]
+        d.attribution = Attribution(PARTITIONED, d.attribution.join, d.attribution.mode,
+                                    reason=f"{len(held)} of its {len(parts[(d.node, d.device)])} partitions are held: {', '.join(holders)}")
 
 
 def _choose(profile: HardwareProfile, usage: _Usage | None, node: str, mode: str | None) -> tuple[str | None, str, str | None]:

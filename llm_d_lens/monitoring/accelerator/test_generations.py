@@ -100,3 +100,20 @@ def test_a_current_dcgm_reads_the_full_sum_and_warns_nothing(prometheus):
     report = refresh(prometheus.url, ["nvidia"], node="gpu-node-01")
     assert by_name(report)["gpu-node-01/0"]["memory_total_bytes"] == (73421 + 7557 + 581) * MiB
     assert not any("memory_total" in w for w in report.warnings)
+
+
+def test_a_mig_parent_whose_instances_are_held_is_partitioned_not_idle(source, request):
+    devices = mig(source, request)
+    parent = devices["mig-node-01/0"]["attribution"]
+    assert parent["status"] == "partitioned"
+    assert parent["reason"] == "2 of its 2 partitions are held: 1 by mig-serving/vllm-mig-a-0, 2 by mig-serving/vllm-mig-b-0"
+    first, second = devices["mig-node-01/0/1"]["attribution"], devices["mig-node-01/0/2"]["attribution"]
+    assert (first["status"], first["pod"], second["pod"]) == ("attributed", "vllm-mig-a-0", "vllm-mig-b-0")
+    # the unpartitioned GPU is idle: under the operator's default scrape its only pod label is the exporter's
+    assert devices["mig-node-01/1"]["attribution"]["status"] == "idle"
+
+
+def test_each_pod_gets_only_its_mig_instance(prometheus):
+    report = refresh(prometheus.url, ["nvidia"], node="mig-node-01")
+    held = {ref: [a.devices for a in allocations] for ref, allocations in report.pods.items()}
+    assert held == {("mig-serving", "vllm-mig-a-0"): [["mig-node-01/0/1"]], ("mig-serving", "vllm-mig-b-0"): [["mig-node-01/0/2"]]}
