@@ -143,7 +143,7 @@ def pods(
     from llm_d_lens.monitoring.accelerator.service import select
 
     settings = _settings(timeout)
-    selection = select(hardware)
+    selection = select(hardware, require_sources=False)
     registry = get_registry()
     pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
     objects = _cluster(cluster, settings)

@@ -149,12 +149,24 @@ def attribute(
             continue
         _JOINS[join](_Join(profile, cluster, usage, node, join, chosen_mode, group, pods))
     _mark_partitioned(devices)
+    _one_node_each(pods, devices)
     for ref in usage.by_pod if usage else []:
         held = pods.get(ref)
         if held is None or not (held.devices or held.problems or held.unattributed):
             node = cluster.pod(*ref).node if cluster and cluster.pod(*ref) else ""
             _pod(pods, ref, profile, node).problems.append("none of its devices appear in the exporter's series")
     return pods
+
+
+def _one_node_each(pods: dict[tuple[str, str], PodAllocation], devices: list[DeviceReading]) -> None:
+    """A pod runs on one node: exporter labels naming it on several are stale or copied, so its figures are refused."""
+    node_of = {d.name: d.node for d in devices}
+    for allocation in pods.values():
+        nodes = sorted({node_of.get(name, "") for name in allocation.devices})
+        if len(nodes) > 1:
+            allocation.problems.append(
+                f"the exporters name it on {len(nodes)} nodes ({', '.join(n or '(none)' for n in nodes)}); "
+                "a pod runs on one node, so Lens will not add their devices up")
 
 
 def _mark_partitioned(devices: list[DeviceReading]) -> None:

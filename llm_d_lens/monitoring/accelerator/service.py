@@ -52,8 +52,12 @@ class DeviceReport:
         }
 
 
-def select(hardware: Sequence[str] | None, registry: Any = None) -> list[Selected]:
-    """The hardware to read: the ones named (each must declare device sources), or every one that does."""
+def select(hardware: Sequence[str] | None, registry: Any = None, *, require_sources: bool = True) -> list[Selected]:
+    """The hardware to read: the ones named (each must declare device sources), or every one that does.
+
+    With ``require_sources`` off (the pods view, which reads serving metrics of any hardware), a named
+    hardware without device sources is skipped instead of refused: its pods simply have no device figures.
+    """
     from llm_d_lens.hardware.registry import get_registry
 
     registry = registry or get_registry()
@@ -62,6 +66,8 @@ def select(hardware: Sequence[str] | None, registry: Any = None) -> list[Selecte
         for key in hardware:
             profile = registry.get(key)
             plan = plan_for(profile)
+            if plan is None and not require_sources:
+                continue
             if plan is None:
                 raise TelemetryNotDeclared(
                     f"hardware {profile.id!r} declares no telemetry.device_metric_sources, so Lens has no device metrics to read",

@@ -59,3 +59,17 @@ def test_a_raw_exporter_page_keeps_its_pod_labels():
     devices = by_name(snapshot(sample_text("dcgm-exporter.prom"), ["nvidia"]))
     assert devices["gpu-node-01/0"]["attribution"]["pod"] == VLLM_POD
     assert devices["gpu-node-01/0"]["exporter_pod"] is None
+
+
+@needs_prometheus
+def test_without_a_hostname_label_the_node_comes_from_the_target():
+    """DCGM with --no-hostname (and AMD or XPU exporters without their node label): ``instance`` names the
+    node, without its port; with cluster objects an address becomes the node's name."""
+    from llm_d_lens.monitoring.test_support import cluster, node_object
+
+    page = re.sub(r',Hostname="[^"]+"', "", sample_text("dcgm-exporter.prom"))
+    with run_prometheus(backfill(as_stored(page, TARGET), up_page(TARGET))) as server:
+        devices = by_name(refresh(server.url, ["nvidia"]))
+        named = by_name(refresh(server.url, ["nvidia"], cluster=cluster(node_object("gpu-node-07", "10.0.0.31"))))
+    assert sorted(devices) == ["10.0.0.31/0", "10.0.0.31/1"]
+    assert sorted(named) == ["gpu-node-07/0", "gpu-node-07/1"]
