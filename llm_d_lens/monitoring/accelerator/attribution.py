@@ -3,8 +3,9 @@
 Each node is joined with the strategy of the access mode its pods use:
 
 * ``extended-resource``: the exporter's own pod labels (any spelling the profile lists). With
-  cluster objects, a label naming a pod that holds none of this hardware (the exporter's own pod,
-  which Prometheus writes into ``pod`` when it keeps its target labels) is ignored.
+  cluster objects, a label naming a pod that holds none of this hardware is ignored. On a node
+  whose series carry no pod labels at all, the ``pod-status`` join answers instead (when the
+  profile has a ``resource_id_pattern`` and the cluster's pods are known).
 * ``pod-status``: the kubelet's ``allocatedResourcesStatus`` resource ids, read with the profile's
   ``resource_id_pattern``; its ``pci`` group is matched against the device's PCI bus id.
 * ``dra``: ResourceClaim allocation results, looked up in the ResourceSlices, whose PCI, uuid or
@@ -267,7 +268,18 @@ class _Join:
 
 
 def _join_labels(j: _Join) -> None:
-    """extended-resource: the exporter's pod labels, checked against the cluster's pods when known."""
+    """extended-resource: the exporter's pod labels, checked against the cluster's pods when known.
+
+    On a node where no series carries pod labels (an exporter without pod attribution, such as XPU
+    Manager v2) the labels can say nothing, so the kubelet's resource ids answer instead (the
+    pod-status join) when the profile declares how to read them and the cluster's pods are known.
+    """
+    allocation = j.profile.telemetry.allocation if j.profile.telemetry else None
+    if (j.usage is not None and allocation is not None and allocation.resource_id_pattern
+            and not any(d.owners or d.exporter for d in j.devices)):
+        j.join = "pod-status"
+        _join_pod_status(j)
+        return
     owners = {id(d): [o for o in d.owners if _plausible(j, o)] for d in j.devices}
     seen = {o.ref for found in owners.values() for o in found}
     unknown: dict[tuple[str, str], str] = {}

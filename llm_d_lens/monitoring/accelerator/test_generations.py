@@ -117,3 +117,25 @@ def test_each_pod_gets_only_its_mig_instance(prometheus):
     report = refresh(prometheus.url, ["nvidia"], node="mig-node-01")
     held = {ref: [a.devices for a in allocations] for ref, allocations in report.pods.items()}
     assert held == {("mig-serving", "vllm-mig-a-0"): [["mig-node-01/0/1"]], ("mig-serving", "vllm-mig-b-0"): [["mig-node-01/0/2"]]}
+
+
+def test_an_exporter_without_pod_labels_is_joined_through_the_kubelets_resource_ids(source, request):
+    """XPU Manager v2 labels no pod: in plugin mode the extended-resource join has nothing to read, so the
+    pod-status join (the profile's resource_id_pattern over allocatedResourcesStatus) places the pod."""
+    from llm_d_lens.monitoring.test_support import cluster, node_object, pod_object
+
+    objects = cluster(
+        node_object(V2_NODE, "10.0.2.9"),
+        pod_object("vllm-xpu-0", V2_NODE, limits={"gpu.intel.com/i915": "1"},
+                   allocated=[("gpu.intel.com/i915", ["intel.com/gpu=0000-29-00-0-0x0bd5"])]),
+    )
+    if source == "prometheus":
+        report = refresh(request.getfixturevalue("prometheus").url, ["intel-xpu"], node=V2_NODE, mode="plugin", cluster=objects)
+    else:
+        report = snapshot(fixture_text("xpumd-v2-max1550.prom"), ["intel-xpu"], mode="plugin", cluster=objects,
+                          target=f"{V2_NODE}:8080")
+    devices = by_name(report)
+    held = devices[f"{V2_NODE}/0000:29:00.0"]["attribution"]
+    assert (held["status"], held["join"], held["pod"]) == ("attributed", "pod-status", "vllm-xpu-0")
+    assert devices[f"{V2_NODE}/0000:9a:00.0"]["attribution"]["status"] == "idle"
+    assert [a.devices for a in report.pods[("llm-serving", "vllm-xpu-0")]] == [[f"{V2_NODE}/0000:29:00.0"]]
