@@ -270,8 +270,8 @@ class _Join:
 def _join_labels(j: _Join) -> None:
     """extended-resource: the exporter's pod labels, checked against the cluster's pods when known.
 
-    On a node where no series carries pod labels (an exporter without pod attribution, such as XPU
-    Manager v2) the labels can say nothing, so the kubelet's resource ids answer instead (the
+    On a node where no series carries pod labels (an exporter without pod attribution) the labels
+    can say nothing, so the kubelet's resource ids answer instead (the
     pod-status join) when the profile declares how to read them and the cluster's pods are known.
     """
     allocation = j.profile.telemetry.allocation if j.profile.telemetry else None
