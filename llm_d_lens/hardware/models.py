@@ -20,12 +20,14 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
-    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity"
+    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
+    # device health
+    "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
 ]
 
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -227,7 +229,10 @@ class MetricSource(Contract):
     matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
     unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
     scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
-    output_unit: OutputUnit = Field(description="The quantity's common unit: ratio, bytes, W, J or celsius.")
+    output_unit: OutputUnit = Field(
+        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started) "
+        "or code (the last event's code, 0 for none)."
+    )
     aggregation: Aggregation = Field(
         default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
     )

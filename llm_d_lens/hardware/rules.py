@@ -21,11 +21,14 @@ UNIT_DIMENSION = {
     "mW": "W", "W": "W",
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
+    "count": "count", "code": "code",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
     "utilization": "ratio", "memory_used": "bytes", "memory_total": "bytes", "power": "W",
     "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
+    "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
+    "pcie_replays": "count", "critical_event": "code",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")

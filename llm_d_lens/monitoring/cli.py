@@ -233,6 +233,8 @@ def _devices_table(report: dict[str, Any]) -> Any:
     gib = 2**30
     for d in report["devices"]:
         device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ×{len(d['tiles'])}" if len(d["tiles"]) > 1 else "")
+        if d["health"]["status"] == "problem":  # what is wrong is printed as a warning above the table
+            device += " [red]![/red]"
         t.add_row(
             d["hardware"], d["node"] or "-", device,
             _number(d["utilization_ratio"], 0.01, 0, "%"),

@@ -47,6 +47,7 @@ def stored_pages() -> list[str]:
         as_stored(fixture_text("xpumd-v2-max1550.prom"), XPUMD_TARGET),
         as_stored(fixture_text("dcgm-mig.prom"), MIG_TARGET),
         fixture_text("dcgm-old-fields.prom"),
+        fixture_text("dcgm-health.prom"),
         # Prometheus' own series per target: which pod each scrape target is
         *(up_page(t) for t in (EXPORTER_TARGET, MIG_TARGET, XPUMD_TARGET, TPU_TARGET)),
     ]

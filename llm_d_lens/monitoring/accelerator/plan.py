@@ -22,6 +22,7 @@ UNIT_FACTORS: dict[str, Fraction] = {
     "mW": Fraction(1, 1000), "W": Fraction(1),
     "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
     "celsius": Fraction(1),
+    "count": Fraction(1), "code": Fraction(1),
 }
 
 
@@ -43,7 +44,18 @@ QUANTITIES: tuple[Quantity, ...] = tuple(
         ("energy", "joules", "energy"),
         ("temperature", "celsius", "temp"),
         ("tensor_activity", "ratio", "tensor"),
+        ("memory_temperature", "celsius", "mem temp"),
+        ("memory_bandwidth", "ratio", "mem bw"),
+        ("ecc_corrected", "errors", "ecc corrected"),
+        ("ecc_uncorrected", "errors", "ecc uncorrected"),
+        ("pcie_replays", "count", "pcie replays"),
+        ("critical_event", "code", "critical event"),
     )
+)
+#: The health quantities, and when one of them flags a device: (quantity, what a non-zero value means).
+HEALTH_FLAGS: tuple[tuple[str, str], ...] = (
+    ("ecc_uncorrected", "uncorrected memory errors"),
+    ("critical_event", "last critical event code"),
 )
 QUANTITY_BY_KEY = {q.key: q for q in QUANTITIES}
 
@@ -125,7 +137,7 @@ class DevicePlan:
     def identity_selectors(self) -> list[tuple[str, tuple[str, ...]]]:
         """The identity quantity's first metric of each of its sources: every exporter generation's devices."""
         by_key = {q.quantity.key: q for q in self.quantities}
-        quantity = next(by_key[k] for k in IDENTITY_ORDER if k in by_key)
+        quantity = next((by_key[k] for k in IDENTITY_ORDER if k in by_key), self.quantities[0])
         return list(dict.fromkeys((s.metrics[0], s.matchers) for s in quantity.sources))
 
     def metric_selectors(self) -> list[tuple[str, tuple[str, ...]]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.monitoring.accelerator.fold import fallbacks_used, per_device, relabelled
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, QUANTITIES, DevicePlan
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, HEALTH_FLAGS, QUANTITIES, QUANTITY_BY_KEY, DevicePlan
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -65,6 +65,18 @@ class DeviceReading:
     exporter: Owner | None = None  # the exporter's own pod, when Prometheus wrote it into the pod labels
     attribution: Attribution | None = None
 
+    def health(self) -> dict[str, Any]:
+        """``ok``, ``problem`` (with what), or ``unknown`` when the exporter reports none of the flagging quantities."""
+        problems, known = [], False
+        for key, meaning in HEALTH_FLAGS:
+            value = self.values.get(QUANTITY_BY_KEY[key].field)
+            if value is None or not math.isfinite(value):
+                continue
+            known = True
+            if value > 0:
+                problems.append(f"{meaning}: {value:g}")
+        return {"status": "problem" if problems else "ok" if known else "unknown", "problems": problems}
+
     @property
     def name(self) -> str:
         """How a user refers to the device: ``node/device`` (``/tile`` when tiles are listed)."""
@@ -80,6 +92,7 @@ class DeviceReading:
         for quantity in QUANTITIES:
             value = self.values.get(quantity.field)
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
+        out["health"] = self.health()
         out["fallbacks"] = dict(self.fallbacks)
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
         out["exporter_pod"] = {"namespace": self.exporter.namespace or None, "pod": self.exporter.pod} if self.exporter else None

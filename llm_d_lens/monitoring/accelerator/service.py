@@ -107,6 +107,8 @@ def _finish(
         report.devices.extend(shown)
         report.warnings.extend(assembled.warnings)
         report.warnings.extend(fallback_warnings(chosen.plan, shown))
+        report.warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
+                               for d in shown if d.health()["status"] == "problem")
     return report
 
 

@@ -126,7 +126,7 @@ def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus
     assert pod["devices"]["devices"] == ["amd:amd-node-01/PCB049874-0071"]
     assert pod["devices"]["power_watts"] == 688
     assert pod["devices"]["memory_used_bytes"] == 178944 * 2**20
-    assert report.queries_sent == 3 + 1 + 7 + 1  # three pod metrics, the inventory, seven quantities, the targets
+    assert report.queries_sent == 3 + 1 + 12 + 1  # three pod metrics, the inventory, twelve quantities, the targets
 
 
 @needs_prometheus
