@@ -358,6 +358,10 @@ class Inventory(Contract):
 class UI(Contract):
     icon: str | None = None
     labels: LabelMap = Field(default_factory=dict)
+    chart_titles: dict[Quantity, str] = Field(
+        default_factory=dict,
+        description="Quantity -> chart title for this hardware (Grafana panels, the console); Lens' own title otherwise.",
+    )
 
 
 class HardwareProfile(Contract):

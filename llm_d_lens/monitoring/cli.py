@@ -191,6 +191,32 @@ def show_queries(
     emit(data, output, table)
 
 
+@app.command("dashboard")
+def grafana_dashboard(
+    hardware: list[str] = HardwareOption,
+    file: str = typer.Option(None, "--output-file", metavar="FILE", help="Write the dashboard here instead of printing it."),
+    force: bool = typer.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
+    title: str = typer.Option("Lens accelerators", "--title", help="The dashboard's title."),
+) -> None:
+    """A Grafana dashboard JSON (one row per hardware, panels from the refresh's own PromQL), importable as-is."""
+    import json
+    from pathlib import Path
+
+    from llm_d_lens.files import write_file
+    from llm_d_lens.monitoring.accelerator.grafana import dashboard
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.monitoring.errors import DashboardExists
+
+    text = json.dumps(dashboard(select(hardware), title=title), indent=2) + "\n"
+    if file is None:
+        typer.echo(text, nl=False)
+        return
+    path = Path(file)
+    write_file(path, text.encode(), replace=force,
+               exists=DashboardExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
+    console(stderr=True).print(f"wrote {path}")
+
+
 def _warn(warnings: list[str], output: OutputFormat) -> None:
     if output is OutputFormat.table:
         for warning in warnings:
