@@ -163,7 +163,7 @@ async def pods(
     from llm_d_lens.monitoring.profiling.service import read_pod_report
     from llm_d_lens.prometheus.client import PrometheusClient
 
-    selection = select(hardware)
+    selection = select(hardware, require_sources=False)
     registry = get_registry()
     pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
     settings, cluster = await _context()

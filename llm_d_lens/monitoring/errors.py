@@ -30,6 +30,13 @@ class SnapshotInvalid(LensError):
     http_status = 422
 
 
+class DashboardExists(LensError):
+    """The dashboard file asked for is already there; Lens never replaces it unless told to."""
+
+    code = "DASHBOARD_FILE_EXISTS"
+    http_status = 409
+
+
 class TelemetryNotDeclared(LensError):
     """The hardware asked for declares nothing Lens could read for this view."""
 

@@ -25,7 +25,7 @@ def test_devices(api, prometheus, monkeypatch):
     devices = {d["device"]: d for d in answer.json()["devices"]}
     assert devices["PCB049874-0071"]["memory_total_bytes"] == 196592 * 2**20
     assert devices["PCB049874-0071"]["attribution"]["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
-    assert answer.json()["queries"] == 8
+    assert answer.json()["queries"] == 1 + 12 + 1  # the inventory, twelve quantities, the targets
 
 
 @needs_prometheus
@@ -43,7 +43,12 @@ def test_pods(api, prometheus, monkeypatch):
     answer = api.get("/api/v1/telemetry/pods", params={"hardware": "nvidia", "namespace": "llm-serving", "at": BASE_TIMESTAMP})
     assert answer.status_code == 200
     (pod,) = answer.json()["pods"]
-    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["devices"]["power_watts"] == 612.35 * 2
+    # the shared samples name this pod on GPU 0 of two nodes: refused, not summed
+    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["devices"]["status"] == "unavailable"
+    amd = api.get("/api/v1/telemetry/pods", params={"hardware": "amd", "namespace": "llm-serving", "pod": pod["pod"], "at": BASE_TIMESTAMP})
+    assert amd.json()["pods"][0]["devices"]["power_watts"] == 688
+    cpu = api.get("/api/v1/telemetry/pods", params={"hardware": "cpu", "namespace": "llm-serving", "at": BASE_TIMESTAMP})
+    assert cpu.status_code == 200 and cpu.json()["pods"][0]["kv_cache_usage_ratio"] == 0.4375
 
 
 @needs_prometheus
