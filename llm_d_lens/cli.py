@@ -50,11 +50,15 @@ def build_app(only: str | None = None) -> typer.Typer:
         def serve(
             host: str = typer.Option("127.0.0.1", help="Address to listen on."),
             port: int = typer.Option(8080, help="Port to listen on."),
+            strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
         ) -> None:
             """Serve the Lens API (/api/v1/...)."""
             import uvicorn
 
             from llm_d_lens.api.app import create_app
+            from llm_d_lens.hardware.readiness import refuse_if_strict
+
+            refuse_if_strict(strict)  # also loads the plugins before the first request has to
 
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
@@ -73,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
     app = build_app(_group_of(args))
+    try:
+        return _run(app, args, click_exception)
+    finally:
+        from llm_d_lens.hardware.notice import warn_if_problems
+
+        warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
+
+
+def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
     try:
         result = app(args=args, prog_name="lens", standalone_mode=False)
     except LensError as exc:

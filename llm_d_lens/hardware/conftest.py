@@ -76,13 +76,14 @@ class PluginFactory:
         module_source: str = "",
         profile_entry_points: dict[str, str] | None = None,
         provider_entry_points: dict[str, str] | None = None,
+        module: str | None = None,
     ) -> str:
         """Create an installed-looking distribution; returns its module name.
 
         ``profiles`` maps entry-point name -> payloads its ``load_profiles`` returns (written as
         JSON package data, read back at load time like a real plugin does).
         """
-        module = dist.replace("-", "_") + "_lens"
+        module = module or dist.replace("-", "_") + "_lens"
         package = self.root / module
         package.mkdir()
         source = ["import json, pathlib", "HERE = pathlib.Path(__file__).parent", ""]
@@ -137,7 +138,9 @@ def fresh_registry() -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
-def _forget_registry() -> Iterator[None]:
+def _forget_registry(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # plugin load results are cached per installed set; a test's cache must not outlive it
+    monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path_factory.mktemp("lens-cache")))
     yield
     set_registry(None)
 
