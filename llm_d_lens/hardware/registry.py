@@ -185,9 +185,9 @@ class Registry:
                 return self._providers[profile.id]
             ref = self._provider_refs.get(profile.id)
         if ref is None:
-            from llm_d_lens.hardware.providers.base import DefaultProvider
+            from llm_d_lens.hardware.providers.base import ProfileProvider
 
-            provider = DefaultProvider(profile)
+            provider = ProfileProvider(profile)
         else:  # loaded without the lock held: a provider touching the registry must not deadlock
             provider = self._load_provider(ref)
         with self._lock:

@@ -190,7 +190,7 @@ def test_a_provider_without_a_profile_is_a_load_failure(plugins):
 def test_hardware_without_a_provider_gets_the_default_one(plugins):
     plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
     provider = build().provider("acme")
-    assert type(provider).__name__ == "DefaultProvider" and provider.profile().id == "acme"
+    assert type(provider).__name__ == "ProfileProvider" and provider.profile().id == "acme"
 
 
 def test_the_allowlist_admits_only_named_distributions(plugins):
