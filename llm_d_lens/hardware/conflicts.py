@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     from llm_d_lens.hardware.models import HardwareProfile
 
 
+#: the JSON path of each identity field, for reports that point into the profile
+FIELD_PATHS = {
+    "id": "$.id", "accelerator key": "$.accelerator_keys", "device class": "$.device_classes",
+    "DRA driver": "$.inventory.dra_drivers", "upstream overlay directory": "$.upstream_variant",
+    "upstream variant/vendor label pair": "$.upstream_labels", "resource prefix": "$.resource_prefixes",
+}
+
+
 def alias_names(profile: HardwareProfile) -> list[str]:
     """Every name an explicit lookup accepts for this profile (the registry's alias index)."""
     names = list(profile.aliases)
@@ -96,20 +104,35 @@ def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
             continue
         failures.append(_report(clash, entry, builtin_wins=True))
 
-    # among third parties: every profile involved in a clash is skipped, each with one report
+    # among third parties: every profile involved in a clash is skipped, each with one report.
+    # Claims are computed once and indexed, so this stays linear in the number of plugins.
+    claims = [list(exact_claims(entry.profile)) for entry in contenders]
+    holders: dict[tuple[str, Any], list[int]] = {}
+    for i, entry in enumerate(contenders):
+        holders.setdefault(("id", entry.profile.id), []).append(i)
+        for claim in claims[i]:
+            holders.setdefault(claim, []).append(i)
+    by_domain: dict[str, list[tuple[str, int]]] = {}
+    for i, entry in enumerate(contenders):
+        for prefix in entry.profile.resource_prefixes:
+            by_domain.setdefault(prefix.split("/", 1)[0], []).append((prefix, i))
     clashes: dict[int, Clash] = {}
     for i, entry in enumerate(contenders):
-        rivals = contenders[:i] + contenders[i + 1:]
-        for rival in rivals:
-            if rival.profile.id == entry.profile.id:
-                clashes.setdefault(i, Clash("id", entry.profile.id, rival, entry))
+        for claim in [("id", entry.profile.id), *claims[i]]:
+            rivals = [j for j in holders[claim] if j != i and (claim[0] == "id" or
+                                                              contenders[j].profile.id != entry.profile.id)]
+            if rivals:
+                clashes[i] = Clash(claim[0], claim[1], contenders[rivals[0]], entry)
                 break
         if i in clashes:
             continue
-        owners_i, prefixes_i = _index(rivals)
-        clash = _first_clash(entry, owners_i, prefixes_i)
-        if clash is not None:
-            clashes[i] = clash
+        for prefix in entry.profile.resource_prefixes:
+            for other, j in by_domain[prefix.split("/", 1)[0]]:
+                if j != i and contenders[j].profile.id != entry.profile.id and prefixes_overlap(prefix, other):
+                    clashes[i] = Clash("resource prefix", [other, prefix] if other != prefix else prefix, contenders[j], entry)
+                    break
+            if i in clashes:
+                break
     admitted = [entry for i, entry in enumerate(contenders) if i not in clashes]
     failures += [_report(clashes[i], contenders[i], builtin_wins=False) for i in sorted(clashes)]
     return admitted, failures
@@ -139,6 +162,6 @@ def _report(clash: Clash, skipped: DiscoveredProfile, *, builtin_wins: bool) -> 
               f"Fix: {fix}")
     origin = skipped.origins[0]
     return LoadFailure(PROFILES_GROUP, origin.entry_point or pid, origin.location, reason, pid, kind="conflict",
-                       details={"field": clash.field, "value": value, "fix": fix,
+                       details={"field": clash.field, "path": FIELD_PATHS[clash.field], "value": value, "fix": fix,
                                 "owners": [{"id": owner.profile.id, "from": _where(owner)},
                                            {"id": pid, "from": _where(skipped)}]})

@@ -77,6 +77,7 @@ class PluginFactory:
         profile_entry_points: dict[str, str] | None = None,
         provider_entry_points: dict[str, str] | None = None,
         module: str | None = None,
+        groups: dict[str, dict[str, str]] | None = None,
     ) -> str:
         """Create an installed-looking distribution; returns its module name.
 
@@ -105,6 +106,9 @@ class PluginFactory:
         if provider_entry_points:
             lines.append("[llm_d_lens.hardware.providers]")
             lines += [f"{k} = {v}" for k, v in provider_entry_points.items()]
+        for group, declared in (groups or {}).items():  # other groups (telemetry providers...)
+            lines.append(f"[{group}]")
+            lines += [f"{k} = {v}" for k, v in declared.items()]
         (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
         self.modules.append(module)
         return module

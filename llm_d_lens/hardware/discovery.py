@@ -18,6 +18,7 @@ from typing import Any
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
+from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
 from llm_d_lens.hardware.loader import validate_payload
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_own, normalize_dist
@@ -81,14 +82,12 @@ class Discovery:
 
 
 def _dist_label(ep: EntryPoint) -> str:
-    dist = ep.dist
-    if dist is None:
-        return "an unknown distribution"
-    return f"{dist.name} {dist.version}"
+    name, version = dist_meta(ep)
+    return f"{name} {version}" if name else "an unknown distribution"
 
 
 def _dist_name(ep: EntryPoint) -> str:
-    return ep.dist.name if ep.dist is not None else ""
+    return dist_meta(ep)[0]
 
 
 def canonical(payload: Any) -> str:
@@ -121,6 +120,7 @@ def discover(
     any way and is only ever skipped and reported. ``use_cache=False`` reloads every plugin.
     """
     settings = settings or PluginSettings.from_env()
+    forget_dist_meta()  # name and version read once per discovery: each read parses METADATA
     if profile_entry_points is None:
         profile_entry_points = list(entry_points(group=PROFILES_GROUP))
     if provider_entry_points is None:

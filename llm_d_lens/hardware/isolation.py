@@ -67,10 +67,30 @@ def _entry(ep: EntryPoint) -> dict[str, str]:
     return {"name": ep.name, "value": ep.value, "group": ep.group}
 
 
+_dist_meta: dict[int, tuple[str, str]] = {}
+
+
+def dist_meta(ep: EntryPoint) -> tuple[str, str]:
+    """(name, version) of the entry point's distribution, ``("", "")`` if unknown; memoised per discovery."""
+    dist = ep.dist
+    if dist is None:
+        return "", ""
+    key = id(dist)
+    if key not in _dist_meta:
+        meta = dist.metadata  # one parse of METADATA for both fields
+        _dist_meta[key] = (meta["Name"] or "", meta["Version"] or "")
+    return _dist_meta[key]
+
+
+def forget_dist_meta() -> None:
+    _dist_meta.clear()
+
+
 def _dist_stamp(ep: EntryPoint) -> list[Any]:
     dist = ep.dist
     if dist is None:
         return ["", "", ""]
+    name, version = dist_meta(ep)
     location = str(getattr(dist, "_path", ""))
     stamps = []
     for name in ("", "entry_points.txt", "METADATA", "RECORD"):
@@ -78,7 +98,7 @@ def _dist_stamp(ep: EntryPoint) -> list[Any]:
             stamps.append(os.stat(os.path.join(location, name)).st_mtime_ns)
         except OSError:
             stamps.append(None)
-    return [dist.name, dist.version, location, stamps]
+    return [name, version, location, stamps]
 
 
 def cache_key(eps: Sequence[EntryPoint]) -> str:

@@ -78,6 +78,10 @@ class DeviceReading:
         for quantity in QUANTITIES:
             value = self.values.get(quantity.field)
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
+        # what a plugin's telemetry provider added (monitoring/accelerator/registry.py)
+        common = {q.field for q in QUANTITIES}
+        out["derived"] = {k: (v if isinstance(v, (int, float)) and math.isfinite(v) else None)
+                          for k, v in sorted(self.values.items()) if k not in common}
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
         out["attribution"] = self.attribution.to_dict() if self.attribution else None
         return out
