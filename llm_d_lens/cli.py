@@ -17,7 +17,7 @@ from llm_d_lens.errors import LensError
 
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
-    "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
+    "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor, new."),
     "evaluate": ("llm_d_lens.evaluate.cli", "llm-d-benchmark scenario settings and telemetry coverage checks."),
     "profiles": ("llm_d_lens.evaluate.profiles_cli", "Workload profiles: list, compose-file, flags, validate."),
     "driver": ("llm_d_lens.monitoring.gpu_driver.cli", "Device plugins and DRA drivers: plan, status, install."),

@@ -236,6 +236,40 @@ def _parse_labels(items: list[str]) -> dict[str, str]:
     return labels
 
 
+@app.command("new")
+def new(
+    profile_id: str = typer.Argument(..., metavar="ID", help="The profile id (also the entry-point name)."),
+    vendor: str = typer.Option(..., "--vendor", help="Vendor name, lower-case (the llm-d accelerator-vendor label)."),
+    display_name: str | None = typer.Option(None, "--display-name", help="Human name (default: from ID)."),
+    request_model: str = typer.Option("extended-resource", "--request-model", help="extended-resource or dra."),
+    resource_name: str | None = typer.Option(None, "--resource-name", help="Extended resource, e.g. vendor.com/npu."),
+    device_class: str | None = typer.Option(None, "--device-class", help="DRA DeviceClass, e.g. npu.vendor.com."),
+    node_label: str = typer.Option(..., "--node-label", help="KEY=VALUE marking nodes with the hardware."),
+    provider: bool = typer.Option(False, "--provider", help="Also write a provider stub and its entry point."),
+    directory: Path | None = typer.Option(None, "--dir", help="Where to write (default: ./ID-lens); must be new or empty."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Write an installable external plugin package for a new hardware (profile, entry points, tests)."""
+    from llm_d_lens.hardware.scaffold import ScaffoldRequest, write
+
+    if request_model not in ("extended-resource", "dra"):
+        raise typer.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
+    [(key, value)] = _parse_labels([node_label]).items()
+    req = ScaffoldRequest(profile_id, vendor, display_name or profile_id.replace("-", " ").title(), request_model,
+                          resource_name, device_class, (key, value), provider, directory or Path(f"{profile_id}-lens"))
+    written = write(req)
+    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written]}
+
+    def table(result: dict[str, Any]) -> Any:
+        from rich.text import Text
+
+        lines = [f"wrote {result['distribution']} in {result['directory']}:"] + [f"  {f}" for f in result["files"]]
+        lines.append(f"next: pip install {result['directory']} && lens hardware show {profile_id}")
+        return Text("\n".join(lines))
+
+    emit(result, output, table)
+
+
 @app.command("doctor")
 def doctor(output: OutputFormat = OutputOption) -> None:
     """Load every plugin afresh (no cache), import every provider, and report what failed and why.

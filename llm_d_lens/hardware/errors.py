@@ -116,3 +116,10 @@ class AlreadyRegistered(LensError):
 class PluginLoadFailed(LensError):
     code = "PLUGIN_LOAD_FAILED"
     http_status = 500
+
+
+class ScaffoldRefused(LensError):
+    """``lens hardware new`` was given flags that make no valid plugin, or a directory in use."""
+
+    code = "SCAFFOLD_REFUSED"
+    http_status = 422
