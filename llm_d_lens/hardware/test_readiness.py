@@ -37,7 +37,7 @@ def test_the_api_keeps_serving_every_other_hardware_and_lists_the_failures(plugi
     assert [o["id"] for o in failures["rogue"]["details"]["owners"]] == ["nvidia", "rogue"]
     assert client.get("/api/v1/hardware/cuda").json()["id"] == "nvidia"
     skipped = client.get("/api/v1/hardware/rogue")
-    assert skipped.status_code == 500 and skipped.headers["content-type"] == "application/problem+json"
+    assert skipped.status_code == 503 and skipped.headers["content-type"] == "application/problem+json"
     assert skipped.json()["code"] == "PLUGIN_LOAD_FAILED" and "registration conflict" in skipped.json()["detail"]
 
     assert client.get("/healthz").status_code == 200

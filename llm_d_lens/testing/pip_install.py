@@ -18,8 +18,9 @@ from pathlib import Path
 def pip_install(project: Path, target: Path, scratch: Path) -> Path:
     """Install ``project`` into ``target``; returns the copy that was built (with its tests)."""
     copy = scratch / project.name
+    shutil.rmtree(copy, ignore_errors=True)  # a reinstall builds the project as it is now
     shutil.copytree(project, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--no-deps", "--no-build-isolation",
             "--no-index", "--disable-pip-version-check", "--target", str(target), str(copy)]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=dict(os.environ, PIP_NO_INPUT="1"))
     if result.returncode != 0:
