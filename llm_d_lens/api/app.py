@@ -7,8 +7,8 @@ mounts them and renders :class:`LensError` once, as RFC 9457 ``application/probl
 from __future__ import annotations
 
 import importlib
-
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -73,6 +73,16 @@ def create_app() -> FastAPI:
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
+
+    @app.get("/readyz", tags=["health"])
+    def readyz() -> Any:
+        """503 problem+json listing every skipped plugin or conflict; liveness stays on /healthz."""
+        from llm_d_lens.hardware.readiness import describe, problems
+
+        found = problems()
+        if found:
+            return problem(503, "NOT_READY", describe(found), problems=found)
+        return {"status": "ready", "version": __version__}
 
     for module in ROUTERS:
         app.include_router(importlib.import_module(module).router, prefix="/api/v1")

@@ -66,3 +66,15 @@ class RangeInvalid(LensError):
 
     code = "TELEMETRY_RANGE_INVALID"
     http_status = 400
+class TelemetryProviderUnknown(LensError):
+    """A profile's ``telemetry.provider_id`` names no registered telemetry provider."""
+
+    code = "TELEMETRY_PROVIDER_UNKNOWN"
+    http_status = 422
+
+
+class TelemetryProviderFailed(LensError):
+    """A plugin's telemetry provider failed to load: the plugin's to fix, not the caller's."""
+
+    code = "TELEMETRY_PROVIDER_FAILED"
+    http_status = 502
