@@ -118,6 +118,7 @@ def _node_rows(overview: dict[str, Any], profile_id: str) -> list[dict[str, Any]
 DEVICE_COLUMNS = {
     "device": lambda r: r["name"], "util": lambda r: r["utilization_ratio"], "memory": lambda r: r["memory_used_bytes"],
     "power": lambda r: r["power_watts"], "temperature": lambda r: r["temperature_celsius"],
+    "health": lambda r: (r.get("health") or {}).get("status"),
 }
 
 

@@ -102,6 +102,8 @@ def test_demo_telemetry_draws_a_chart_per_quantity_with_units(server, monkeypatc
     assert charts == [("power", "W"), ("utilization", "%"), ("memory_used", "GiB"), ("temperature", "°C")]
     points = [int(n) for n in re.findall(r'data-points="(\d+)"', page)]
     assert points and all(13 <= n <= 16 for n in points)  # 15 minutes at one point a minute
+    # the demo's exporter pages carry no error counters: health is unknown, and says so per device
+    assert page.count('<span class="health unknown">unknown</span>') == 8
 
 
 def test_an_unknown_tab_is_a_404_page_naming_it(server):
