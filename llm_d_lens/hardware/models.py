@@ -20,14 +20,15 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
     "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
     # device health
     "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
+    "pcie_throughput", "link_throughput", "link_errors",
 ]
 
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -230,8 +231,8 @@ class MetricSource(Contract):
     unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
     scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
     output_unit: OutputUnit = Field(
-        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started) "
-        "or code (the last event's code, 0 for none)."
+        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), "
+        "code (the last event's code, 0 for none) or B/s."
     )
     aggregation: Aggregation = Field(
         default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."

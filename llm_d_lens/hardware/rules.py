@@ -21,7 +21,7 @@ UNIT_DIMENSION = {
     "mW": "W", "W": "W",
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
-    "count": "count", "code": "code",
+    "count": "count", "code": "code", "B/s": "B/s",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
@@ -29,6 +29,7 @@ QUANTITY_UNITS = {
     "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
     "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
     "pcie_replays": "count", "critical_event": "code",
+    "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
