@@ -337,8 +337,19 @@ class MemoryModel(Contract):
     memory_gib: float = Field(gt=0, strict=False)
 
 
+class AicSystem(Contract):
+    """One row of the ordered table from an inventory product name to an AIC system name."""
+
+    product_pattern: str = Field(min_length=1, description="Regular expression searched, ignoring case, in the inventory's product name.")
+    system: str = Field(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
+
+
 class Planning(Contract):
     aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
+    aic_systems: list[AicSystem] = Field(
+        default_factory=list,
+        description="Ordered: the first row whose product_pattern matches a pool's product names its AIC system.",
+    )
     discovery: DiscoveryCommand | None = None
     memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
 
@@ -380,13 +391,29 @@ class Inventory(Contract):
     dra_partition: PartitionSelector | None = None
 
 
-class UI(Contract):
-    icon: str | None = None
-    labels: LabelMap = Field(default_factory=dict)
-    chart_titles: dict[Quantity, str] = Field(
-        default_factory=dict,
-        description="Quantity -> chart title for this hardware (Grafana panels, the console); Lens' own title otherwise.",
+#: The icons the console draws; a profile naming another gets the generic chip icon.
+UiIcon = Literal["Gpu", "Cpu", "Cloud", "Chip", "Server"]
+
+
+class TelemetryPanel(Contract):
+    """What the console's telemetry panel opens with for this hardware."""
+
+    quantity: Quantity = Field(default="utilization", description="The chart shown first (metric type).")
+    namespace: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Namespace the serving pods usually run in: the pods table's default filter (all namespaces when absent).",
     )
+    range_minutes: int = Field(default=60, ge=5, le=7 * 24 * 60, description="The chart's default time range.")
+
+
+class UI(Contract):
+    """How the web console presents the hardware: its tab, icon, group and chart titles."""
+
+    icon: str | None = Field(default=None, description="One of Gpu, Cpu, Cloud, Chip, Server; others draw as Chip.")
+    labels: LabelMap = Field(default_factory=dict, description="vendor: the tab's vendor name; metric_group: the device kind (GPU, TPU, HPU...).")
+    order: int = Field(default=100, ge=0, le=10000, description="Tab position; ties sort by display name.")
+    chart_titles: dict[Quantity, str] = Field(default_factory=dict, description="Quantity -> chart title for this hardware (the console, Grafana panels); Lens' own title otherwise.")
+    telemetry_panel: TelemetryPanel = Field(default_factory=TelemetryPanel)
 
 
 class HardwareProfile(Contract):

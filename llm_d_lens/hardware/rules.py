@@ -44,7 +44,7 @@ _PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "o
 
 def check(profile: HardwareProfile) -> list[ProfileIssue]:
     """Every rule violation in a profile that already passed the schema."""
-    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _identity, _regexes, _overlay_root, _telemetry)
+    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _identity, _regexes, _overlay_root, _telemetry, _aic_systems)
     return [issue for rule in checks for issue in rule(profile)]
 
 
@@ -175,6 +175,8 @@ def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
         yield f"$.deployment.runtime_class_matchers[{i}]", pattern
     for i, pattern in enumerate(p.planning.aic_system_patterns):
         yield f"$.planning.aic_system_patterns[{i}]", pattern
+    for i, row in enumerate(p.planning.aic_systems):
+        yield f"$.planning.aic_systems[{i}].product_pattern", row.product_pattern
     for i, pattern in enumerate(p.inventory.partition_resource_patterns):
         yield f"$.inventory.partition_resource_patterns[{i}]", pattern
     for i, pattern in enumerate(p.inventory.non_device_resource_patterns):
@@ -195,6 +197,19 @@ def _regexes(p: HardwareProfile) -> Iterator[ProfileIssue]:
             continue
         if path.endswith("resource_id_pattern") and "pci" not in compiled.groupindex:
             yield ProfileIssue(path, "must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+)", pattern)
+
+
+def _aic_systems(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    # a system this profile maps products to must resolve back to this profile (`lens hardware resolve --aic-system`)
+    patterns = []
+    for pattern in p.planning.aic_system_patterns:
+        try:
+            patterns.append(re.compile(pattern))
+        except re.error:
+            continue  # reported by _regexes
+    for i, row in enumerate(p.planning.aic_systems):
+        if not any(pattern.search(row.system) for pattern in patterns):
+            yield ProfileIssue(f"$.planning.aic_systems[{i}].system", "matches none of planning.aic_system_patterns", row.system)
 
 
 def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:

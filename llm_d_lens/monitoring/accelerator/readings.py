@@ -94,6 +94,10 @@ class DeviceReading:
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
         out["health"] = self.health()
         out["fallbacks"] = dict(self.fallbacks)
+        # what a plugin's telemetry provider added (monitoring/accelerator/registry.py)
+        common = {q.field for q in QUANTITIES}
+        out["derived"] = {k: (v if isinstance(v, (int, float)) and math.isfinite(v) else None)
+                          for k, v in sorted(self.values.items()) if k not in common}
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
         out["exporter_pod"] = {"namespace": self.exporter.namespace or None, "pod": self.exporter.pod} if self.exporter else None
         out["attribution"] = self.attribution.to_dict() if self.attribution else None

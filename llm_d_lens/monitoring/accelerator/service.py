@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribute
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import queries, targets_query
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
+from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
@@ -27,6 +29,7 @@ from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
 class Selected:
     profile: HardwareProfile
     plan: DevicePlan
+    provider: Any = None  # the telemetry provider its profile names (registry.py); None: declarative
 
 
 @dataclass
@@ -60,7 +63,10 @@ def select(hardware: Sequence[str] | None, registry: Any = None, *, require_sour
     """
     from llm_d_lens.hardware.registry import get_registry
 
+    from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
+
     registry = registry or get_registry()
+    providers = get_telemetry_registry()
     if hardware:
         chosen = []
         for key in hardware:
@@ -74,9 +80,19 @@ def select(hardware: Sequence[str] | None, registry: Any = None, *, require_sour
                     details={"hardware": profile.id},
                 )
             if profile.id not in [s.profile.id for s in chosen]:
-                chosen.append(Selected(profile, plan))
+                chosen.append(Selected(profile, plan, providers.for_profile(profile)))
         return chosen
-    return [Selected(p, plan) for p in registry.profiles() if (plan := plan_for(p)) is not None]
+    # every hardware: one whose telemetry provider is unknown or broken is left out, not fatal
+    out = []
+    for p in registry.profiles():
+        plan = plan_for(p)
+        if plan is None:
+            continue
+        try:
+            out.append(Selected(p, plan, providers.for_profile(p)))
+        except LensError:
+            continue
+    return out
 
 
 def _check_mode(selection: Sequence[Selected], mode: str | None) -> None:
@@ -103,9 +119,11 @@ def _finish(
         for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
             if wanted is None or allocation.node == wanted:
                 report.pods.setdefault(ref, []).append(allocation)
+        report.warnings.extend(assembled.warnings)
+        if chosen.provider is not None:
+            report.warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
         shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
         report.devices.extend(shown)
-        report.warnings.extend(assembled.warnings)
         report.warnings.extend(fallback_warnings(chosen.plan, shown))
         report.warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
                                for d in shown if d.health()["status"] == "problem")
