@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -25,6 +26,8 @@ GROUPS: dict[str, tuple[str, str]] = {
     "deploy": ("llm_d_lens.deploy.cli", "llm-d overlays: list them, render one fitted to a hardware, apply it."),
     "telemetry": ("llm_d_lens.monitoring.cli", "Accelerator devices and serving pods in common units, from Prometheus."),
     "cluster": ("llm_d_lens.cluster.cli", "Cluster inventory: accelerators, VRAM and allocation per hardware profile."),
+    "incluster": ("llm_d_lens.incluster.cli", "Lens in a pod: check its service account holds the permissions Lens uses."),
+    "plan": ("llm_d_lens.planning.cli", "Which model fits on which hardware pool, with what parallelism and replicas."),
 }
 
 
@@ -50,9 +53,12 @@ def build_app(only: str | None = None) -> typer.Typer:
         def serve(
             host: str = typer.Option("127.0.0.1", help="Address to listen on."),
             port: int = typer.Option(8080, help="Port to listen on."),
+            demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
             strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
         ) -> None:
-            """Serve the Lens API (/api/v1/...)."""
+            """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
+            import os
+
             import uvicorn
 
             from llm_d_lens.api.app import create_app
@@ -60,9 +66,25 @@ def build_app(only: str | None = None) -> typer.Typer:
 
             refuse_if_strict(strict)  # also loads the plugins before the first request has to
 
+            if demo:
+                _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
     return app
+
+
+def _demo_environment(env: Any) -> None:
+    """``--demo``: the embedded cluster and telemetry, unless the operator pointed the server elsewhere."""
+    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG") if env.get(name)]
+    if chosen:
+        raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
+    env["LENS_CLUSTER_DEMO"] = "1"
+    if not env.get("LENS_PROMETHEUS_URL"):
+        env["LENS_TELEMETRY_DEMO"] = "1"
+
+
+class DemoConflict(LensError):
+    code = "CLUSTER_SOURCE_CONFLICT"
 
 
 def _group_of(argv: list[str]) -> str | None:

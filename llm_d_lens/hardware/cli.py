@@ -276,27 +276,9 @@ def doctor(output: OutputFormat = OutputOption) -> None:
 
     Exits 1 while any plugin failure or conflict exists, so it can gate a deployment.
     """
-    from llm_d_lens.hardware import notice
-    from llm_d_lens.hardware.discovery import discover
-    from llm_d_lens.hardware.registry import Registry, set_registry
-    from llm_d_lens.hardware.settings import PluginSettings
+    from llm_d_lens.hardware.doctor import doctor_report
 
-    settings = PluginSettings.from_env()
-    registry = Registry.from_discovery(discover(settings, use_cache=False))
-    set_registry(registry)
-    notice.shown = True
-    registry.load_all_providers()
-    report: dict[str, Any] = {"profiles": [], "skipped": [f.to_dict() for f in registry.skipped],
-                              "settings": {"autoload": settings.autoload,
-                                           "allow": sorted(settings.allow) if settings.allow is not None else None,
-                                           "block": sorted(settings.block)}}
-    for p in registry.profiles():
-        provider = registry.provider(p.id) if not _failed(registry, p.id) else None
-        report["profiles"].append({"id": p.id, "origins": [str(o) for o in registry.origins(p.id)],
-                                   "provider": type(provider).__name__ if provider is not None else None})
-    report["version_hash"] = registry.version_hash()
-    report["failures"] = [f.to_dict() for f in registry.failures]
-    report["ok"] = not report["failures"]
+    report = doctor_report()
 
     def table(report: dict[str, Any]) -> Any:
         from rich.console import Group
@@ -321,7 +303,3 @@ def doctor(output: OutputFormat = OutputOption) -> None:
     emit(report, output, table)
     if not report["ok"]:
         raise typer.Exit(1)
-
-
-def _failed(registry: Any, profile_id: str) -> bool:
-    return any(f.profile_id == profile_id and f.group.endswith("providers") for f in registry.failures)

@@ -1,0 +1,42 @@
+"""``lens incluster check``: ask the cluster whether this account holds what Lens uses."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.output import OutputFormat, emit
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("check")
+def check(
+    installer: bool = typer.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
+    kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+) -> None:
+    """One `kubectl auth can-i` per permission; exits 1 naming what is missing and what it breaks."""
+    from llm_d_lens.incluster.permissions import check as ask
+    from llm_d_lens.runner import CommandRunner
+
+    runner = CommandRunner(kubeconfig=str(kubeconfig) if kubeconfig else None, context=context)
+    report = asyncio.run(ask(runner, mutations=installer))
+    emit(report.to_dict(), output, table)
+    report.raise_if_missing()
+
+
+def table(report: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    shown = Table(box=None, pad_edge=False)
+    for column in ("ROLE", "VERB", "RESOURCE", "ALLOWED"):
+        shown.add_column(column, overflow="fold")
+    for row in report["checks"]:
+        allowed = {True: "yes", False: "no"}.get(row["allowed"], "unknown")
+        shown.add_row(row["role"], row["verb"], row["resource"], allowed)
+    return shown

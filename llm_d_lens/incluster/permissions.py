@@ -1,0 +1,120 @@
+"""Does this service account hold what Lens needs? Asked of the cluster with ``kubectl auth can-i``.
+
+A deployment whose role was trimmed (no RBAC for DRA objects on an old cluster, a binding to the
+wrong account) should say so in words, not fail one request at a time with ``Forbidden``. Each
+need below is one grant of ``manifests/`` (the least-privilege test keeps them equal to the
+rendered roles) with what it is for, so a "no" names the feature it breaks.
+
+``kubectl auth can-i`` creates a SelfSubjectAccessReview, which Kubernetes' default
+``system:basic-user`` binding lets every authenticated account do: the check needs no grant of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_d_lens.incluster.errors import PermissionsMissing
+from llm_d_lens.runner import CommandError, Runner
+
+READ_ROLE = "lens-read"
+INSTALL_ROLE = "lens-installer"
+
+
+@dataclass(frozen=True)
+class Need:
+    role: str
+    verb: str
+    resource: str  # kubectl's qualified name: "daemonsets.apps", "pods"
+    purpose: str
+
+    def argv(self) -> list[str]:
+        return ["kubectl", "auth", "can-i", self.verb, self.resource, "--all-namespaces"]
+
+
+def _needs(role: str, verbs: Sequence[str], resources: Sequence[str], purpose: str) -> list[Need]:
+    return [Need(role, verb, resource, purpose) for resource in resources for verb in verbs]
+
+
+READ_NEEDS: tuple[Need, ...] = (
+    *_needs(READ_ROLE, ["list"], ["nodes"], "inventory, driver status, presence: nodes and their labels"),
+    *_needs(READ_ROLE, ["list"], ["pods"], "inventory, telemetry joins, driver status: pods and their devices"),
+    *_needs(READ_ROLE, ["list"], ["daemonsets.apps"], "driver status: device-plugin and DRA-driver DaemonSets"),
+    *_needs(READ_ROLE, ["list"], ["resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io",
+                                  "resourceclaims.resource.k8s.io"], "inventory, telemetry joins: DRA devices and claims"),
+    *_needs(READ_ROLE, ["list"], ["runtimeclasses.node.k8s.io"], "deploy render --runtime-classes-from-cluster"),
+)
+#: the installer's vendor-neutral grants; a vendor's custom resources (deploy apply of a guide that
+#: renders one) are granted in manifests/ but not asked here
+INSTALL_NEEDS: tuple[Need, ...] = (
+    *_needs(INSTALL_ROLE, ["list", "get", "create", "update", "delete"], ["secrets"], "driver install: helm's release records"),
+    *_needs(INSTALL_ROLE, ["create"], ["namespaces"], "driver install: helm --create-namespace"),
+    *_needs(INSTALL_ROLE, ["list"], ["resourceclaimtemplates.resource.k8s.io"], "driver plan --from-cluster"),
+    *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["deployments.apps", "configmaps", "serviceaccounts",
+                                                       "leaderworkersets.leaderworkerset.x-k8s.io",
+                                                       "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
+    *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
+            "preflight: a profile's presence.ensure_refs"),
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    need: Need
+    allowed: bool | None  # None: kubectl could not ask (no API server, no credentials)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.need.role, "verb": self.need.verb, "resource": self.need.resource,
+                "allowed": self.allowed, "purpose": self.need.purpose, **({"error": self.error} if self.error else {})}
+
+
+@dataclass(frozen=True)
+class PermissionReport:
+    answers: tuple[Answer, ...]
+    mutations: bool
+
+    @property
+    def missing(self) -> list[Answer]:
+        return [a for a in self.answers if a.allowed is not True]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "mutations": "enabled" if self.mutations else "disabled",
+                "checks": [a.to_dict() for a in self.answers]}
+
+    def raise_if_missing(self) -> None:
+        """A coded error naming each missing grant and what it breaks."""
+        if self.ok:
+            return
+        shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" + (f": {a.error}" if a.error else "")
+                          for a in self.missing[:6])
+        more = f" and {len(self.missing) - 6} more" if len(self.missing) > 6 else ""
+        raise PermissionsMissing(
+            f"this account lacks {len(self.missing)} permission(s) Lens uses: {shown}{more}. Apply manifests/ "
+            "(kubectl apply -k manifests/) or grant them; docs/in-cluster.md says what each is for.",
+            details={"missing": [a.to_dict() for a in self.missing]},
+        )
+
+
+async def check(runner: Runner, *, mutations: bool = False) -> PermissionReport:
+    """Ask about every read need, and the installer's too when mutations are on; all at once."""
+    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ())
+    answers = await asyncio.gather(*(_ask(runner, need) for need in needs))
+    return PermissionReport(tuple(answers), mutations)
+
+
+async def _ask(runner: Runner, need: Need) -> Answer:
+    try:
+        result = await runner.arun(need.argv(), check=False)
+    except CommandError as exc:  # kubectl missing or hung: no answer, and why
+        return Answer(need, None, exc.message)
+    word = result.stdout.strip().split(maxsplit=1)[0].lower() if result.stdout.strip() else ""
+    if word in ("yes", "no"):
+        return Answer(need, word == "yes")
+    return Answer(need, None, result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "no answer")
