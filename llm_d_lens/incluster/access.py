@@ -210,6 +210,11 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
         if ref is None:
             raise _unmapped(argv, "kubectl apply without -f or -k")
         return CommandAccess(argv, (), opaque=ref)
+    if verb == "exec":
+        # the pod is looked up first, then the exec is a create on its pods/exec subresource
+        namespace = _flag(args, "-n", "--namespace") or DEFAULT_NAMESPACE
+        return CommandAccess(argv, (Access("get", "", "pods", scope=namespace),
+                                    Access("create", "", "pods/exec", scope=namespace)))
     raise _unmapped(argv, f"kubectl {verb or '(no subcommand)'} is not a call Lens is known to make")
 
 

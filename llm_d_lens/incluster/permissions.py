@@ -29,13 +29,24 @@ class Need:
     verb: str
     resource: str  # kubectl's qualified name: "daemonsets.apps", "pods"
     purpose: str
+    subresource: str = ""  # "exec" for pods/exec
 
     def argv(self) -> list[str]:
-        return ["kubectl", "auth", "can-i", self.verb, self.resource, "--all-namespaces"]
+        subresource = [f"--subresource={self.subresource}"] if self.subresource else []
+        return ["kubectl", "auth", "can-i", self.verb, self.resource, *subresource, "--all-namespaces"]
+
+    @property
+    def shown(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
 def _needs(role: str, verbs: Sequence[str], resources: Sequence[str], purpose: str) -> list[Need]:
-    return [Need(role, verb, resource, purpose) for resource in resources for verb in verbs]
+    """One need per verb and resource; ``pods/exec`` names the subresource the way RBAC rules do."""
+    out = []
+    for resource in resources:
+        base, _, sub = resource.partition("/")
+        out += [Need(role, verb, base, purpose, sub) for verb in verbs]
+    return out
 
 
 READ_NEEDS: tuple[Need, ...] = (
@@ -57,6 +68,8 @@ INSTALL_NEEDS: tuple[Need, ...] = (
                                                        "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
             "preflight: a profile's presence.ensure_refs"),
+    *_needs(INSTALL_ROLE, ["get"], ["pods"], "lens plan --discover: find the driver pod to run the tool in"),
+    *_needs(INSTALL_ROLE, ["create"], ["pods/exec"], "lens plan --discover: run the profile's discovery tool in a driver pod"),
 )
 
 
@@ -67,7 +80,7 @@ class Answer:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.need.role, "verb": self.need.verb, "resource": self.need.resource,
+        return {"role": self.need.role, "verb": self.need.verb, "resource": self.need.shown,
                 "allowed": self.allowed, "purpose": self.need.purpose, **({"error": self.error} if self.error else {})}
 
 
@@ -92,7 +105,7 @@ class PermissionReport:
         """A coded error naming each missing grant and what it breaks."""
         if self.ok:
             return
-        shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" + (f": {a.error}" if a.error else "")
+        shown = "; ".join(f"{a.need.verb} {a.need.shown} ({a.need.purpose})" + (f": {a.error}" if a.error else "")
                           for a in self.missing[:6])
         more = f" and {len(self.missing) - 6} more" if len(self.missing) > 6 else ""
         raise PermissionsMissing(

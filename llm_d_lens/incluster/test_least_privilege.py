@@ -224,6 +224,25 @@ def deploy_apply_every_overlay(runner: Recorder) -> None:
     assert rendered >= 10, f"only {rendered} overlays of the llm-d tree rendered"
 
 
+def discover_node_memory(runner: Recorder) -> None:
+    """``lens plan --discover``: the pods on the node, then the profile's tool in its driver pod."""
+    from llm_d_lens.planning.node_discovery import run_on_node
+
+    profile = get_registry().get("nvidia")
+    mode = next(iter(profile.driver.modes.values()))
+    matcher = mode.daemonset_matchers[0]
+    owner = matcher.name or f"{matcher.name_contains}-x"
+    namespace = matcher.namespace or mode.namespace
+    driver_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{owner}-abcde", "namespace": namespace,
+                  "ownerReferences": [{"kind": "DaemonSet", "name": owner, "controller": True}]},
+                  "spec": {"nodeName": "gpu-1"}, "status": {"phase": "Running"}}
+    runner.reply(["kubectl", "get", "pods", "--all-namespaces", "--field-selector", "spec.nodeName=gpu-1", "-o", "json"],
+                 json_body={**empty(), "items": [driver_pod]})
+    runner.reply(["kubectl", "exec", ...], stdout="NVIDIA H100 80GB HBM3, 81559, 00000000:18:00.0, GPU-1\n")
+    devices, where = run_on_node(profile, "gpu-1", runner)
+    assert devices and where.startswith("discovery:")
+
+
 def check_own_permissions(runner: Recorder) -> None:
     from llm_d_lens.incluster.permissions import check
 
@@ -234,7 +253,8 @@ def check_own_permissions(runner: Recorder) -> None:
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
-    install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
+    install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay,
+    discover_node_memory)
 
 
 # --------------------------------------------------------------------------------------------

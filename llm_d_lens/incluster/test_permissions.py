@@ -22,7 +22,8 @@ needs_manifests = pytest.mark.skipif(ROOT is None or shutil.which("kubectl") is 
 
 def grant(need) -> tuple[str, str, str]:
     resource = DEFAULT_TABLE.by_name(need.resource)
-    return resource.group, resource.plural, need.verb
+    plural = f"{resource.plural}/{need.subresource}" if need.subresource else resource.plural
+    return resource.group, plural, need.verb
 
 
 def answering(no: set[str] = frozenset(), *, stderr: str = "") -> FakeRunner:
@@ -116,3 +117,12 @@ def test_the_api_reports_every_answer_and_whether_mutations_are_on(monkeypatch) 
     monkeypatch.setenv("LENS_API_TOKEN", "s3cret\n")
     body = client.get("/api/v1/incluster/permissions").json()
     assert body["mutations"] == "enabled" and {c["role"] for c in body["checks"]} == {"lens-read", "lens-installer"}
+
+
+def test_exec_is_asked_as_the_pods_exec_subresource_not_a_pod_named_exec() -> None:
+    from llm_d_lens.incluster.permissions import INSTALL_NEEDS
+
+    (need,) = [n for n in INSTALL_NEEDS if n.subresource]
+    # `kubectl auth can-i create pods/exec` would ask about a pod *named* exec
+    assert need.argv() == ["kubectl", "auth", "can-i", "create", "pods", "--subresource=exec", "--all-namespaces"]
+    assert need.shown == "pods/exec" and need.role == "lens-installer"
