@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.output import OutputFormat
 
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
@@ -31,16 +32,43 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 
 
+#: ``-h`` is ``--help`` on every command: click hands a group's context settings to its subcommands.
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from llm_d_lens import __version__
+
+        typer.echo(f"lens {__version__}")
+        raise typer.Exit(0)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     app = typer.Typer(
         name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
-        pretty_exceptions_enable=False, add_completion=False,
+        pretty_exceptions_enable=False, add_completion=True, context_settings=CONTEXT_SETTINGS,
     )
 
     @app.callback()
-    def root() -> None:
+    def root(
+        version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                     help="Print the Lens version and exit (`lens version` names the tools too)."),
+    ) -> None:
         """Lens: the hardware layer for llm-d."""
         # A callback keeps `lens` a group even when only one command is loaded (`lens serve`).
+
+    @app.command("version")
+    def version(
+        output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", metavar="FORMAT", help="table, json or yaml."),
+    ) -> None:
+        """Lens, Python, kubectl, helm and kustomize versions ('not installed' when a tool is absent)."""
+        from llm_d_lens.output import emit
+        from llm_d_lens.runner import CommandRunner
+        from llm_d_lens.version import versions, versions_table
+
+        emit(versions(CommandRunner()), output, versions_table)
+
     for name, (module, help_text) in GROUPS.items():
         if only is not None and name != only:
             continue
@@ -88,9 +116,12 @@ class DemoConflict(LensError):
 
 
 def _group_of(argv: list[str]) -> str | None:
+    """The one group ``argv`` runs, so only its module is imported; "version" loads no group."""
     for arg in argv:
+        if arg == "--version":
+            return "version"
         if not arg.startswith("-"):
-            return arg if arg in GROUPS or arg == "serve" else None
+            return arg if arg in GROUPS or arg in ("serve", "version") else None
     return None
 
 
@@ -108,8 +139,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
+    from llm_d_lens.cli_words import plain_metavars
+
     try:
-        result = app(args=args, prog_name="lens", standalone_mode=False)
+        command = plain_metavars(typer.main.get_command(app))
+        result = command.main(args=args, prog_name="lens", standalone_mode=False)
     except LensError as exc:
         _report(exc)
         return 1
