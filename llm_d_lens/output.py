@@ -15,6 +15,17 @@ class OutputFormat(str, Enum):
     yaml = "yaml"
 
 
+class DocumentFormat(str, Enum):
+    """For commands whose result is a document (manifests, a scenario) rather than rows: no table."""
+
+    yaml = "yaml"
+    json = "json"
+
+
+#: The one name of the option that writes a command's result to a file (never ``-o``: that is the format).
+OUTPUT_FILE = "--output-file"
+
+
 def to_jsonable(data: Any) -> Any:
     if hasattr(data, "model_dump"):
         return data.model_dump(mode="json", exclude_none=False)

@@ -126,3 +126,28 @@ def test_shell_completion_is_typers_own():
     assert result.stdout.split() == ["list"]
     script = subprocess.run([lens, "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
     assert "_LENS_COMPLETE" in script.stdout
+
+
+def _options(command, path=()):
+    for param in command.params:
+        if param.param_type_name == "option":
+            yield " ".join(path), param
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _options(sub, (*path, name))
+
+
+def test_dash_o_is_the_output_format_on_every_command_and_files_have_one_option_name():
+    command = plain_metavars(typer.main.get_command(build_app()))
+    formats, files = [], []
+    for where, param in _options(command):
+        if "-o" in param.opts or "--output" in param.opts:
+            assert set(param.opts) == {"-o", "--output"}, (where, param.opts)
+            choices = set(param.metavar.split("|"))
+            assert choices <= {"table", "wide", "json", "yaml", "name"} and "json" in choices, (where, choices)
+            formats.append(where)
+        assert "--out" not in param.opts, where
+        if any("file" in opt for opt in param.opts) and param.name not in ("kubeconfig",):
+            files.append((where, tuple(param.opts)))
+    assert {"evaluate config", "deploy render", "hardware list", "cluster inspect", "version"} <= set(formats)
+    writers = {where for where, opts in files if opts == ("--output-file",)}
+    assert {"evaluate config", "deploy render", "cluster snapshot", "telemetry dashboard"} <= writers

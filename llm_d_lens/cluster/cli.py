@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 import typer
 
-from llm_d_lens.output import OutputFormat, console, emit
+from llm_d_lens.output import OUTPUT_FILE, OutputFormat, console, emit
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True)
@@ -41,7 +41,7 @@ def inspect(
 
 @app.command("snapshot")
 def snapshot(
-    out: Path = typer.Option(..., "--out", "-o", help="File to write; gzipped when it ends in .gz."),
+    out: Path = typer.Option(..., OUTPUT_FILE, metavar="FILE", help="File to write; gzipped when it ends in .gz."),
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
     force: bool = typer.Option(False, "--force", help="Replace the file if it exists."),

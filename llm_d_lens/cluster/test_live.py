@@ -182,7 +182,7 @@ def test_inspect_without_kubectl_says_so(monkeypatch: pytest.MonkeyPatch, capsys
 def test_snapshot_writes_what_inspect_reads_back(use_fake: list[FakeRunner], tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "prod.json.gz"
-    assert main(["cluster", "snapshot", "-o", str(target), "--context", "prod"]) == 0
+    assert main(["cluster", "snapshot", "--output-file", str(target), "--context", "prod"]) == 0
     assert f"wrote {target}: 1 Node, 1 Pod, 0 ResourceSlice" in capsys.readouterr().err
     assert load_snapshot(target).counts() == {"Node": 1, "Pod": 1, "ResourceSlice": 0, "DeviceClass": 0, "ResourceClaim": 0}
     assert main(["cluster", "inspect", "--snapshot", str(target), "-o", "json"]) == 0
@@ -193,11 +193,11 @@ def test_snapshot_never_overwrites_without_force_and_asks_the_cluster_nothing(us
                                                                              capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "prod.json"
     target.write_text("keep me")
-    assert main(["cluster", "snapshot", "-o", str(target)]) == 1
+    assert main(["cluster", "snapshot", "--output-file", str(target)]) == 1
     assert "error: CLUSTER_SNAPSHOT_EXISTS" in capsys.readouterr().err
     assert target.read_text() == "keep me"
     assert use_fake == []  # refused before any kubectl call
-    assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 0
+    assert main(["cluster", "snapshot", "--output-file", str(target), "--force"]) == 0
     assert load_snapshot(target).counts()["Node"] == 1
 
 
@@ -207,7 +207,7 @@ def test_snapshot_to_a_path_it_cannot_write_is_refused_before_asking_the_cluster
                                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a-directory").mkdir()
     target = tmp_path / where
-    assert main(["cluster", "snapshot", "-o", str(target), "--force"]) == 1
+    assert main(["cluster", "snapshot", "--output-file", str(target), "--force"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: OUTPUT_INVALID: {target}: ") and "Traceback" not in err
     assert use_fake == []

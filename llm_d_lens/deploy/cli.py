@@ -18,7 +18,7 @@ import typer
 from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -173,8 +173,10 @@ def _explain(result: Any) -> None:
 @app.command("render")
 @render_options
 def render(
-    output_file: Path = typer.Option(None, "--output-file", "-o", help="Write the manifests here instead of stdout."),
-    force: bool = typer.Option(False, "--force", help="Overwrite --output-file if it exists."),
+    output: DocumentFormat = typer.Option(DocumentFormat.yaml, "--output", "-o",
+                                          help="yaml: the manifests as kustomize prints them; json: one kubectl List."),
+    output_file: Path = typer.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the manifests (or report) here instead of stdout."),
+    force: bool = typer.Option(False, "--force", help=f"Overwrite the {OUTPUT_FILE} if it exists."),
     report: OutputFormat = typer.Option(None, "--report", help="Print a json or yaml report (explanation, warnings, objects)."),
     **options: Any,
 ) -> None:
@@ -197,7 +199,12 @@ def render(
         write_file(output_file, buffer.getvalue().encode(), replace=force, exists=exists)
         typer.echo(f"# wrote the {report.value} report to {output_file}", err=True)
         return
-    manifests = result.manifests()
+    if output is DocumentFormat.json:
+        import json
+
+        manifests = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(result.objects)}, indent=2) + "\n"
+    else:
+        manifests = result.manifests()
     if output_file is not None:
         write_file(output_file, manifests.encode(), replace=force, exists=exists)
         typer.echo(f"# wrote {len(result.objects)} objects to {output_file}", err=True)

@@ -89,7 +89,7 @@ def test_render_to_a_path_it_cannot_write_is_one_error_line_before_rendering(whe
     target = tmp_path / where
     for extra in ([], ["--force"]):
         args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7",
-                "-o", str(target), *extra]
+                "--output-file", str(target), *extra]
         assert main(args) == 1
         err = capsys.readouterr().err
         assert "Traceback" not in err
@@ -103,7 +103,7 @@ def test_render_report_goes_to_the_output_file_when_one_is_given(tree: Path, tmp
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "report.json"
     args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "rocm", "--report", "json",
-            "-o", str(target)]
+            "--output-file", str(target)]
     assert main(args) == 0
     assert capsys.readouterr().out == ""
     report = json.loads(target.read_text())
@@ -117,7 +117,7 @@ def test_render_report_goes_to_the_output_file_when_one_is_given(tree: Path, tmp
 def test_render_writes_a_file_and_never_overwrites_one_unasked(tree: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "out.yaml"
-    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7", "-o", str(target)]
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7", "--output-file", str(target)]
     assert main(args) == 0
     objects = list(yaml.safe_load_all(target.read_text()))
     assert objects[0]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
@@ -214,3 +214,21 @@ def test_image_policy_keeps_pins_by_default_and_replaces_managed_images_when_ask
         "replaced", "ghcr.io/llm-d/llm-d-rocm:v0.0.1", "ghcr.io/llm-d/llm-d-rocm:v0.7.0")
     assert main([*args, "--image-policy", "newest"]) == 2
     assert "--image-policy" in capsys.readouterr().err
+
+
+@needs_kustomize
+def test_render_dash_o_is_the_format_and_json_is_the_same_objects_as_a_list(tree: Path, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str],
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o` named the output file; now it is the format, as in kubectl, and never writes a file."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "tpu", "--overlay", "v7"]
+    assert main(args) == 0
+    as_yaml = [o for o in yaml.safe_load_all(capsys.readouterr().out) if o]
+    assert main([*args, "-o", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["kind"] == "List" and listed["items"] == as_yaml
+    assert main([*args, "-o", "out.yaml"]) == 2
+    assert list(workdir.iterdir()) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
-from llm_d_lens.evaluate.errors import OutputExists, OutputUnwritable
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.evaluate.errors import OutputExists
+from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -34,17 +34,18 @@ def config(
     replicas: int | None = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="Without a profile: pods in the single pool."),
     from_manifest: Path | None = typer.Option(None, "--from-manifest", metavar="FILE",
                                               help="Infer everything from a rendered manifest ('-' reads stdin)."),
-    out: Path | None = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the scenario here instead of stdout."),
-    force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
+    output: DocumentFormat = typer.Option(DocumentFormat.yaml, "--output", "-o", help="yaml or json."),
+    output_file: Path | None = typer.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the scenario here instead of stdout."),
+    force: bool = typer.Option(False, "--force", help=f"Replace the {OUTPUT_FILE} if it exists."),
 ) -> None:
     """The llm-d-benchmark scenario settings (accelerator, dra, per-role counts) for a hardware."""
     from llm_d_lens.evaluate.config import build_config
     from llm_d_lens.evaluate.profiles import SearchPath
+    from llm_d_lens.files import check_output_path, write_file
 
-    if out is not None and out.is_dir():
-        raise OutputUnwritable(f"{out} is a directory, not a file")
-    if out is not None and out.exists() and not force:
-        raise OutputExists(f"{out} exists; pass --force to replace it")
+    exists = OutputExists(f"{output_file} exists; pass --force to replace it", details={"path": str(output_file)})
+    if output_file is not None:
+        check_output_path(output_file, replace=force, exists=exists)  # refuse before any work is done
     manifest = None
     if from_manifest is not None:
         manifest = sys.stdin.read() if str(from_manifest) == "-" else _read(from_manifest)
@@ -52,14 +53,14 @@ def config(
     result = build_config(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
                           tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest,
                           manifest_source=str(from_manifest) if from_manifest else "manifest")
-    text = result.to_yaml()
-    if out is None:
+    text = result.to_yaml() if output is DocumentFormat.yaml else json.dumps(result.scenario(), indent=2) + "\n"
+    if output_file is None:
         sys.stdout.write(text)
         return
-    _write(out, text)
+    write_file(output_file, text.encode(), replace=force, exists=exists)
     summary = result.summary()
     how = summary["resource"] or summary["dra_driver"] or "no accelerator"
-    typer.echo(f"wrote {out}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
+    typer.echo(f"wrote {output_file}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
                f"benchmark profile {summary['benchmark_profile'] or '-'}, {how}")
 
 
@@ -70,18 +71,6 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ManifestInvalid(f"{path}: cannot be read: {exc.strerror}") from None
-
-
-def _write(path: Path, text: str) -> None:
-    """Write via a temporary file beside the target, so a failure never leaves half a scenario."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise OutputUnwritable(f"cannot write {path}: {exc.strerror}") from None
 
 
 def parse_time(value: str) -> float:
@@ -103,7 +92,7 @@ def coverage(
     start: str | None = typer.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
                                                           "profile's workload and metrics_available timeouts."),
     end: str | None = typer.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", help="table, json or yaml."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
 ) -> None:
     """Which hosts, GPUs and communicators did work during a run, against the profile's coverage."""
     from llm_d_lens.evaluate.coverage import check_coverage

@@ -9,6 +9,8 @@ a CPU run has accelerator count 0.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -181,19 +183,31 @@ def test_no_hardware_at_all_is_refused():
 
 def test_config_writes_the_scenario_and_never_overwrites_without_force(tmp_path, capsys):
     out = tmp_path / "scenario.yaml"
-    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--tensor-parallel", "4", "-o", str(out)]) == 0
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--tensor-parallel", "4", "--output-file", str(out)]) == 0
     assert capsys.readouterr().out == (f"wrote {out}: hardware intel-xpu, access mode dra, benchmark profile intel-xpu, "
                                        f"gpu.intel.com\n")
     written = yaml.safe_load(out.read_text())
     assert written["scenario"][0]["dra"]["claimTemplates"]["intel-xpu"]["count"] == 4
 
     out.write_text("mine\n")
-    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(out)]) == 1
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--output-file", str(out)]) == 1
     assert capsys.readouterr().err == f"error: OUTPUT_EXISTS: {out} exists; pass --force to replace it\n"
     assert out.read_text() == "mine\n"
 
-    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(out), "--force"]) == 0
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--output-file", str(out), "--force"]) == 0
     assert yaml.safe_load(out.read_text())["scenario"][0]["accelerator"]["resource"] == "nvidia.com/gpu"
+
+
+def test_config_dash_o_is_the_format_and_never_names_a_file(tmp_path, capsys, monkeypatch):
+    """`-o json` wrote a file called `json`; now it prints the same scenario as JSON."""
+    monkeypatch.chdir(tmp_path)
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--tensor-parallel", "2"]) == 0
+    as_yaml = yaml.safe_load(capsys.readouterr().out)
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--tensor-parallel", "2", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == as_yaml
+    assert list(tmp_path.iterdir()) == []
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "-o", "scenario.yaml"]) == 2
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_config_prints_yaml_on_stdout_and_refuses_cpu_dra(capsys):
@@ -236,12 +250,12 @@ def test_api_config_returns_the_scenario_and_problems_as_problem_json():
 def test_config_output_that_cannot_be_written_is_a_coded_error_and_leaves_nothing(tmp_path, capsys):
     """A missing parent directory, or a directory in the file's place (even with --force), was a traceback."""
     missing = tmp_path / "nodir" / "scenario.yaml"
-    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(missing)]) == 1
-    assert capsys.readouterr().err.startswith(f"error: OUTPUT_UNWRITABLE: cannot write {missing}: No such file or directory")
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--output-file", str(missing)]) == 1
+    assert capsys.readouterr().err == f"error: OUTPUT_INVALID: {missing}: the directory {missing.parent} does not exist\n"
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep").write_text("mine")
-    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "-o", str(tmp_path / "out"), "--force"]) == 1
-    assert capsys.readouterr().err == f"error: OUTPUT_UNWRITABLE: {tmp_path / 'out'} is a directory, not a file\n"
+    assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--output-file", str(tmp_path / "out"), "--force"]) == 1
+    assert capsys.readouterr().err == f"error: OUTPUT_INVALID: {tmp_path / 'out'}: is a directory; give a file name\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert (tmp_path / "out" / "keep").read_text() == "mine"
 
