@@ -1,4 +1,7 @@
-"""One way to print results: ``--output table|json|yaml``, used by every command."""
+"""One way to print results: ``--output table|wide|json|yaml``, used by every command.
+
+``wide`` renders the same table as ``table`` unless the command's renderer shows more columns for it.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,15 @@ from typing import Any
 
 
 class OutputFormat(str, Enum):
-    table = "table"
+    table = "table"  # fits 80 columns: the most useful columns
+    wide = "wide"  # every column, as `kubectl get -o wide`
     json = "json"
     yaml = "yaml"
+
+    @property
+    def is_table(self) -> bool:
+        """A table for people (table or wide), as opposed to a document for programs."""
+        return self in (OutputFormat.table, OutputFormat.wide)
 
 
 class DocumentFormat(str, Enum):
@@ -47,10 +56,12 @@ def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
 
         sys.stdout.write(yaml.safe_dump(to_jsonable(data), sort_keys=False, allow_unicode=True))
     else:
-        console().print(table(data))
+        console(wide=output is OutputFormat.wide).print(table(data))
 
 
-def console(stderr: bool = False) -> Any:
+def console(stderr: bool = False, *, wide: bool = False) -> Any:
+    """A terminal's own width; piped, 160 columns, or as wide as it takes for ``-o wide`` (never cut)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    piped = 400 if wide else 160
+    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else piped)

@@ -10,7 +10,7 @@ from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table (80 columns), wide (every column), json or yaml.")
 ContextOption = typer.Option(None, "--context", help="kubeconfig context of the live cluster (default: the current one).")
 KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster.")
 TimeoutOption = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take.")
@@ -36,7 +36,7 @@ def inspect(
 
     source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
     overview = inspect_cluster(source)
-    emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes))
+    emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes, wide=output is OutputFormat.wide))
 
 
 @app.command("snapshot")

@@ -7,20 +7,6 @@ from typing import Any
 GIB = 2**30
 
 
-def _vram(vram: dict[str, Any]) -> str:
-    if not vram["devicesWithVram"] and not vram["devicesWithoutVram"]:
-        return "-"
-    shown = f"{vram['totalBytes'] / GIB:,.1f} GiB" if vram["devicesWithVram"] else "unknown"
-    if vram["devicesWithVram"] and vram["devicesWithoutVram"]:
-        shown += f" (+{vram['devicesWithoutVram']} unknown)"
-    return shown
-
-
-def _vram_cell(vram: dict[str, Any]) -> str:
-    kinds = sorted({source.split(":", 1)[0] for source in vram["sources"]})
-    return _vram(vram) + (f"\n[dim]{', '.join(kinds)}[/dim]" if kinds else "")
-
-
 _VIA = {"extended-resource": "ext. resource", "dra": "DRA"}
 
 
@@ -36,7 +22,28 @@ def _source(source: dict[str, Any]) -> str:
     return str(source.get("name") or source.get("kind") or "cluster")
 
 
-def overview_renderable(data: dict[str, Any], *, with_nodes: bool) -> Any:
+#: (header, justify, in the 80-column table) for the hardware table; `-o wide` shows every column.
+#: Headers are whole distinct words (TOTAL / IN USE / FREE, not allocatable / allocated, which
+#: look alike once cut) and carry their unit.
+_HARDWARE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("HARDWARE", "left", True), ("NODES", "right", True), ("DEVICES", "right", True),
+    ("PARTITIONS", "right", False), ("TOTAL", "right", True), ("IN USE", "right", True), ("FREE", "right", True),
+    ("SCHEDULABLE FREE", "right", False), ("VRAM (GiB)", "right", True), ("VRAM SOURCE", "left", False),
+    ("PRODUCTS", "left", False), ("VIA", "left", False),
+)
+
+
+def _gib(vram: dict[str, Any]) -> str:
+    """VRAM as a right-aligned number under a ``(GiB)`` header; ``?`` when no device reports it."""
+    if not vram["devicesWithVram"] and not vram["devicesWithoutVram"]:
+        return "-"
+    shown = f"{vram['totalBytes'] / GIB:,.1f}" if vram["devicesWithVram"] else "?"
+    if vram["devicesWithVram"] and vram["devicesWithoutVram"]:
+        shown += f" +{vram['devicesWithoutVram']}?"
+    return shown
+
+
+def overview_renderable(data: dict[str, Any], *, with_nodes: bool, wide: bool = False) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -45,14 +52,14 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool) -> Any:
     parts: list[Any] = []
     title = (f"{_source(data['source'])}: {data['totalGpuCount']} accelerators on {summary['acceleratorNodes']} of "
              f"{summary['nodes']} nodes, {summary['available']} available; DRA API {_dra(data['draApi'])}")
-    table = Table(title=title, title_justify="left")
-    for column, justify in (("hardware", "left"), ("nodes", "right"), ("devices", "right"), ("partitions", "right"),
-                            ("allocatable", "right"), ("allocated", "right"), ("available", "right"),
-                            ("schedulable\navailable", "right"), ("VRAM", "right"), ("products", "left"),
-                            ("via", "left")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    parts.append(Text(title))
+    table = Table(title_justify="left")
+    shown = [(header, justify) for header, justify, default in _HARDWARE_COLUMNS if wide or default]
+    for header, justify in shown:
+        numeric = justify == "right"
+        table.add_column(header, justify=justify, no_wrap=numeric, overflow="fold")  # type: ignore[arg-type]
+    pending_notes: list[str] = []
     for bucket in data["vendors"]:
-        name = f"{bucket['displayName']}\n[dim]{bucket['profileId']}[/dim]"
         available = str(bucket["available"])
         if bucket["overcommitted"]:
             available += f"\n[red]{bucket['overcommitted']} over[/red]"
@@ -61,16 +68,26 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool) -> Any:
         if capacity:
             products = f"{products}\n[dim]{capacity}[/dim]"
         if bucket["pending"]["requests"]:
-            products += f"\n[yellow]pending: {bucket['pending']['units']} for {bucket['pending']['requests']} request(s)[/yellow]"
-        table.add_row(name, str(bucket["nodes"]), str(bucket["devices"]), str(bucket["partitions"]),
-                      str(bucket["allocatable"]), str(bucket["allocated"]), available,
-                      str(bucket["schedulable"]["available"]), _vram_cell(bucket["vram"]), products,
-                      ", ".join(_VIA.get(m, m) for m in bucket["requestModels"]) or "-")
+            pending = f"pending: {bucket['pending']['units']} for {bucket['pending']['requests']} request(s)"
+            products += f"\n[yellow]{pending}[/yellow]"
+            pending_notes.append(f"{bucket['profileId']} {pending}")
+        kinds = sorted({source.split(":", 1)[0] for source in bucket["vram"]["sources"]})
+        cells = {
+            "HARDWARE": f"{bucket['displayName']}\n[dim]{bucket['profileId']}[/dim]" if wide else bucket["profileId"],
+            "NODES": str(bucket["nodes"]), "DEVICES": str(bucket["devices"]), "PARTITIONS": str(bucket["partitions"]),
+            "TOTAL": str(bucket["allocatable"]), "IN USE": str(bucket["allocated"]), "FREE": available,
+            "SCHEDULABLE FREE": str(bucket["schedulable"]["available"]), "VRAM (GiB)": _gib(bucket["vram"]),
+            "VRAM SOURCE": ", ".join(kinds) or "-", "PRODUCTS": products,
+            "VIA": ", ".join(_VIA.get(m, m) for m in bucket["requestModels"]) or "-",
+        }
+        table.add_row(*(cells[header] for header, _ in shown))
     if not data["vendors"]:
-        table.add_row("[dim]no hardware any profile claims[/dim]", *[""] * 10)
+        table.add_row("[dim]no hardware any profile claims[/dim]", *[""] * (len(shown) - 1))
     parts.append(table)
+    if not wide and pending_notes:
+        parts.extend(Text(note, style="yellow") for note in pending_notes)
     if with_nodes:
-        parts.append(_nodes_table(data["nodes"]))
+        parts.append(_nodes_table(data["nodes"], wide=wide))
     node_notes = [(node["name"], note) for node in data["nodes"] for note in node["notes"]]
     node_notes += [(node["name"], f"{hw['profileId']}: {note}") for node in data["nodes"] for hw in node["hardware"]
                    for note in hw["notes"]]
@@ -92,21 +109,34 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool) -> Any:
     return Group(*parts)
 
 
-def _nodes_table(nodes: list[dict[str, Any]]) -> Any:
+#: (header, in the 80-column table) for the nodes table
+_NODE_COLUMNS: tuple[tuple[str, bool], ...] = (
+    ("NODE", True), ("STATUS", True), ("HARDWARE", True), ("DEVICES", False), ("PARTITIONS", False),
+    ("TOTAL", False), ("IN USE", True), ("FREE", True), ("VRAM (GiB)", True), ("HELD BY", False),
+)
+_NUMERIC = {"DEVICES", "PARTITIONS", "TOTAL", "IN USE", "FREE", "VRAM (GiB)"}
+
+
+def _nodes_table(nodes: list[dict[str, Any]], *, wide: bool = False) -> Any:
     from rich.table import Table
 
     table = Table(title="nodes", title_justify="left")
-    for column in ("node", "status", "hardware", "devices", "partitions", "allocatable", "allocated", "available", "VRAM"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("held by", overflow="fold")
+    shown = [header for header, default in _NODE_COLUMNS if wide or default]
+    for header in shown:
+        # names stay whole (a folded node name reads as two nodes); status and holders wrap at words
+        whole = header in _NUMERIC or header in ("NODE", "HARDWARE")
+        table.add_column(header, justify="right" if header in _NUMERIC else "left", no_wrap=whole, overflow="fold")
     for node in nodes:
         status = ("Ready" if node["ready"] else "[red]NotReady[/red]") + (" [yellow]cordoned[/yellow]" if node["cordoned"] else "")
         if not node["hardware"]:
-            table.add_row(node["name"], status, "[dim]-[/dim]", *[""] * 7)
+            cells = {"NODE": node["name"], "STATUS": status, "HARDWARE": "[dim]-[/dim]"}
+            table.add_row(*(cells.get(header, "") for header in shown))
             continue
         for index, hw in enumerate(node["hardware"]):
             holders = "\n".join(f"{h['holder']} ({h['count']})" for h in hw["holders"]) or "-"
-            table.add_row(node["name"] if index == 0 else "", status if index == 0 else "", hw["profileId"],
-                          str(hw["devices"]), str(hw["partitions"]), str(hw["allocatable"]), str(hw["allocated"]),
-                          str(hw["available"]), _vram(hw["vram"]), holders)
+            cells = {"NODE": node["name"] if index == 0 else "", "STATUS": status if index == 0 else "",
+                     "HARDWARE": hw["profileId"], "DEVICES": str(hw["devices"]), "PARTITIONS": str(hw["partitions"]),
+                     "TOTAL": str(hw["allocatable"]), "IN USE": str(hw["allocated"]), "FREE": str(hw["available"]),
+                     "VRAM (GiB)": _gib(hw["vram"]), "HELD BY": holders}
+            table.add_row(*(cells[header] for header in shown))
     return table

@@ -149,7 +149,7 @@ def test_inspect_a_live_context_prints_json(use_fake: list[FakeRunner], capsys: 
 
 
 def test_inspect_the_demo_prints_a_table_with_every_vendor(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["cluster", "inspect", "--demo", "--nodes"]) == 0
+    assert main(["cluster", "inspect", "--demo", "--nodes", "-o", "wide"]) == 0
     out = capsys.readouterr().out
     for name in ("NVIDIA GPU", "AMD Instinct GPU", "Intel Gaudi", "Google Cloud TPU", "CPU inference", "gpu-h100-mig-01",
                  "driver missing?", "dra.net"):

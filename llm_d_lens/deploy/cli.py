@@ -189,7 +189,7 @@ def render(
     if output_file is not None:
         check_output_path(output_file, replace=force, exists=exists)  # refuse before kustomize runs
     result, _ = _render(options)
-    if report is not None and report is not OutputFormat.table:
+    if report is not None and not report.is_table:
         if output_file is None:
             emit(result.to_dict(), report, lambda data: data)
             return

@@ -94,7 +94,7 @@ def devices(
     else:
         report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode))
     _warn(report.warnings, output)
-    emit(report.to_dict(), output, _devices_table)
+    emit(report.to_dict(), output, lambda data: _devices_table(data, wide=output is OutputFormat.wide))
 
 
 async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None) -> Any:
@@ -300,14 +300,14 @@ def exporters_install(
     target = install_target(get_registry().get(hardware), dict(parse_option(text) for text in option))
     view = make_view(context, Path(kubeconfig) if kubeconfig else None)
     rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
-    if output is OutputFormat.table:
+    if output.is_table:
         print_install(rows)
     else:
         emit(rows, output, lambda data: data)
 
 
 def _warn(warnings: list[str], output: OutputFormat) -> None:
-    if output is OutputFormat.table:
+    if output.is_table:
         for warning in warnings:
             console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}")
 
@@ -336,27 +336,40 @@ def _who(attribution: dict[str, Any] | None) -> str:
     return f"[{colour}]{status}{reason}[/{colour}]" if colour else f"{status}{reason}"
 
 
-def _devices_table(report: dict[str, Any]) -> Any:
+#: (header, right-aligned number, in the 80-column table); `-o wide` shows every column.
+#: Units sit in the headers so the cells are bare numbers that line up.
+_DEVICE_COLUMNS: tuple[tuple[str, bool, bool], ...] = (
+    ("HARDWARE", False, False), ("NODE", False, True), ("DEVICE", False, True), ("UTIL %", True, True),
+    ("MEM USED GiB", True, True), ("MEM TOTAL GiB", True, False), ("POWER W", True, True), ("ENERGY", True, False),
+    ("TEMP °C", True, True), ("TENSOR %", True, False), ("POD", False, True),
+)
+
+
+def _devices_table(report: dict[str, Any], wide: bool = False) -> Any:
     from rich.table import Table
 
     title = f"{len(report['devices'])} devices from {report['source']}"
     if report["queries"]:
         title += f" ({report['queries']} queries)"
-    t = Table(title=title)
-    for column in ("hardware", "node", "device", "util", "mem used / total GiB", "power W", "energy", "temp °C", "tensor", "pod"):
-        t.add_column(column, overflow="fold")
+    t = Table(title=title, title_justify="left")
+    several = len({d["hardware"] for d in report["devices"]}) > 1  # one hardware: its name is in the command line
+    shown = [(h, numeric) for h, numeric, default in _DEVICE_COLUMNS if wide or default or (h == "HARDWARE" and several)]
+    for header, numeric in shown:
+        whole = numeric or header in ("HARDWARE", "NODE")
+        t.add_column(header, justify="right" if numeric else "left", no_wrap=whole, overflow="fold")
     gib = 2**30
     for d in report["devices"]:
         device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ×{len(d['tiles'])}" if len(d["tiles"]) > 1 else "")
         if d["health"]["status"] == "problem":  # what is wrong is printed as a warning above the table
             device += " [red]![/red]"
-        t.add_row(
-            d["hardware"], d["node"] or "-", device,
-            _number(d["utilization_ratio"], 0.01, 0, "%"),
-            f"{_number(d['memory_used_bytes'], gib)} / {_number(d['memory_total_bytes'], gib)}",
-            _number(d["power_watts"]), _energy(d["energy_joules"]), _number(d["temperature_celsius"], digits=0),
-            _number(d["tensor_activity_ratio"], 0.01, 0, "%"), _who(d["attribution"]),
-        )
+        cells = {
+            "HARDWARE": d["hardware"], "NODE": d["node"] or "-", "DEVICE": device,
+            "UTIL %": _number(d["utilization_ratio"], 0.01, 0), "MEM USED GiB": _number(d["memory_used_bytes"], gib),
+            "MEM TOTAL GiB": _number(d["memory_total_bytes"], gib), "POWER W": _number(d["power_watts"]),
+            "ENERGY": _energy(d["energy_joules"]), "TEMP °C": _number(d["temperature_celsius"], digits=0),
+            "TENSOR %": _number(d["tensor_activity_ratio"], 0.01, 0), "POD": _who(d["attribution"]),
+        }
+        t.add_row(*(cells[header] for header, _ in shown))
     return t
 
 

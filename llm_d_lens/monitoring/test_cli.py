@@ -34,9 +34,9 @@ def test_devices_as_json(prometheus, capsys):
 @needs_prometheus
 def test_devices_as_a_table_with_an_iso_time(prometheus, capsys):
     code, out, _ = run(capsys, "devices", "--prometheus", prometheus.url, "--hardware", "cuda", "--node", "gpu-node-01",
-                       "--at", "2026-01-01T00:00:00Z")
+                       "--at", "2026-01-01T00:00:00Z", "-o", "wide")
     assert code == 0
-    assert "612.4" in out and "48.21 MJ" in out and "87%" in out
+    assert "612.4" in out and "48.21 MJ" in out and " 87 " in out and "UTIL %" in out
     assert "llm-serving/vllm-llama-3-1-8b-5f7d9c6b8-q2xkz" in out and "idle" in out
 
 

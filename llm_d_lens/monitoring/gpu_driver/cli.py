@@ -173,7 +173,7 @@ def install_command(
             raise typer.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
         results = asyncio.run(run())
     rows = [r.to_dict() for r in results]
-    if output is OutputFormat.table:
+    if output.is_table:
         print_install(rows)
     else:
         emit(rows, output, lambda data: data)

@@ -1,0 +1,52 @@
+"""Render a Rich table at a fixed width and check a person can read it (tests of every table use this).
+
+"Readable" means: no line wider than the terminal, no ellipsis, every header whole and distinct,
+and numeric columns right-aligned, so ``allocat…`` twice or a cut ``NVI…`` cannot come back.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+
+def render(renderable: Any, width: int) -> str:
+    """The text ``renderable`` prints on a terminal ``width`` columns wide (no colour codes)."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False, soft_wrap=False).print(renderable)
+    return buffer.getvalue()
+
+
+def header_cells(text: str, first: str) -> list[str]:
+    """The header cells of the table whose header row starts with ``first``, each stripped."""
+    line = next(line for line in text.splitlines() if line.lstrip("┃│ ").startswith(first))
+    return [cell.strip() for cell in line.strip().strip("┃│").split("┃" if "┃" in line else "│")]
+
+
+def body_rows(text: str, first_cell: str) -> list[list[str]]:
+    """Body rows (cells unstripped, padding kept) whose first cell is ``first_cell``."""
+    rows = []
+    for line in text.splitlines():
+        if "│" not in line:
+            continue
+        cells = line.strip().strip("│").split("│")
+        if cells and cells[0].strip() == first_cell:
+            rows.append(cells)
+    return rows
+
+
+def assert_readable(text: str, width: int, headers: list[str], *, first: str) -> None:
+    """Fail with what is wrong: a long line, an ellipsis, a header cut, merged or repeated."""
+    too_long = [line for line in text.splitlines() if len(line) > width]
+    assert not too_long, f"lines wider than {width}: {too_long[:2]}"
+    assert "…" not in text, f"an ellipsis at width {width}:\n{text}"
+    shown = header_cells(text, first)
+    assert shown == headers, f"headers at width {width}: {shown} != {headers}"
+    assert len(set(shown)) == len(shown), f"headers repeat: {shown}"
+
+
+def assert_right_aligned(cell: str) -> None:
+    """A numeric cell's value touches the right padding (one space), with any slack on the left."""
+    assert cell.endswith(cell.strip() + " "), repr(cell)
