@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# what `make demo` writes rather than prints (a full render); ours, so replaced on each run
+DEMO_OUT ?= build/demo
 
 .PHONY: test demo venv bench clean schema
 
@@ -11,7 +13,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -31,17 +33,22 @@ demo: $(STAMP)
 	$(BIN)/lens profiles validate
 	$(BIN)/lens driver plan --offline --device-class gpu.nvidia.com --device-class dra.cpu --resource google.com/tpu
 	$(BIN)/lens driver install --hardware amd --mode dra --dry-run
-	$(BIN)/lens driver plan --offline --device-class npu.rebellions.ai || echo "(refused before anything ran, as it should be: an unsupported device class)"
+	@echo '# expected refusal: an unsupported device class is refused before anything runs'; \
+	if out=$$($(BIN)/lens driver plan --offline --device-class npu.rebellions.ai 2>&1); then echo "$$out"; exit 1; \
+	else echo "$$out" | sed 's/^error: /refused (as expected): /'; fi
 	@root="$${LLM_D_ROOT:-../shared/upstream/llm-d}"; \
 	if [ ! -d "$$root/guides" ]; then echo "lens deploy: skipped, no llm-d checkout at $$root (set LLM_D_ROOT)"; \
-	else set -x; $(BIN)/lens deploy guides --llm-d-root "$$root" || exit 1; \
+	else set -x; $(BIN)/lens deploy guides --llm-d-root "$$root" --guide optimized-baseline || exit 1; \
 	if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1; then \
 	  set +x; echo "lens deploy render: skipped, neither kubectl nor kustomize is installed"; \
 	else $(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware rocm --mode dra \
 	  --pci-allow 0000:c1:00.0 --pci-allow 0000:c2:00.0 >/dev/null || exit 1; \
-	$(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware xpu --mode plugin || exit 1; fi; fi
+	mkdir -p $(DEMO_OUT); $(BIN)/lens deploy render --llm-d-root "$$root" --guide optimized-baseline --hardware xpu --mode plugin \
+	  --output-file $(DEMO_OUT)/xpu-plugin.yaml --force || exit 1; set +x; \
+	echo "the full render is in $(DEMO_OUT)/xpu-plugin.yaml ($$(grep -c '^kind:' $(DEMO_OUT)/xpu-plugin.yaml) objects)"; fi; fi
 	$(BIN)/lens telemetry devices --snapshot llm_d_lens/monitoring/accelerator/testdata/amd-cpx-partitions.prom --hardware amd
-	$(BIN)/lens telemetry queries --hardware nvidia --output json
+	@mkdir -p $(DEMO_OUT); $(BIN)/lens telemetry queries --hardware nvidia --output json > $(DEMO_OUT)/nvidia-queries.json && \
+	echo "lens telemetry queries --hardware nvidia -o json: $$(grep -c '\": \"' $(DEMO_OUT)/nvidia-queries.json) PromQL queries, written to $(DEMO_OUT)/nvidia-queries.json"
 	$(BIN)/lens cluster inspect --demo --nodes
 
 schema: $(STAMP)

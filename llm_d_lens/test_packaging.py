@@ -30,3 +30,7 @@ def test_the_wheel_ships_profiles_and_schema_but_no_tests(tmp_path):
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[llm_d_lens.hardware.profiles]" in text and "intel-gaudi = llm_d_lens.hardware.providers.intel_gaudi:load_profiles" in text
+    # `make demo` on a fresh clone printed three setuptools deprecation warnings for the license table
+    assert "deprecated" not in result.stderr.lower(), result.stderr[-2000:]
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    assert "License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
