@@ -36,8 +36,8 @@ demo: $(STAMP)
 	@echo '# expected refusal: an unsupported device class is refused before anything runs'; \
 	if out=$$($(BIN)/lens driver plan --offline --device-class npu.rebellions.ai 2>&1); then echo "$$out"; exit 1; \
 	else echo "$$out" | sed 's/^error: /refused (as expected): /'; fi
-	@root="$${LLM_D_ROOT:-../shared/upstream/llm-d}"; \
-	if [ ! -d "$$root/guides" ]; then echo "lens deploy: skipped, no llm-d checkout at $$root (set LLM_D_ROOT)"; \
+	@root="$${LENS_LLM_D_ROOT:-$${LLM_D_ROOT:-../shared/upstream/llm-d}}"; \
+	if [ ! -d "$$root/guides" ]; then echo "lens deploy: skipped, no llm-d checkout at $$root (set LENS_LLM_D_ROOT)"; \
 	else set -x; $(BIN)/lens deploy guides --llm-d-root "$$root" --guide optimized-baseline || exit 1; \
 	if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1; then \
 	  set +x; echo "lens deploy render: skipped, neither kubectl nor kustomize is installed"; \

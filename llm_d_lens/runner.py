@@ -135,7 +135,7 @@ class CommandNotFound(CommandError):
         if pinned is not None:
             where = f"is pinned to {pinned}, which is not an executable file"
         else:
-            where = "was not found on PATH; install it or pin its path"
+            where = "was not found on PATH; install it, or add the directory holding it to PATH"
         command = format_command(argv)
         super().__init__(f"`{binary}` {where} (needed to run `{command}`)", argv=argv, details={"binary": binary})
         self.binary = binary

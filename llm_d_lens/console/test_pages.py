@@ -21,7 +21,7 @@ from llm_d_lens.hardware.conftest import minimal_profile
 from llm_d_lens.testing.prometheus import free_port
 
 SERVER_ENV = ("LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_PROMETHEUS_URL",
-              "LENS_TELEMETRY_DEMO", "LENS_CLUSTER_OBJECTS", "LLM_D_ROOT")
+              "LENS_TELEMETRY_DEMO", "LENS_CLUSTER_OBJECTS", "LLM_D_ROOT", "LENS_LLM_D_ROOT")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
-RootOption = typer.Option(None, "--llm-d-root", help="llm-d checkout (default: $LLM_D_ROOT).")
+RootOption = typer.Option(None, "--llm-d-root", help="llm-d checkout (default: $LENS_LLM_D_ROOT, else $LLM_D_ROOT).")
 RevisionOption = typer.Option(None, "--revision", help="Read the checkout at this git revision (no network).")
 GuideOption = typer.Option(..., "--guide", help="llm-d guide, e.g. optimized-baseline.")
 HardwareOption = typer.Option(..., "--hardware", help="Hardware profile id or alias.")
@@ -65,10 +65,10 @@ def guides(
     from llm_d_lens.deploy.service import describe_guides
 
     report = describe_guides(root=llm_d_root, revision=revision, guide=guide, hardware=hardware, runner=_runner(None, None))
-    emit(report, output, _guides_table)
+    emit(report, output, functools.partial(_guides_table, guide=guide, hardware=hardware))
 
 
-def _guides_table(report: dict[str, Any]) -> Any:
+def _guides_table(report: dict[str, Any], guide: str | None = None, hardware: str | None = None) -> Any:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -90,9 +90,14 @@ def _guides_table(report: dict[str, Any]) -> Any:
         if row["detail"]:
             notes.append(Text(f"{row['status']}: {row['detail']}", style=style.get(row["status"], "yellow")))
     parts: list[Any] = [table, *notes]
-    if not report["overlays"] and not report["unsupported"]:
-        parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
-                          style="yellow"))
+    filters = [f"{flag} {value}" for flag, value in (("--guide", guide), ("--hardware", hardware)) if value]
+    if not report["overlays"] and not report["unsupported"] and filters:
+        # the checkout is fine: the filter matched nothing, so say which filter to drop
+        parts.append(Text(f"no overlays match {' '.join(filters)} in {source['root']}; drop {' or '.join(f.split()[0] for f in filters)} "
+                          f"to list every overlay", style="yellow"))
+    elif not report["overlays"] and not report["unsupported"]:
+        parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)? "
+                          f"Pass --llm-d-root or set LENS_LLM_D_ROOT", style="yellow"))
     for guide in report.get("contents", []):
         held = [f"{key.replace('_', ' ')}: {', '.join(Path(p).name for p in guide[key])}"
                 for key in ("router_values", "monitoring", "manifests", "helpers", "other") if guide[key]]

@@ -19,8 +19,10 @@ from pathlib import Path
 from llm_d_lens.deploy.errors import SourceInvalid, SourceNotFound, UnsafeName
 from llm_d_lens.runner import CommandFailed, Runner
 
-#: Environment variable naming the llm-d checkout when no path is given.
-ROOT_ENV = "LLM_D_ROOT"
+#: Environment variable naming the llm-d checkout when no path is given (``LENS_*`` like every other).
+ROOT_ENV = "LENS_LLM_D_ROOT"
+#: The older name, still accepted; ROOT_ENV wins when both are set.
+LEGACY_ROOT_ENV = "LLM_D_ROOT"
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,19 @@ def check_name(what: str, value: str, *, nested: bool = False) -> str:
 
 
 def resolve_root(root: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> Path:
-    """The checkout named by ``root`` or ``$LLM_D_ROOT``; a clear error when neither names a directory."""
+    """The checkout named by ``root``, ``$LENS_LLM_D_ROOT`` or ``$LLM_D_ROOT``; an error naming what to fix."""
     env = os.environ if env is None else env
-    given = os.fspath(root) if root is not None else env.get(ROOT_ENV, "").strip() or None
+    given, origin = (os.fspath(root), "--llm-d-root") if root is not None else (None, "")
+    for name in (ROOT_ENV, LEGACY_ROOT_ENV):
+        if given is None and env.get(name, "").strip():
+            given, origin = env[name].strip(), name
     if given is None:
-        raise SourceNotFound(f"no llm-d source: pass --llm-d-root or set {ROOT_ENV} to an llm-d checkout")
+        raise SourceNotFound(f"no llm-d source: pass --llm-d-root or set {ROOT_ENV} (or {LEGACY_ROOT_ENV}) "
+                             f"to an llm-d checkout")
     path = Path(given).expanduser()
     if not path.is_dir():
-        raise SourceNotFound(f"llm-d source {given} is not a directory", details={"root": given})
+        raise SourceNotFound(f"llm-d source {given} (from {origin}) is not a directory; point {origin} at an llm-d checkout",
+                             details={"root": given, "from": origin})
     return path.resolve()
 
 

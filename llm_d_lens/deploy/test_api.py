@@ -67,6 +67,7 @@ def test_guides_takes_empty_query_parameters_as_not_given(client: TestClient) ->
 @pytest.mark.parametrize("root", [None, "/nonexistent-llm-d-checkout"])
 def test_a_server_without_an_llm_d_source_is_a_503_naming_the_variable(root: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The llm-d source is the server's setting: the caller can't fix it and has no --llm-d-root to pass."""
+    monkeypatch.delenv("LENS_LLM_D_ROOT", raising=False)
     if root is None:
         monkeypatch.delenv("LLM_D_ROOT", raising=False)
     else:

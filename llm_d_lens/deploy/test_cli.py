@@ -232,3 +232,17 @@ def test_render_dash_o_is_the_format_and_json_is_the_same_objects_as_a_list(tree
     assert listed["kind"] == "List" and listed["items"] == as_yaml
     assert main([*args, "-o", "out.yaml"]) == 2
     assert list(workdir.iterdir()) == []
+
+
+def test_an_empty_filtered_listing_names_the_filter_not_the_checkout() -> None:
+    """`deploy guides --hardware X` with no overlay for X asked whether the (fine) checkout was llm-d."""
+    from llm_d_lens.deploy.cli import _guides_table
+    from llm_d_lens.testing.tables import render
+
+    empty = {"source": {"root": "/src/llm-d", "revision": None, "commit": None},
+             "overlays": [], "unsupported": [], "skipped": [], "contents": []}
+    filtered = render(_guides_table(empty, hardware="intel-gaudi"), 120)
+    assert "no overlays match --hardware intel-gaudi in /src/llm-d; drop --hardware to list every overlay" in filtered
+    assert "llm-d checkout" not in filtered
+    unfiltered = render(_guides_table(empty), 200)
+    assert "is /src/llm-d an llm-d checkout" in unfiltered and "--llm-d-root or set LENS_LLM_D_ROOT" in unfiltered

@@ -30,10 +30,21 @@ def test_a_single_level_name_may_not_hold_a_slash() -> None:
     assert check_name("guide", "multimodal-serving/aggregation", nested=True) == "multimodal-serving/aggregation"
 
 
+def test_lens_llm_d_root_is_accepted_beside_llm_d_root_and_wins(tree: Path, tmp_path: Path) -> None:
+    with open_source(None, env={"LENS_LLM_D_ROOT": str(tree)}) as source:
+        assert source.root == tree.resolve()
+    with open_source(None, env={"LENS_LLM_D_ROOT": str(tree), "LLM_D_ROOT": str(tmp_path)}) as source:
+        assert source.root == tree.resolve()
+    with pytest.raises(SourceNotFound) as caught:
+        with open_source(None, env={"LLM_D_ROOT": str(tmp_path / "gone")}):
+            pass
+    assert "(from LLM_D_ROOT)" in caught.value.message and "point LLM_D_ROOT at an llm-d checkout" in caught.value.message
+
+
 def test_the_root_comes_from_the_environment_when_not_given(tree: Path) -> None:
     with open_source(None, env={"LLM_D_ROOT": str(tree)}) as source:
         assert source.root == tree.resolve()
-    with pytest.raises(SourceNotFound, match="pass --llm-d-root or set LLM_D_ROOT"):
+    with pytest.raises(SourceNotFound, match=r"pass --llm-d-root or set LENS_LLM_D_ROOT \(or LLM_D_ROOT\)"):
         with open_source(None, env={}):
             pass
     with pytest.raises(SourceNotFound, match="is not a directory"):
