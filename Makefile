@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # what `make demo` writes rather than prints (a full render); ours, so replaced on each run
 DEMO_OUT ?= build/demo
 
-.PHONY: test demo venv bench clean schema
+.PHONY: test demo venv bench clean schema cli-docs
 
 venv: $(STAMP)
 
@@ -53,6 +53,9 @@ demo: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write
+
+cli-docs: $(STAMP)
+	$(BIN)/python -m llm_d_lens.cli_docs --write
 
 # Every bench/*.py that is not a test (or test support), in name order: a new benchmark is picked up as it lands.
 BENCH_SCRIPTS = $(sort $(filter-out bench/test_% bench/conftest.py bench/__init__.py,$(wildcard bench/*.py)))

@@ -1,0 +1,139 @@
+"""docs/cli.md, generated from the Typer app so the reference cannot drift from the commands.
+
+``python -m llm_d_lens.cli_docs --write`` rewrites it; a test fails while the file differs from
+what the app would generate. Every command gets its usage, options (value in plain words,
+default, help), output formats and the environment variables its help names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from llm_d_lens.cli import build_app
+from llm_d_lens.cli_words import plain_metavars
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+_ENV = re.compile(r"\b(?:LENS_[A-Z0-9_]+|LLM_D_ROOT)\b")
+
+HEADER = """# `lens` command reference
+
+Generated from the commands themselves by `python -m llm_d_lens.cli_docs --write`; a test fails
+while this file is out of date, so what it says is what the commands do.
+
+## Habits shared by every command
+
+- `-o/--output` is the output **format**: `table` (fits 80 columns), `wide` (every column), `json`,
+  `yaml`; commands whose result is a document (manifests, a scenario) take `yaml` or `json`.
+- A command that writes a file takes `--output-file FILE` and never replaces an existing file
+  without `--force`.
+- `-h` is `--help`. `lens --version` prints the version; `lens version -o json` adds Python,
+  kubectl, helm and kustomize. `lens --install-completion` installs shell completion.
+
+### Exit codes
+
+| code | meaning |
+|---:|---|
+| 0 | done |
+| 1 | refused or failed: one `error: CODE: message` line on stderr, never a traceback |
+| 2 | usage error: an unknown option or a bad value, with click's message |
+"""
+
+
+def _default(param: Any) -> str:
+    default = param.default
+    if default is None or default is False or default == [] or default == () or callable(default) or param.is_flag:
+        return ""
+    if isinstance(default, enum.Enum):
+        default = default.value
+    if isinstance(default, (list, tuple)):
+        default = ", ".join(str(d) for d in default)
+    return f"`{default}`"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _argument(param: Any) -> str:
+    name = (param.metavar or param.name or "").upper()
+    return name + ("..." if param.nargs != 1 else "")
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    subs = getattr(command, "commands", None)
+    if subs is None:
+        return [(path, command)]
+    found: list[tuple[tuple[str, ...], Any]] = []
+    if path and getattr(command, "invoke_without_command", False):
+        found.append((path, command))  # a group that does something itself (`lens preflight`)
+    for name in sorted(subs):
+        found += _commands(subs[name], (*path, name))
+    return found
+
+
+def _section(path: tuple[str, ...], command: Any, ctx: Any) -> tuple[list[str], set[str]]:
+    name = " ".join(("lens", *path))
+    arguments = " ".join(_argument(p) for p in command.params if p.param_type_name == "argument")
+    lines = [f"## `{name}`", "", f"    {name} [OPTIONS]{' ' + arguments if arguments else ''}", ""]
+    help_text = (command.help or "").strip()
+    if help_text:
+        lines += [" ".join(paragraph.split()) + "\n" for paragraph in help_text.split("\n\n")]
+    rows = []
+    formats = ""
+    env: set[str] = set(_ENV.findall(help_text))
+    for param in command.params:
+        if param.param_type_name == "argument":
+            rows.append(f"| `{_argument(param)}` (argument) | | | {_cell(getattr(param, 'help', '') or '')} |")
+            continue
+        flags = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
+        value = _cell(f"`{param.metavar}`") if param.metavar else ""
+        help_cell = ("**required.** " if param.required else "") + _cell(getattr(param, "help", "") or "")
+        env |= set(_ENV.findall(help_cell))
+        rows.append(f"| {flags} | {value} | {_default(param)} | {help_cell} |")
+        if "--output" in param.opts:
+            formats = param.metavar.replace("|", ", ")
+    if rows:
+        lines += ["| option | value | default | meaning |", "|---|---|---|---|", *rows, ""]
+    if formats:
+        lines += [f"Output formats: {formats}.", ""]
+    if env:
+        lines += [f"Environment: {', '.join(f'`{e}`' for e in sorted(env))}.", ""]
+    return lines, env
+
+
+def render() -> str:
+    """The whole reference, from the app as `lens` builds it (every group loaded)."""
+    root = plain_metavars(typer.main.get_command(build_app()))
+    ctx = root.context_class(root, **root.context_settings)
+    body: list[str] = []
+    every_env: set[str] = set()
+    for path, command in _commands(root):
+        lines, env = _section(path, command, ctx)
+        body += lines
+        every_env |= env
+    env_lines = ["### Environment variables named by some command", "",
+                 *(f"- `{name}`" for name in sorted(every_env)), ""]
+    return "\n".join([HEADER, *env_lines, *body]).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate docs/cli.md from the lens commands.")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {DOC} (default: print)")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.write:
+        DOC.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
