@@ -35,6 +35,8 @@ while this file is out of date, so what it says is what the commands do.
   without `--force`.
 - `-h` is `--help`. `lens --version` prints the version; `lens version -o json` adds Python,
   kubectl, helm and kustomize. `lens --install-completion` installs shell completion.
+- Slow steps (preflight waits, installs, live cluster reads) show what they wait for on stderr,
+  only on a terminal and only for table output; `LENS_NO_PROGRESS=1` turns that off.
 
 ### Exit codes
 

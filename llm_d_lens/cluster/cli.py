@@ -34,8 +34,12 @@ def inspect(
     from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
 
+    from llm_d_lens.progress import progress
+
     source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
-    overview = inspect_cluster(source)
+    live = snapshot is None and not demo
+    with progress(_reading(context), for_people=live and output.is_table):
+        overview = inspect_cluster(source)
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes, wide=output is OutputFormat.wide))
 
 
@@ -57,10 +61,17 @@ def snapshot(
     exists = SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
     check_output_path(out, replace=force, exists=exists)  # refuse before asking the cluster anything
     source = ClusterSource(context=context, kubeconfig=kubeconfig, timeout=timeout)
+    from llm_d_lens.progress import progress
+
     with gc_paused():
-        objects = source.load()
+        with progress(_reading(context)):
+            objects = source.load()
         written = write_snapshot(snapshot_document(objects.all_items()), out, force=force)
         counts = ", ".join(f"{count} {kind}" for kind, count in objects.counts().items())
         dra = {True: "served", False: "not served", None: "unknown"}[objects.dra_api]
         del objects
     console(stderr=True).print(f"wrote {written}: {counts} (DRA API {dra})", highlight=False, markup=False)
+
+
+def _reading(context: str | None) -> str:
+    return f"reading nodes, pods and DRA objects with kubectl (context {context or 'current'})"

@@ -299,7 +299,10 @@ def exporters_install(
 
     target = install_target(get_registry().get(hardware), dict(parse_option(text) for text in option))
     view = make_view(context, Path(kubeconfig) if kubeconfig else None)
-    rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
+    from llm_d_lens.progress import progress
+
+    with progress(f"installing the {hardware} exporter with helm", for_people=output.is_table and not dry_run):
+        rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
     if output.is_table:
         print_install(rows)
     else:

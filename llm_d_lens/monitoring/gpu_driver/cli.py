@@ -157,8 +157,13 @@ def install_command(
     claimed = claims_file is not None or device_class or resource or dra_driver or from_cluster
     if hardware is not None and claimed:
         raise typer.BadParameter("give either --hardware or claims (a claims file, --device-class, ...), not both")
+    from llm_d_lens.progress import progress
+
+    busy = progress(f"{'planning' if dry_run else 'installing'} the device stack with helm and kubectl",
+                    for_people=output.is_table and not dry_run)
     if hardware is not None:
-        results = [asyncio.run(service.install_one(registry(), hardware, mode, view, dry_run=dry_run, options=options))]
+        with busy:
+            results = [asyncio.run(service.install_one(registry(), hardware, mode, view, dry_run=dry_run, options=options))]
     else:
         if mode is not None or options:
             raise typer.BadParameter("--mode and --option go with --hardware; claims choose their modes")
@@ -171,7 +176,8 @@ def install_command(
 
         if dry_run and from_cluster:
             raise typer.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
-        results = asyncio.run(run())
+        with busy:
+            results = asyncio.run(run())
     rows = [r.to_dict() for r in results]
     if output.is_table:
         print_install(rows)
