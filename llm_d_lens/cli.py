@@ -60,7 +60,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     @app.command("version")
     def version(
-        output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+        output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
     ) -> None:
         """Lens, Python, kubectl, helm and kustomize versions ('not installed' when a tool is absent)."""
         from llm_d_lens.output import emit

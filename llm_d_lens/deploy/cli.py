@@ -59,7 +59,7 @@ def guides(
     revision: str = RevisionOption,
     guide: str = typer.Option(None, "--guide", help="Only this guide."),
     hardware: str = typer.Option(None, "--hardware", help="Only this hardware."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
 ) -> None:
     """Every overlay in the llm-d source: guide × hardware × model server × overlay, with labels and status."""
     from llm_d_lens.deploy.service import describe_guides

@@ -92,7 +92,7 @@ def coverage(
     start: str | None = typer.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
                                                           "profile's workload and metrics_available timeouts."),
     end: str | None = typer.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
 ) -> None:
     """Which hosts, GPUs and communicators did work during a run, against the profile's coverage."""
     from llm_d_lens.evaluate.coverage import check_coverage

@@ -11,7 +11,7 @@ from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 ProfileDirOption = typer.Option(
     [], "--profile-dir", metavar="DIR",
     help="A directory of profiles searched after the built-in one; repeatable, later ones override earlier ones.",

@@ -13,7 +13,7 @@ from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 
 
 def _summary(profile: Any, origins: list[Any]) -> dict[str, Any]:

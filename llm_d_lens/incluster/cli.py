@@ -18,7 +18,7 @@ def check(
     installer: bool = typer.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
     kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
 ) -> None:
     """One `kubectl auth can-i` per permission; exits 1 naming what is missing and what it breaks."""
     from llm_d_lens.incluster.permissions import check as ask

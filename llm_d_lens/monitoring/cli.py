@@ -20,7 +20,7 @@ from llm_d_lens.output import OutputFormat, console, emit
 app = typer.Typer(no_args_is_help=True)
 T = TypeVar("T")
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL (default: env LENS_PROMETHEUS_URL).")
 HardwareOption = typer.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
 ClusterOption = typer.Option(

@@ -17,7 +17,7 @@ from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(invoke_without_command=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 
 
 @app.callback()

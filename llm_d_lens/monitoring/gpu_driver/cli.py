@@ -12,7 +12,7 @@ from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
 KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
 
