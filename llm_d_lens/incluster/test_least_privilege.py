@@ -9,7 +9,7 @@ accesses (llm_d_lens/incluster/access.py), and the ClusterRoles rendered by the 
   presence, deploy render);
 - ``lens-installer`` == what the mutating operations (driver install, plan against the cluster,
   preflight's NFD rules, deploy apply) need beyond ``lens-read``;
-- ``lens-driver-charts`` == what the declared contents of the charts the profiles install need
+- ``lens-driver-charts`` == what the recorded contents of the charts the profiles install need
   beyond both (manifests/rbac-facts.yaml);
 
 so each grant sits in exactly one role, and nothing is granted that no call needs. A static
