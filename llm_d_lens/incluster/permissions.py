@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_d_lens.incluster.errors import PermissionsMissing
+from llm_d_lens.incluster.errors import PermissionsMissing, PermissionsUnknown
 from llm_d_lens.runner import CommandError, Runner
 
 READ_ROLE = "lens-read"
@@ -89,17 +89,23 @@ class PermissionReport:
                 "checks": [a.to_dict() for a in self.answers]}
 
     def raise_if_missing(self) -> None:
-        """A coded error naming each missing grant and what it breaks."""
-        if self.ok:
-            return
-        shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" + (f": {a.error}" if a.error else "")
-                          for a in self.missing[:6])
-        more = f" and {len(self.missing) - 6} more" if len(self.missing) > 6 else ""
-        raise PermissionsMissing(
-            f"this account lacks {len(self.missing)} permission(s) Lens uses: {shown}{more}. Apply manifests/ "
-            "(kubectl apply -k manifests/) or grant them; docs/in-cluster.md says what each is for.",
-            details={"missing": [a.to_dict() for a in self.missing]},
-        )
+        """A coded error naming each denied grant and what it breaks, or why nothing could be asked."""
+        denied = [a for a in self.missing if a.allowed is False]
+        unknown = [a for a in self.missing if a.allowed is None]
+        if denied:
+            shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" for a in denied[:6])
+            more = f" and {len(denied) - 6} more" if len(denied) > 6 else ""
+            also = f" ({len(unknown)} more could not be asked: {unknown[0].error})" if unknown else ""
+            raise PermissionsMissing(
+                f"this account lacks {len(denied)} permission(s) Lens uses: {shown}{more}{also}. Apply manifests/ "
+                "(kubectl apply -k manifests/) or grant them; docs/in-cluster.md says what each is for.",
+                details={"missing": [a.to_dict() for a in self.missing]},
+            )
+        if unknown:
+            raise PermissionsUnknown(
+                f"could not ask the API server about {len(unknown)} permission(s): {unknown[0].error}",
+                details={"unknown": [a.to_dict() for a in unknown]},
+            )
 
 
 async def check(runner: Runner, *, mutations: bool = False) -> PermissionReport:

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from llm_d_lens.incluster.errors import PermissionsMissing
+from llm_d_lens.incluster.errors import PermissionsMissing, PermissionsUnknown
 from llm_d_lens.incluster.facts import load_facts
 from llm_d_lens.incluster.manifests import manifests_root, render
 from llm_d_lens.incluster.permissions import INSTALL_NEEDS, READ_NEEDS, check
@@ -68,6 +68,11 @@ async def test_an_unreachable_server_is_an_unknown_answer_with_kubectl_s_reason(
     (missing,) = report.missing
     assert missing.allowed is None and missing.error == reason
     assert report.to_dict()["checks"][0]["error"] == reason
+    # not knowing is not "lacks": a different code, naming kubectl's reason once
+    with pytest.raises(PermissionsUnknown) as raised:
+        report.raise_if_missing()
+    assert raised.value.code == "INCLUSTER_PERMISSIONS_UNKNOWN"
+    assert raised.value.message == f"could not ask the API server about 1 permission(s): {reason}"
 
 
 async def test_the_installer_is_asked_about_only_when_mutations_are_on() -> None:
