@@ -1,9 +1,12 @@
 """How much starting Lens costs, against bare Python measured in the same run.
 
 Prints medians and ratios for:
-  * ``python -c pass`` (the floor), ``import llm_d_lens.hardware``, ``lens hardware list``;
-  * discovery + registry build with 0 and with N installed plugin distributions (real
-    dist-info folders with entry points on sys.path), each in a fresh process.
+  * ``python -c pass`` (the floor), ``import llm_d_lens.hardware``;
+  * ``lens hardware list`` with 0, 1 and N installed plugin distributions (real dist-info folders
+    with entry points on sys.path): *cold* (first run after an install: the plugins load in the
+    isolated child process) and *warm* (nothing changed since the last run: the cached outcome);
+  * discovery + registry build with N plugins, three ways, each in a fresh process: loading every
+    plugin in-process as Lens did before isolation (the reference), isolated cold, isolated warm.
 
 Usage: python bench/startup.py [--runs 7] [--plugins 50]
 """
@@ -31,6 +34,26 @@ start = time.perf_counter()
 registry = Registry.from_discovery(discover(PluginSettings()))
 elapsed = time.perf_counter() - start
 print(json.dumps({"seconds": elapsed, "profiles": len(registry), "failures": len(registry.failures)}))
+"""
+
+#: What discovery cost before isolation: every plugin imported and called in this process.
+IN_PROCESS_PROBE = """
+import json, time
+from importlib.metadata import entry_points
+from llm_d_lens.hardware.discovery import PROFILES_GROUP, discover
+from llm_d_lens.hardware.loader import validate_payload
+from llm_d_lens.hardware.registry import Registry
+from llm_d_lens.hardware.settings import PluginSettings
+start = time.perf_counter()
+found = discover(PluginSettings(), profile_entry_points=[], provider_entry_points=[])
+count = len(found.profiles)
+for ep in entry_points(group=PROFILES_GROUP):
+    for payload in ep.load()():
+        validate_payload(payload, ep.name)
+        count += ep.dist.name != "llm-d-lens"
+Registry.from_discovery(found)
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "profiles": count, "failures": 0}))
 """
 
 
@@ -69,17 +92,41 @@ def make_plugins(root: Path, count: int) -> None:
         (info / "entry_points.txt").write_text(f"[llm_d_lens.hardware.profiles]\n{name} = {name}_lens:load_profiles\n")
 
 
-def discovery_time(runs: int, extra_path: str | None) -> tuple[float, int]:
-    env = dict(os.environ)
+def plugin_env(extra_path: str | None, cache: str) -> dict[str, str]:
+    env = dict(os.environ, LENS_CACHE_DIR=cache)
     if extra_path:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra_path, env.get("PYTHONPATH")]))
+    return env
+
+
+def probe_time(probe: str, runs: int, extra_path: str | None, *, cold: bool) -> tuple[float, int]:
+    """Median of ``runs`` fresh processes; ``cold`` gives each run an empty plugin cache."""
     samples, profiles = [], 0
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", DISCOVERY_PROBE], check=True, capture_output=True, text=True, env=env)
-        result = json.loads(out.stdout)
-        samples.append(result["seconds"])
-        profiles = result["profiles"]
+    with tempfile.TemporaryDirectory(prefix="lens-bench-cache-") as cache:
+        if not cold:  # one run to fill the cache, not measured
+            subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, env=plugin_env(extra_path, cache))
+        for i in range(runs):
+            run_cache = os.path.join(cache, f"cold-{i}") if cold else cache
+            out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True,
+                                 env=plugin_env(extra_path, run_cache))
+            result = json.loads(out.stdout)
+            samples.append(result["seconds"])
+            profiles = result["profiles"]
     return statistics.median(samples), profiles
+
+
+def list_time(runs: int, extra_path: str | None, *, cold: bool) -> float:
+    argv = [sys.executable, "-m", "llm_d_lens.cli", "hardware", "list", "-o", "json"]
+    with tempfile.TemporaryDirectory(prefix="lens-bench-cache-") as cache:
+        if not cold:
+            subprocess.run(argv, check=True, capture_output=True, env=plugin_env(extra_path, cache))
+        samples = []
+        for i in range(runs):
+            env = plugin_env(extra_path, os.path.join(cache, f"cold-{i}") if cold else cache)
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
 
 
 def heavy_modules_after_list() -> list[str]:
@@ -98,18 +145,34 @@ def main(argv: list[str] | None = None) -> int:
 
     floor = wall([sys.executable, "-c", "pass"], args.runs)
     imported = wall([sys.executable, "-c", "import llm_d_lens.hardware.registry"], args.runs)
-    listed = wall([sys.executable, "-m", "llm_d_lens.cli", "hardware", "list", "-o", "json"], args.runs)
     print(f"python -c pass                 median {floor * 1000:8.1f} ms  (floor)")
-    print(f"import hardware registry     median {imported * 1000:8.1f} ms  ratio {imported / floor:5.1f}x")
-    print(f"lens hardware list             median {listed * 1000:8.1f} ms  ratio {listed / floor:5.1f}x")
+    print(f"import hardware registry       median {imported * 1000:8.1f} ms  ratio {imported / floor:5.1f}x")
 
-    base, base_profiles = discovery_time(args.runs, None)
     with tempfile.TemporaryDirectory(prefix="lens-bench-plugins-") as tmp:
-        make_plugins(Path(tmp), args.plugins)
-        many, many_profiles = discovery_time(args.runs, tmp)
+        sites = {0: None}
+        for count in sorted({1, args.plugins}):
+            site = Path(tmp) / f"site-{count}"
+            site.mkdir()
+            make_plugins(site, count)
+            sites[count] = str(site)
+        for count, site in sites.items():
+            for cold in ((False,) if count == 0 else (True, False)):
+                took = list_time(args.runs, site, cold=cold)
+                label = f"lens hardware list, {count} plugins{' (cold)' if cold else ' (warm)' if count else ''}"
+                print(f"{label:<40} median {took * 1000:8.1f} ms  ratio {took / floor:5.1f}x")
+
+        base, base_profiles = probe_time(DISCOVERY_PROBE, args.runs, None, cold=False)
+        many_site = sites[args.plugins]
+        before, before_profiles = probe_time(IN_PROCESS_PROBE, args.runs, many_site, cold=False)
+        cold, cold_profiles = probe_time(DISCOVERY_PROBE, args.runs, many_site, cold=True)
+        warm, warm_profiles = probe_time(DISCOVERY_PROBE, args.runs, many_site, cold=False)
     print(f"discovery, 0 plugins           median {base * 1000:8.1f} ms  profiles {base_profiles}")
-    print(f"discovery, {args.plugins} plugins{' ' * (10 - len(str(args.plugins)))}median {many * 1000:8.1f} ms  "
-          f"profiles {many_profiles}  ratio {many / base:5.1f}x  per plugin {(many - base) / max(args.plugins, 1) * 1000:.2f} ms")
+    n = f"{args.plugins} plugins"
+    print(f"discovery, {n:<20}in-process (before isolation) median {before * 1000:8.1f} ms  profiles {before_profiles}  (reference)")
+    print(f"discovery, {n:<20}isolated, cold                median {cold * 1000:8.1f} ms  profiles {cold_profiles}  "
+          f"ratio {cold / before:5.2f}x the reference")
+    print(f"discovery, {n:<20}isolated, warm (cached)       median {warm * 1000:8.1f} ms  profiles {warm_profiles}  "
+          f"ratio {warm / before:5.2f}x the reference")
     heavy = heavy_modules_after_list()
     print(f"heavy modules imported by 'lens hardware list': {', '.join(heavy) if heavy else 'none'}")
     return 0

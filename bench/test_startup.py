@@ -12,7 +12,10 @@ def test_startup_benchmark_prints_ratios_and_counts_plugins():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert re.search(r"lens hardware list\s+median\s+[\d.]+ ms\s+ratio\s+[\d.]+x", out)
+    for label in ("0 plugins", r"1 plugins \(cold\)", r"1 plugins \(warm\)", r"3 plugins \(cold\)", r"3 plugins \(warm\)"):
+        assert re.search(rf"lens hardware list, {label}\s+median\s+[\d.]+ ms\s+ratio\s+[\d.]+x", out), label
     assert re.search(r"discovery, 0 plugins\s+median\s+[\d.]+ ms\s+profiles 6", out)
-    assert re.search(r"discovery, 3 plugins\s+median\s+[\d.]+ ms\s+profiles 9", out)
+    assert re.search(r"discovery, 3 plugins\s+in-process \(before isolation\)\s+median\s+[\d.]+ ms\s+profiles 9", out)
+    for how in ("cold", r"warm \(cached\)"):  # the isolated path registers every plugin too
+        assert re.search(rf"discovery, 3 plugins\s+isolated, {how}\s+median\s+[\d.]+ ms\s+profiles 9\s+ratio", out), how
     assert "heavy modules imported by 'lens hardware list': none" in out

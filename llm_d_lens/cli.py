@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -17,7 +18,7 @@ from llm_d_lens.errors import LensError
 
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
-    "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor."),
+    "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor, new."),
     "evaluate": ("llm_d_lens.evaluate.cli", "llm-d-benchmark scenario settings and telemetry coverage checks."),
     "profiles": ("llm_d_lens.evaluate.profiles_cli", "Workload profiles: list, compose-file, flags, validate."),
     "driver": ("llm_d_lens.monitoring.gpu_driver.cli", "Device plugins and DRA drivers: plan, status, install."),
@@ -26,6 +27,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "telemetry": ("llm_d_lens.monitoring.cli", "Accelerator devices and serving pods in common units, from Prometheus."),
     "cluster": ("llm_d_lens.cluster.cli", "Cluster inventory: accelerators, VRAM and allocation per hardware profile."),
     "incluster": ("llm_d_lens.incluster.cli", "Lens in a pod: check its service account holds the permissions Lens uses."),
+    "plan": ("llm_d_lens.planning.cli", "Which model fits on which hardware pool, with what parallelism and replicas."),
 }
 
 
@@ -51,15 +53,38 @@ def build_app(only: str | None = None) -> typer.Typer:
         def serve(
             host: str = typer.Option("127.0.0.1", help="Address to listen on."),
             port: int = typer.Option(8080, help="Port to listen on."),
+            demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
+            strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
         ) -> None:
-            """Serve the Lens API (/api/v1/...)."""
+            """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
+            import os
+
             import uvicorn
 
             from llm_d_lens.api.app import create_app
+            from llm_d_lens.hardware.readiness import refuse_if_strict
 
+            refuse_if_strict(strict)  # also loads the plugins before the first request has to
+
+            if demo:
+                _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
     return app
+
+
+def _demo_environment(env: Any) -> None:
+    """``--demo``: the embedded cluster and telemetry, unless the operator pointed the server elsewhere."""
+    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG") if env.get(name)]
+    if chosen:
+        raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
+    env["LENS_CLUSTER_DEMO"] = "1"
+    if not env.get("LENS_PROMETHEUS_URL"):
+        env["LENS_TELEMETRY_DEMO"] = "1"
+
+
+class DemoConflict(LensError):
+    code = "CLUSTER_SOURCE_CONFLICT"
 
 
 def _group_of(argv: list[str]) -> str | None:
@@ -74,6 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
     app = build_app(_group_of(args))
+    try:
+        return _run(app, args, click_exception)
+    finally:
+        from llm_d_lens.hardware.notice import warn_if_problems
+
+        warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
+
+
+def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
     try:
         result = app(args=args, prog_name="lens", standalone_mode=False)
     except LensError as exc:

@@ -7,8 +7,8 @@ mounts them and renders :class:`LensError` once, as RFC 9457 ``application/probl
 from __future__ import annotations
 
 import importlib
-
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,12 +31,18 @@ ROUTERS: tuple[str, ...] = (
     "llm_d_lens.monitoring.api",
     "llm_d_lens.cluster.api",
     "llm_d_lens.incluster.api",
+    "llm_d_lens.planning.api",
 )
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="Lens", version=__version__, description="The hardware layer for llm-d.")
+    from llm_d_lens.console.security import SecurityHeaders
+
+    # /docs and /redoc are served below from local files: FastAPI's own pages load their assets from a CDN
+    app = FastAPI(title="Lens", version=__version__, description="The hardware layer for llm-d.",
+                  docs_url=None, redoc_url=None)
     app.add_middleware(RepeatedKeyGuard)
+    app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(LensError)
     async def lens_error(_: Request, exc: LensError) -> JSONResponse:
@@ -68,6 +74,38 @@ def create_app() -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
+    @app.get("/readyz", tags=["health"])
+    def readyz() -> Any:
+        """503 problem+json listing every skipped plugin or conflict; liveness stays on /healthz."""
+        from llm_d_lens.hardware.readiness import describe, problems
+
+        found = problems()
+        if found:
+            return problem(503, "NOT_READY", describe(found), problems=found)
+        return {"status": "ready", "version": __version__}
+
     for module in ROUTERS:
         app.include_router(importlib.import_module(module).router, prefix="/api/v1")
+    _mount_console(app)
     return app
+
+
+def _mount_console(app: FastAPI) -> None:
+    """The web console at ``/``, its assets, and the API docs, every file from the installed packages."""
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    from llm_d_lens.console import router as console
+
+    app.mount(console.STATIC_URL, StaticFiles(directory=console.static_directory()), name="console-static")
+    app.mount(console.VENDOR_URL, StaticFiles(directory=console.vendor_directory()), name="console-vendor")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger() -> HTMLResponse:
+        return console.render("swagger.html", vendor=console.VENDOR_URL, openapi_url=app.openapi_url)
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return console.render("redoc.html", vendor=console.VENDOR_URL, openapi_url=app.openapi_url)
+
+    app.include_router(console.router)

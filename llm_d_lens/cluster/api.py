@@ -47,20 +47,23 @@ async def overview(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims."""
-    from llm_d_lens.cluster.service import inspect
+    document = (await read_inventory(source, runner)).overview.to_dict()
+    if not nodes:
+        document.pop("nodes")
+    return document
 
-    # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
+
+async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:
+    """The server's inventory (see :mod:`.cache`); a broken configured snapshot is the server's 503. Shared with the console."""
+    from llm_d_lens.cluster.cache import inventory
     from llm_d_lens.errors import LensError, ServerNotConfigured
 
+    # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
     try:
-        result = await run_in_threadpool(inspect, source, runner)
+        return await run_in_threadpool(inventory, source, runner)
     except LensError as exc:
         if source.snapshot is None:
             raise
         # the snapshot is the server's configuration, not anything the caller sent
         raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
                                   details={"cause": exc.code, **exc.details}) from None
-    document = result.to_dict()
-    if not nodes:
-        document.pop("nodes")
-    return document

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import inspect
 import io
@@ -34,6 +35,14 @@ PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a 
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
                                     help="Read the cluster's RuntimeClasses with kubectl to pick the hardware's runtime class.")
+class ImagePolicy(str, enum.Enum):
+    keep = "keep"
+    profile = "profile"
+
+
+ImagePolicyOption = typer.Option(ImagePolicy.keep, "--image-policy",
+                                 help="keep: upstream's pinned images stay, placeholders get the profile's image; "
+                                      "profile: the profile's runtime_image replaces images it manages.")
 KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig for kubectl calls.")
 ContextOption = typer.Option(None, "--context", help="kubeconfig context for kubectl calls.")
 
@@ -84,6 +93,11 @@ def _guides_table(report: dict[str, Any]) -> Any:
     if not report["overlays"] and not report["unsupported"]:
         parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
                           style="yellow"))
+    for guide in report.get("contents", []):
+        held = [f"{key.replace('_', ' ')}: {', '.join(Path(p).name for p in guide[key])}"
+                for key in ("router_values", "monitoring", "manifests", "helpers", "other") if guide[key]]
+        if held:
+            parts.append(Text(f"guide {guide['guide']} also holds {'; '.join(held)}"))
     for row in report["unsupported"]:
         parts.append(Text(f"unsupported: {row['path']} (labels {', '.join(row['labels'])}): {row['detail']}", style="yellow"))
     for row in report["skipped"]:
@@ -104,6 +118,7 @@ _RENDER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("runtime_classes_from_cluster", bool, RuntimeClassesOption),
     ("llm_d_root", Path, RootOption),
     ("revision", str, RevisionOption),
+    ("image_policy", ImagePolicy, ImagePolicyOption),
     ("kubeconfig", Path, KubeconfigOption),
     ("context", str, ContextOption),
 ]
@@ -142,6 +157,7 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
         overlay=options["overlay"], mode=options["mode"], count=options["count"],
         pci_allow=pci_allow,
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
+        image_policy=ImagePolicy(options["image_policy"]).value,
     )
     result = render_job(request, root=options["llm_d_root"], runner=runner)
     _explain(result)

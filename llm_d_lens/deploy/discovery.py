@@ -14,11 +14,12 @@ about as much as listing it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,8 @@ from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 
+#: ``guides/recipes`` holds the bases, components and gateways the guides share; it is no guide.
+RECIPES = "recipes"
 #: How many directory levels ``{guide}`` may span (``multimodal-serving/aggregation`` is two).
 MAX_GUIDE_DEPTH = 3
 _PLACEHOLDER = re.compile(r"{(guide|variant|model_server)}")
@@ -47,11 +50,19 @@ class Overlay:
     files: tuple[str, ...]  # the Kustomization file names it holds
     template: str  # the overlay_root template that found it
     directory: str = field(compare=False, repr=False)
+    server_dir: str | None = None  # the directory at {model_server} when it is not the engine's name
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "hardware": self.hardware, "variant_dir": self.variant_dir,
-                "model_server": self.model_server, "overlay": self.name, "path": self.path,
-                "kustomization": self.files[0], "template": self.template}
+                "model_server": self.model_server, "model_server_dir": self.server_dir or self.model_server,
+                "overlay": self.name, "path": self.path, "kustomization": self.files[0], "template": self.template}
+
+    @property
+    def sub_name(self) -> str:
+        """The name below the model-server directory (``base`` of ``vllm-deepseek-v4/base``)."""
+        if self.server_dir and self.name != self.server_dir and self.name.startswith(self.server_dir + "/"):
+            return self.name[len(self.server_dir) + 1:]
+        return "." if self.server_dir and self.name == self.server_dir else self.name
 
 
 @dataclass(frozen=True)
@@ -259,6 +270,8 @@ class _Walker:
             deeper: list[tuple[_Match, tuple[str, ...]]] = []
             for parent, names in frontier:
                 for subdir in self.listing(parent.directory, parent.real)[0]:
+                    if not names and subdir[0] == RECIPES:
+                        continue  # the guides' shared recipe library, never a guide
                     guide = (*names, subdir[0])
                     child = self._child(parent, subdir)
                     found = list(self._match(segments, index + 1, _Match(
@@ -374,3 +387,33 @@ def kustomizations_below(source: LlmdSource, directory: str) -> list[tuple[str, 
     walker = _Walker(source)
     top = _Match(directory, os.path.realpath(directory), (), (), ())
     return [(found, source.display(found)) for found, _, _ in walker.kustomizations(top)]
+
+
+def with_engines(overlays: Iterable[Overlay], engine_of: Callable[[str], str | None]) -> list[Overlay]:
+    """Overlays named by the engine they run: ``vllm-deepseek-v4/base`` is overlay ``vllm-deepseek-v4/base`` of vllm.
+
+    ``engine_of`` reads an overlay directory's engine; where it finds none, the directory name stays
+    the model server.
+    """
+    overlays = list(overlays)
+    engines = {o.path: engine_of(o.directory) for o in overlays}
+    # an overlay that shows no engine itself (a Component, a broken one) runs its siblings' engine
+    siblings: dict[tuple[str, str, str | None], set[str]] = {}
+    for o in overlays:
+        if engines[o.path]:
+            siblings.setdefault((o.guide, o.hardware, o.model_server), set()).add(str(engines[o.path]))
+    renamed = []
+    for overlay in overlays:
+        engine = engines[overlay.path]
+        if not engine:
+            known = siblings.get((overlay.guide, overlay.hardware, overlay.model_server), set())
+            engine = next(iter(known)) if len(known) == 1 else None
+        if not engine or engine == overlay.model_server:
+            renamed.append(overlay)
+            continue
+        name = overlay.name
+        if overlay.model_server:
+            name = overlay.model_server if name == "." else f"{overlay.model_server}/{name}"
+        renamed.append(dataclasses.replace(overlay, model_server=engine, name=name, server_dir=overlay.model_server))
+    renamed.sort(key=lambda o: (o.guide, o.hardware, o.model_server or "", o.name))
+    return renamed

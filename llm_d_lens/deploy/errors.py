@@ -60,6 +60,13 @@ class OverlayLabelMismatch(DeployError):
     http_status = 409
 
 
+class OverlayBuildingBlock(DeployError):
+    """The overlay is one upstream only builds other overlays on; it is not deployed itself."""
+
+    code = "OVERLAY_BUILDING_BLOCK"
+    http_status = 409
+
+
 class OverlayUnsafe(DeployError):
     """The overlay references files outside the llm-d source."""
 

@@ -17,7 +17,9 @@ from typing import Any
 
 import yaml
 
+from llm_d_lens.deploy.engines import ENGINE_LABEL, engine_of_documents, inline_documents, is_yaml_file, yaml_documents
 from llm_d_lens.deploy.source import LlmdSource
+from llm_d_lens.deploy.workloads import pod_templates
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL
 
 #: The file names kustomize accepts for a Kustomization, in its own order of preference.
@@ -112,6 +114,7 @@ class KustomizationReader:
         self._root = os.path.realpath(source.root)
         self._cache: dict[Path, Kustomization] = {}
         self._inspections: dict[Path, Inspection] = {}
+        self._files: dict[Path, dict[str, str]] = {}
 
     def load(self, directory: Path) -> Kustomization:
         cached = self._cache.get(directory)
@@ -152,6 +155,59 @@ class KustomizationReader:
             self._inspections[directory] = cached
         return cached
 
+    def bases(self, directory: Path | str) -> tuple[Path, ...]:
+        """The local directories this Kustomization builds on (``resources``/``bases`` entries that are directories)."""
+        doc = self.load(Path(directory))
+        found = []
+        for field_name, reference, _ in _local_references(doc.data):
+            if field_name.split("[")[0] in ("resources", "bases"):
+                target = Path(os.path.normpath(doc.directory / reference))
+                if target.is_dir():
+                    found.append(target)
+        return tuple(found)
+
+    def engine(self, directory: Path | str, seen: frozenset[Path] = frozenset()) -> str | None:
+        """The engine the overlay runs, from its own files first (labels, patches, resources), then its bases'."""
+        directory = Path(directory)
+        if directory in seen:
+            return None
+        doc = self.load(directory)
+        label = doc.own_labels().get(ENGINE_LABEL)
+        if label:
+            return label
+        documents: list[Any] = []
+        for key in ("patches", "patchesStrategicMerge"):
+            for entry in doc.data.get(key) or []:
+                text = entry.get("patch") if isinstance(entry, dict) else entry if isinstance(entry, str) and "\n" in entry else None
+                path = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) and "\n" not in entry else None
+                if isinstance(text, str):
+                    documents += inline_documents(text)
+                elif isinstance(path, str) and is_yaml_file(path):
+                    documents += yaml_documents(doc.directory / path)
+        for _, reference, _ in _strings(doc.data.get("resources"), "resources", "any"):
+            target = doc.directory / reference
+            if is_yaml_file(reference) and target.is_file():
+                documents += yaml_documents(target)
+        found = engine_of_documents(documents)
+        if found:
+            return found
+        components = [Path(os.path.normpath(doc.directory / c)) for _, c, _ in _strings(doc.data.get("components"), "components", "dir")]
+        for below in [*components, *self.bases(directory)]:
+            if below.is_dir() and (found := self.engine(below, seen | {directory})):
+                return found
+        return None
+
+    def renames(self, directory: Path | str, seen: frozenset[Path] = frozenset()) -> bool:
+        """Whether the overlay or anything it builds on sets ``namePrefix``/``nameSuffix``."""
+        directory = Path(directory)
+        if directory in seen:
+            return False
+        doc = self.load(directory)
+        if doc.data.get("namePrefix") or doc.data.get("nameSuffix"):
+            return True
+        components = [Path(os.path.normpath(doc.directory / c)) for _, c, _ in _strings(doc.data.get("components"), "components", "dir")]
+        return any(self.renames(d, seen | {directory}) for d in [*self.bases(directory), *components] if d.is_dir())
+
     # -- the chain --------------------------------------------------------------------------
 
     def _labels(self, directory: Path, problems: list[Problem], seen: set[Path]) -> dict[str, str]:
@@ -173,9 +229,40 @@ class KustomizationReader:
         inherited: dict[str, str] = {}
         for field_name, reference, expect in _local_references(doc.data):
             target = self._target(doc, shown, field_name, reference, expect, problems)
-            if target is not None and target.is_dir() and field_name.split("[")[0] in ("resources", "bases", "components"):
+            if target is None or field_name.split("[")[0] not in ("resources", "bases", "components"):
+                continue
+            if target.is_dir():
                 inherited.update(self._labels(target, problems, seen))
+            elif field_name.startswith("resources["):
+                inherited.update(self._file_labels(target))
         return {**inherited, **doc.own_labels()}
+
+    def _file_labels(self, path: Path) -> dict[str, str]:
+        """The llm-d labels of the first model-server pod template a resource file holds.
+
+        Some guides (wide-ep-lws at 7edda66) label their workloads in the resource YAML instead of
+        the Kustomization, so reading only Kustomizations would call them unlabelled.
+        """
+        cached = self._files.get(path)
+        if cached is not None:
+            return cached
+        found: dict[str, str] = {}
+        try:
+            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            documents = []  # kustomize reports an unreadable resource when it renders; here it just adds no labels
+        for document in documents:
+            if not isinstance(document, dict):
+                continue
+            for pod in pod_templates(document):
+                labels = {str(k): str(v) for k, v in pod.labels.items() if str(k).startswith("llm-d.ai/")}
+                if VARIANT_LABEL in labels or VENDOR_LABEL in labels:
+                    found = labels
+                    break
+            if found:
+                break
+        self._files[path] = found
+        return found
 
     def _target(self, doc: Kustomization, shown: str, field_name: str, reference: str, expect: str,
                 problems: list[Problem]) -> Path | None:

@@ -11,32 +11,65 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of
+from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of, with_engines
 from llm_d_lens.deploy.errors import (
     DeployRequestInvalid,
     GuideNotFound,
     OverlayAmbiguous,
+    OverlayBuildingBlock,
     OverlayLabelMismatch,
     OverlayNotFound,
     OverlayUnsafe,
 )
+from llm_d_lens.deploy.guides import guide_names, is_helper
 from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource, check_name
+from llm_d_lens.deploy.targets import Role, roles
+from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import Registry
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
 
 #: The model server chosen when a guide offers several and none is named (llm-d's default engine).
 DEFAULT_MODEL_SERVER = "vllm"
+#: States of overlays that are not deploy targets at all, so never offered as a choice.
+_NOT_TARGETS = ("building-block", "component", "helper")
 #: Overlay names preferred, in order, when several fit and none is named.
 PREFERRED_OVERLAYS = (".", "base")
 
 
 @dataclass(frozen=True)
 class OverlayStatus:
-    state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe"
+    state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe" | "building-block"
     detail: str
     resolves_to: str | None = None
+
+
+#: States a building block's role overrides: it may be well-formed and labelled, yet not a target.
+_BLOCK_OVERRIDES = ("ok", "unlabelled")
+
+
+def overlay_statuses(source: LlmdSource, overlays: list[Overlay], reader: KustomizationReader,
+                     resolver: Resolver) -> tuple[dict[str, OverlayStatus], dict[str, Role]]:
+    """Path -> status of each overlay (helpers and building blocks marked), and path -> role."""
+    overlay_roles = roles(source, overlays, reader)
+    statuses = {}
+    for overlay in overlays:
+        helper = is_helper(reader, overlay)
+        if helper is not None:
+            statuses[overlay.path] = OverlayStatus(
+                "helper", f"deploys {helper}, a companion of the guide's overlays, not a model server")
+        else:
+            statuses[overlay.path] = with_role(overlay_status(reader.inspect(overlay.directory), overlay.hardware, resolver),
+                                               overlay_roles[overlay.path])
+    return statuses, overlay_roles
+
+
+def with_role(status: OverlayStatus, role: Role) -> OverlayStatus:
+    """The status, or ``building-block`` when upstream only builds other overlays on it."""
+    if role.building_block and status.state in _BLOCK_OVERRIDES:
+        return OverlayStatus("building-block", role.reason, status.resolves_to)
+    return status
 
 
 def overlay_status(inspection: Inspection, profile_id: str | None, resolver: Resolver) -> OverlayStatus:
@@ -68,6 +101,7 @@ class OverlayChoice:
     inspection: Inspection
     status: OverlayStatus
     explanation: tuple[str, ...]
+    role: Role = Role(False)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.overlay.to_dict(), "labels": self.inspection.labels, "status": self.status.state,
@@ -84,8 +118,14 @@ def choose_overlay(
     overlay: str | None = None,
     requested_as: str | None = None,
     reader: KustomizationReader | None = None,
+    identity_from_render: bool = False,
 ) -> OverlayChoice:
-    """The one overlay to render, or an error that says what exists instead."""
+    """The one overlay to render, or an error that says what exists instead.
+
+    With ``identity_from_render`` an overlay whose files set no accelerator labels is not refused
+    here: the caller renders it and confirms the identity from the rendered pods
+    (:func:`confirm_identity`), since labels can also come from patches and components.
+    """
     check_name("guide", guide, nested=True)
     if model_server is not None:
         check_name("model server", model_server)
@@ -97,16 +137,25 @@ def choose_overlay(
     why = [f"llm-d source: {source.describe()}",
            f"hardware {named}: overlays under {' or '.join(templates_of(profile))} with {{variant}}={', '.join(profile.overlay_dirs)}"]
     catalog = discover(source, registry, guide=guide, profiles=[profile])
-    mine = catalog.for_hardware(profile.id, guide)
+    mine = with_engines(catalog.for_hardware(profile.id, guide), reader.engine)
     if not mine:
         _raise_none(source, registry, profile, guide)
     servers = sorted({o.model_server or "" for o in mine})
-    server = _pick_server(servers, model_server, profile, guide, why)
-    candidates = [o for o in mine if (o.model_server or "") == server]
+    by_dir = [o for o in mine if model_server is not None and o.server_dir == model_server]
+    if by_dir and model_server not in servers:  # the directory's name (vllm-deepseek-v4), not the engine's
+        server = by_dir[0].model_server or ""
+        why.append(f"model server directory {model_server} as asked: engine {server}")
+        candidates = by_dir
+    else:
+        server = _pick_server(servers, model_server, profile, guide, why)
+        candidates = [o for o in mine if (o.model_server or "") == server]
     names = [o.name for o in candidates]
-    statuses = {o.name: overlay_status(reader.inspect(o.directory), profile.id, resolver) for o in candidates}
+    by_path, overlay_roles = overlay_statuses(source, mine, reader, resolver)
+    statuses = {o.name: by_path[o.path] for o in candidates}
     if overlay is not None:
         chosen = next((o for o in candidates if o.name == overlay), None)
+        if chosen is None and by_dir:
+            chosen = next((o for o in candidates if o.sub_name == overlay), None)
         if chosen is None:
             raise OverlayNotFound(
                 f"no overlay {overlay!r} for {profile.id} ({server or 'any model server'}) in guide {guide}; "
@@ -117,7 +166,8 @@ def choose_overlay(
     else:
         chosen = _pick_overlay(candidates, statuses, profile, guide, server, why)
     status = statuses[chosen.name]
-    _refuse(chosen, status, profile, named, source)
+    if not (identity_from_render and status.state == "unlabelled"):
+        _refuse(chosen, status, profile, named, source)
     inspection = reader.inspect(chosen.directory)
     if status.state == "broken":
         why.append(f"warning: {status.detail}")
@@ -125,7 +175,7 @@ def choose_overlay(
     if labels is not None:
         why.append(f"labels {VARIANT_LABEL}={labels[0]}, {VENDOR_LABEL}={labels[1]} resolve to {status.resolves_to}")
     why.append(f"overlay directory: {chosen.path}")
-    return OverlayChoice(chosen, profile, inspection, status, tuple(why))
+    return OverlayChoice(chosen, profile, inspection, status, tuple(why), overlay_roles[chosen.path])
 
 
 def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile, guide: str) -> None:
@@ -143,7 +193,7 @@ def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile
 
 def guide_not_found(source: LlmdSource, registry: Registry, guide: str) -> GuideNotFound:
     """The error for a guide the source has no overlays in, naming the guides it has."""
-    guides = discover(source, registry).guides()
+    guides = sorted(set(discover(source, registry).guides()) | set(guide_names(source)))
     return GuideNotFound(
         f"guide {guide!r} has no overlays in llm-d source {source.describe()}; guides there: {', '.join(guides) or 'none'}",
         details={"guide": guide, "guides": guides, "source": source.to_dict()},
@@ -175,7 +225,7 @@ def _pick_server(servers: list[str], wanted: str | None, profile: HardwareProfil
 
 def _pick_overlay(candidates: list[Overlay], statuses: dict[str, OverlayStatus], profile: HardwareProfile,
                   guide: str, server: str, why: list[str]) -> Overlay:
-    names = [o.name for o in candidates]
+    names = [o.name for o in candidates if statuses[o.name].state not in _NOT_TARGETS]  # never offered as choices
     usable = [o for o in candidates if statuses[o.name].state == "ok"]
     for skipped in (o for o in candidates if statuses[o.name].state != "ok"):
         why.append(f"not a default candidate: {skipped.name} ({statuses[skipped.name].state}: {statuses[skipped.name].detail})")
@@ -200,6 +250,11 @@ def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, n
     details = {"overlay": overlay.path, "hardware": profile.id, "status": status.state, "detail": status.detail}
     if status.state == "component":
         raise DeployRequestInvalid(f"overlay {overlay.path} is {status.detail}", details=details)
+    if status.state == "building-block":
+        raise building_block(overlay, status.detail)
+    if status.state == "helper":
+        raise DeployRequestInvalid(f"overlay {overlay.path} {status.detail}; deploy it beside the overlay it serves",
+                                   details=details)
     if status.state == "unsafe":
         raise OverlayUnsafe(f"overlay {overlay.path} reaches outside the llm-d source: {status.detail}", details=details)
     if status.state == "unlabelled":
@@ -210,3 +265,44 @@ def _refuse(overlay: Overlay, status: OverlayStatus, profile: HardwareProfile, n
             f"overlay {overlay.path} is labelled for other hardware: its {status.detail}, but {named} was requested",
             details={**details, "resolves_to": status.resolves_to},
         )
+
+
+def confirm_identity(choice: OverlayChoice, rendered: list[dict[str, Any]], resolver: Resolver,
+                     requested_as: str | None = None) -> OverlayChoice:
+    """An overlay whose files name no hardware is for the profile when its rendered pods say so.
+
+    Only the model-server pods count (those asking for registered hardware or carrying a variant
+    label); their ``llm-d.ai/accelerator-*`` labels must all resolve to the chosen profile.
+    """
+    if choice.status.state != "unlabelled":
+        return choice
+    profile = choice.profile
+    named = f"{requested_as!r} (profile {profile.id})" if requested_as and requested_as != profile.id else profile.id
+    view = DeviceView(resolver, rendered)
+    pairs = sorted({(pod.labels.get(VARIANT_LABEL, ""), pod.labels.get(VENDOR_LABEL, ""))
+                    for pod in all_pod_templates(rendered) if view.is_accelerated(pod)
+                    and (VARIANT_LABEL in pod.labels or VENDOR_LABEL in pod.labels)})
+    details = {"overlay": choice.overlay.path, "hardware": profile.id, "status": choice.status.state}
+    if not pairs:
+        raise OverlayLabelMismatch(
+            f"overlay {choice.overlay.path} {choice.status.detail}, and its rendered pods carry none either, "
+            f"so it cannot be confirmed to be for {named}", details=details)
+    shown = "; ".join(f"{VARIANT_LABEL}={v or '-'}, {VENDOR_LABEL}={n or '-'}" for v, n in pairs)
+    resolved = {resolver.match_labels({k: x for k, x in ((VARIANT_LABEL, v), (VENDOR_LABEL, n)) if x}).profile_id
+                for v, n in pairs}
+    if resolved != {profile.id}:
+        others = ", ".join(sorted(str(r or "no registered hardware") for r in resolved))
+        raise OverlayLabelMismatch(
+            f"overlay {choice.overlay.path}: its rendered pods are labelled {shown}, which resolve to {others}, "
+            f"but {named} was requested", details={**details, "resolves_to": sorted(str(r) for r in resolved)})
+    why = [*choice.explanation[:-1], f"labels of the rendered pods {shown} resolve to {profile.id}",
+           choice.explanation[-1]]
+    status = OverlayStatus("ok", "", profile.id)
+    return OverlayChoice(choice.overlay, profile, choice.inspection, status, tuple(why), choice.role)
+
+
+def building_block(overlay: Overlay, reason: str) -> OverlayBuildingBlock:
+    """The refusal of a building block, naming what to deploy instead."""
+    return OverlayBuildingBlock(
+        f"overlay {overlay.path} is a building block, not a deploy target: {reason}; pass one of them as --overlay",
+        details={"overlay": overlay.path, "reason": reason})

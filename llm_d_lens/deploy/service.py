@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.deploy.discovery import discover, kustomizations_below
+from llm_d_lens.deploy.discovery import discover, kustomizations_below, with_engines
 from llm_d_lens.deploy.errors import ValidationFailed
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.render import (
@@ -22,11 +22,30 @@ from llm_d_lens.deploy.render import (
     kustomize_command,
     parse_manifests,
 )
-from llm_d_lens.deploy.resolve import OverlayChoice, choose_overlay, guide_not_found, overlay_status
+from llm_d_lens.deploy.resolve import (
+    OverlayChoice,
+    building_block,
+    choose_overlay,
+    confirm_identity,
+    guide_not_found,
+    overlay_statuses,
+)
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
+from llm_d_lens.deploy.engines import MODEL_LABEL, engine_of_pods, model_of_pods
+from llm_d_lens.deploy.guides import (
+    GATEWAYS,
+    ROUTER_BASE,
+    companions_for,
+    contents,
+    guide_names,
+    is_helper,
+    router_values_for,
+)
 from llm_d_lens.deploy.source import open_source
+from llm_d_lens.deploy.targets import placeholder_images, roles
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.deploy.wellformed import check_rendered
+from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.k8s.objects import items, name_of
@@ -58,10 +77,13 @@ class RenderRequest(BaseModel):
     resource_name: str | None = Field(default=None, description="Extended resource, when the mode offers several.")
     runtime_classes: list[RuntimeClassModel] | None = Field(default=None, description="The cluster's RuntimeClasses, when known.")
     revision: str | None = Field(default=None, description="Git revision of the llm-d source to read.")
+    image_policy: Literal["keep", "profile"] = Field(
+        default="keep", description="keep: upstream's pinned images stay (placeholders get the profile's image); "
+                                    "profile: the profile's runtime_image replaces images from repositories it manages.")
 
     def fit_options(self) -> FitOptions:
         known = None if self.runtime_classes is None else tuple(RuntimeClassRef(r.name, r.handler) for r in self.runtime_classes)
-        return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name)
+        return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name, self.image_policy)
 
 
 @dataclass
@@ -70,6 +92,10 @@ class RenderResult:
     fitted: FitResult
     warnings: list[Issue]
     command: list[str]
+    engine: str | None = None
+    model: str | None = None
+    router_values: list[str] = field(default_factory=list)  # `helm install -f` files of the guide's router, in order
+    companions: list[str] = field(default_factory=list)  # manifests, monitoring and helpers to deploy beside it
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -81,6 +107,12 @@ class RenderResult:
     def explanation(self) -> list[str]:
         lines = list(self.choice.explanation)
         lines.append(f"rendered with `{format_command([*self.command, self.choice.overlay.path])}`")
+        if self.engine or self.model:
+            lines.append(f"serves {self.model or 'an unnamed model'} with {self.engine or 'an unknown engine'}")
+        if self.router_values:
+            lines.append(f"router: helm values {', '.join(self.router_values)}")
+        if self.companions:
+            lines.append(f"deploy beside it: {', '.join(self.companions)}")
         lines.append(f"access mode {self.fitted.mode} ({self.fitted.request_model})")
         lines += self.fitted.notes
         return lines
@@ -93,6 +125,11 @@ class RenderResult:
             "request_model": self.fitted.request_model,
             "counts": self.fitted.counts,
             "count_sources": self.fitted.count_sources,
+            "images": self.fitted.images,
+            "engine": self.engine,
+            "model": self.model,
+            "router_values": self.router_values,
+            "companions": self.companions,
             "explanation": self.explanation(),
             "warnings": [w.to_dict() for w in self.warnings],
         }
@@ -122,9 +159,15 @@ def render(
     command = kustomize_command(runner)
     with open_source(root, request.revision, runner=runner, env=env) as source:
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
-                                overlay=request.overlay, requested_as=request.hardware)
+                                overlay=request.overlay, requested_as=request.hardware, identity_from_render=True)
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
+        router, companions = _whole_guide(source, registry, choice)
     check_rendered(rendered, choice.overlay.path)
+    placeholders = placeholder_images(rendered)
+    if placeholders and choice.role.used_by:
+        raise building_block(choice.overlay, f"a base for {', '.join(choice.role.used_by)}: it renders the placeholder "
+                                             f"image {', '.join(placeholders)}, which they fill")
+    choice = confirm_identity(choice, rendered, resolver, request.hardware)
     where = f"{choice.overlay.path} for {profile.id}"
     mixed = mixed_hardware(rendered, resolver)
     if mixed is not None:
@@ -134,7 +177,17 @@ def render(
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)
-    return RenderResult(choice, fitted, issues, command)
+    accelerated = [p for p in all_pod_templates(rendered) if DeviceView(resolver, rendered).is_accelerated(p)]
+    return RenderResult(choice, fitted, issues, command, engine_of_pods(accelerated), model_of_pods(accelerated),
+                        router, companions)
+
+
+def _whole_guide(source: Any, registry: Registry, choice: OverlayChoice) -> tuple[list[str], list[str]]:
+    """The router values files and the companions the chosen overlay pairs with in its guide."""
+    reader = KustomizationReader(source)
+    helpers = [o for o in discover(source, registry, guide=choice.overlay.guide).overlays if is_helper(reader, o)]
+    guide = contents(source, choice.overlay.guide, helpers)
+    return router_values_for(choice.overlay, guide, source), companions_for(choice.overlay, guide)
 
 
 def describe_guides(
@@ -157,17 +210,23 @@ def describe_guides(
         check_name("guide", guide, nested=True)
     with open_source(root, revision, runner=runner, env=env) as source:
         catalog = discover(source, registry, guide=guide, profiles=profiles)
-        if guide is not None and not catalog.overlays and not catalog.unsupported:
+        all_guides = guide_names(source)
+        if guide is not None and not catalog.overlays and not catalog.unsupported and guide not in all_guides:
             whole_guide = catalog if profiles is None else discover(source, registry, guide=guide)
             if not whole_guide.overlays and not whole_guide.unsupported:
                 raise guide_not_found(source, registry, guide)  # a typo, not an empty guide
         reader = KustomizationReader(source)
+        found = with_engines(catalog.overlays, reader.engine)
+        statuses, _ = overlay_statuses(source, found, reader, resolver)
         overlays = []
-        for overlay in catalog.overlays:
+        for overlay in found:
             inspection = reader.inspect(overlay.directory)
-            status = overlay_status(inspection, overlay.hardware, resolver)
+            status = statuses[overlay.path]
             overlays.append({**overlay.to_dict(), "labels": _accelerator_labels(inspection.labels),
-                             "status": status.state, "detail": status.detail})
+                             "model": inspection.labels.get(MODEL_LABEL), "status": status.state, "detail": status.detail})
+        listed = sorted(({o.guide for o in catalog.overlays} | set(all_guides)) if guide is None else {guide})
+        helpers = {g: [o for o in found if o.guide == g and statuses[o.path].state == "helper"] for g in listed}
+        guide_contents = [contents(source, g, helpers[g]).to_dict() for g in listed]
         unsupported = []
         for directory in catalog.unsupported:
             found = [(path, reader.inspect(d)) for d, path in kustomizations_below(source, directory.directory)]
@@ -180,7 +239,11 @@ def describe_guides(
                                 "detail": f"no registered profile has upstream_variant {directory.name!r}"})
         return {
             "source": source.to_dict(),
-            "guides": sorted({o["guide"] for o in overlays} | {u["guide"] for u in unsupported}),
+            "guides": sorted(set(listed) | {u["guide"] for u in unsupported}),
+            "contents": guide_contents,
+            "shared": {"router_base": ROUTER_BASE if (source.root / ROUTER_BASE).is_file() else None,
+                       "gateways": [p for d, p in kustomizations_below(source, str(source.root / GATEWAYS))]
+                       if (source.root / GATEWAYS).is_dir() else []},
             "overlays": overlays,
             "unsupported": unsupported,
             "skipped": [s.to_dict() for s in catalog.skipped],

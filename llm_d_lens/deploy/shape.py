@@ -23,8 +23,10 @@ from llm_d_lens.deploy.workloads import (
     DRA_API_VERSION,
     DeviceView,
     PodTemplate,
+    all_pod_templates,
     container_resources,
     filled,
+    is_placeholder_image,
     pod_templates,
     request_class,
     template_requests,
@@ -53,6 +55,7 @@ class FitOptions:
     pci_allow: tuple[str, ...] = ()
     runtime_classes: tuple[RuntimeClassRef, ...] | None = None  # None: not known
     resource_name: str | None = None  # one of the mode's resource_names; default the first
+    image_policy: str = "keep"  # "keep": upstream's pins stay; "profile": the profile's runtime_image replaces managed ones
 
 
 @dataclass
@@ -63,6 +66,7 @@ class FitResult:
     counts: dict[str, int] = field(default_factory=dict)  # workload display -> devices per pod
     count_sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    images: list[dict[str, str]] = field(default_factory=list)  # per model-server container: kept, filled, replaced
 
 
 def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, DeploymentMode]:
@@ -180,13 +184,18 @@ class Fitter:
         self.view = DeviceView(self.resolver, objects)
         self.result = FitResult([], self.mode_name, self.mode.request_model)
         self.dropped_templates: set[str] = set()
+        self.template_users: dict[str, set[int]] = {}  # template -> the pod specs that claim from it
+        for pod in all_pod_templates(objects):
+            for entry in pod.spec.get("resourceClaims") or []:
+                if isinstance(entry, dict) and entry.get("resourceClaimTemplateName"):
+                    self.template_users.setdefault(str(entry["resourceClaimTemplateName"]), set()).add(id(pod.spec))
         output: list[dict[str, Any]] = []
         for obj in objects:
-            created: list[dict[str, Any]] = []
+            self.created: list[dict[str, Any]] = []
             for pod in pod_templates(obj):
                 if self.view.is_accelerated(pod):
-                    created += self._fit_pod(pod)
-            output += created
+                    self.created += self._fit_pod(pod)
+            output += self.created
             output.append(obj)
         self.result.objects = [o for o in output if not (o.get("kind") == CLAIM_TEMPLATE_KIND
                                                            and o.get("metadata", {}).get("name") in self.dropped_templates)]
@@ -208,8 +217,10 @@ class Fitter:
             self.result.count_sources[pod.display] = source
             if self.mode.request_model == "extended-resource":
                 self._drop_claims(pod)
-                for container in targets:
-                    self._set_resources(container, self.resource_name, count)
+                # the pod's devices go to its first accelerated container: extended resources are
+                # not shared, so giving each container the pod's count would multiply it
+                for i, container in enumerate(targets):
+                    self._set_resources(container, self.resource_name if i == 0 else None, count)
                 self._note(pod, f"requests {self.resource_name}: {count} in limits and requests ({source})")
             else:
                 if self.pci and count > len(self.pci):
@@ -234,10 +245,11 @@ class Fitter:
     def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
         if self.options.count is not None:
             return self.options.count, "--count"
-        stated = [r.count for c in targets for r in self.view.requests(pod, c)
-                  if r.profile_id == self.profile.id and r.count is not None]
-        if stated:
-            return max(stated), "the overlay's own request"
+        stated = self.view.pod_requests(pod, self.profile.id, targets)
+        if len(stated) == 1 and stated[0].count:
+            return stated[0].count, "the overlay's own request"
+        if stated and (total := sum(r.count or 0 for r in stated)):
+            return total, f"the overlay's own requests, summed: {' + '.join(r.describe() for r in stated)}"
         flags = [p for c in targets if (p := parallelism(c)) is not None]
         if flags:
             return max(flags), "tensor × pipeline parallel size in the model server's flags"
@@ -265,8 +277,12 @@ class Fitter:
 
     # -- DRA claims -------------------------------------------------------------------------
 
-    def _drop_claims(self, pod: PodTemplate) -> None:
-        """Take every accelerator request out of the pod's claims (and claims left empty out of the pod)."""
+    def _drop_claims(self, pod: PodTemplate, keep: tuple[str, str, dict[str, Any]] | None = None) -> None:
+        """Take every accelerator request out of the pod's claims (and claims left empty out of the pod).
+
+        ``keep`` is the (pod claim, template, request) that now carries the pod's whole count; every other
+        accelerator claim and request goes, so the devices are not asked for twice.
+        """
         entries = [e for e in pod.spec.get("resourceClaims") or [] if isinstance(e, dict)]
         kept_entries = []
         dropped_claims: set[str] = set()
@@ -278,17 +294,30 @@ class Fitter:
                 kept_entries.append(entry)
                 continue
             requests = template_requests(template)
-            accelerator = [r for r in requests if self.view.class_owner(request_class(r))]
+            kept_request = keep[2] if keep is not None and keep[1] == template_name else None
+            if kept_request is not None and entry.get("name") != keep[0]:
+                dropped_claims.add(str(entry.get("name")))  # another claim on the kept template: one allocation
+                self._note(pod, f"dropped claim {entry.get('name')} (its devices are counted in claim {keep[0]})")
+                continue
+            accelerator = [r for r in requests if self.view.class_owner(request_class(r)) and r is not kept_request]
             if not accelerator:
                 kept_entries.append(entry)
                 continue
             removed = {str(r.get("name")) for r in accelerator}
             classes = ", ".join(sorted({str(request_class(r)) for r in accelerator}))
             if len(accelerator) == len(requests):
-                self.dropped_templates.add(str(template_name))
                 dropped_claims.add(str(entry.get("name")))
-                self._note(pod, f"dropped ResourceClaimTemplate {template_name} ({classes})")
+                if self._shared(str(template_name), pod):  # another pod still claims from it
+                    self._note(pod, f"dropped claim {entry.get('name')} on ResourceClaimTemplate {template_name} ({classes})")
+                else:
+                    self.dropped_templates.add(str(template_name))
+                    self._note(pod, f"dropped ResourceClaimTemplate {template_name} ({classes})")
             else:
+                positions = [i for i, r in enumerate(requests) if any(r is a for a in accelerator)]
+                template_name = self._private(pod, str(template_name))
+                template = self.view.templates[template_name]
+                requests = template_requests(template)
+                accelerator = [requests[i] for i in positions]
                 devices = template["spec"]["spec"]["devices"]
                 devices["requests"] = [r for r in requests if r not in accelerator]
                 _prune_constraints(devices, removed)
@@ -316,14 +345,20 @@ class Fitter:
         """Reuse the pod's own claim on this hardware when it has one; otherwise add a template."""
         mode = self.mode
         assert mode.device_class and mode.claim_request_name
+        if self._keep_claims(pod, targets, count):
+            return []
         for container in targets:
             for claim, template_name, request in self.view.claims(pod, container):
                 if request is None or template_name is None or self.view.class_owner(request_class(request)) != self.profile.id:
                     continue
+                position = next(i for i, r in enumerate(template_requests(self.view.templates[template_name])) if r is request)
+                template_name = self._private(pod, template_name)
                 template = self.view.templates[template_name]
+                request = template_requests(template)[position]
                 old_name = request.get("name")
                 self._shape_request(template, request, count)
                 self._rename_request_uses(pod, claim, old_name, mode.claim_request_name)
+                self._drop_claims(pod, keep=(claim, template_name, request))
                 for other in targets:
                     _use_claim(other, claim)
                 self._note(pod, f"requests {count} × {mode.device_class} through the overlay's ResourceClaimTemplate "
@@ -349,6 +384,46 @@ class Fitter:
             _use_claim(container, claim_name)
         self._note(pod, f"requests {count} × {mode.device_class} through new ResourceClaimTemplate {template_name} ({source})")
         return [template]
+
+    def _keep_claims(self, pod: PodTemplate, targets: list[dict[str, Any]], count: int) -> bool:
+        """Keep the overlay's own claims when they already are this mode's request for ``count`` devices.
+
+        Upstream may pair each GPU with a NIC on the same PCIe root (four claims of one GPU and one
+        NIC each); folding those into one claim of four would lose the pairing, so claims that are
+        already right are left as they are.
+        """
+        own = self.view.pod_requests(pod, self.profile.id, targets)
+        resources = [r for c in targets for r in self.view.requests(pod, c) if r.kind == "resource" and r.profile_id == self.profile.id]
+        if (not own or resources or self.pci or sum(r.count or 0 for r in own) != count
+                or any(r.kind != "claim" or r.key != self.mode.device_class for r in own)):
+            return False
+        for name in sorted({str(r.template) for r in own}):
+            template = self.view.templates[name]
+            if template.get("apiVersion") != DRA_API_VERSION:
+                return False  # an older claim API: rewritten in the v1 shape below
+        claims = sorted({str(r.claim) for r in own})
+        self._note(pod, f"keeps the overlay's {len(claims)} claim(s) {', '.join(claims)}: {count} × {self.mode.device_class}")
+        return True
+
+    def _shared(self, template_name: str, pod: PodTemplate) -> bool:
+        return bool(self.template_users.get(template_name, set()) - {id(pod.spec)})
+
+    def _private(self, pod: PodTemplate, template_name: str) -> str:
+        """A template only this pod claims from: ``template_name``, or a copy of it when other pods share it."""
+        if not self._shared(template_name, pod):
+            return template_name
+        copied = copy.deepcopy(self.view.templates[template_name])
+        name = _unique(f"{template_name}-{pod.name}", set(self.view.templates))
+        copied["metadata"]["name"] = name
+        self.view.templates[name] = copied
+        self.created.append(copied)
+        for entry in pod.spec.get("resourceClaims") or []:
+            if isinstance(entry, dict) and entry.get("resourceClaimTemplateName") == template_name:
+                entry["resourceClaimTemplateName"] = name
+        self.template_users[template_name].discard(id(pod.spec))
+        self.template_users.setdefault(name, set()).add(id(pod.spec))
+        self._note(pod, f"claims from its own copy {name} of ResourceClaimTemplate {template_name}, which other pods share")
+        return name
 
     def _shape_request(self, template: dict[str, Any], request: dict[str, Any], count: int) -> None:
         """The mode's device class, request name, count and PCI selector, in the v1 shape."""
@@ -417,16 +492,39 @@ class Fitter:
                    + "; the default runtime is used")
 
     def _image(self, pod: PodTemplate, container: dict[str, Any]) -> None:
+        """Upstream's pinned image is kept; the profile's fills a placeholder, and replaces a pin only when asked.
+
+        ``--revision X`` must reproduce what X pinned, so a pin (a nightly, an ``-ironwood`` build, an
+        older tag) is never swapped silently for the profile's ``runtime_image``.
+        """
         deployment = self.profile.deployment
         image = container.get("image")
-        if not deployment.runtime_image or not isinstance(image, str) or image == deployment.runtime_image:
+        name = str(container.get("name", "?"))
+        runtime = deployment.runtime_image
+        if not isinstance(image, str):
+            return
+        if is_placeholder_image(image):
+            if runtime:
+                container["image"] = runtime
+                self._image_row(pod, name, image, runtime, "filled", "a placeholder, filled with the profile's runtime_image")
+            else:
+                self._image_row(pod, name, image, image, "placeholder", "a placeholder, and the profile has no runtime_image")
             return
         managed = {image_repository(r) for r in deployment.managed_image_repositories}
-        if image_repository(image) in managed:
-            container["image"] = deployment.runtime_image
-            self._note(pod, f"container {container.get('name')}: image {image} -> {deployment.runtime_image} (managed repository)")
+        if (self.options.image_policy == "profile" and runtime and image != runtime
+                and image_repository(image) in managed):
+            container["image"] = runtime
+            self._image_row(pod, name, image, runtime, "replaced", "--image-policy profile: a repository the profile manages")
+        elif self.options.image_policy == "profile" and runtime and image != runtime:
+            self._image_row(pod, name, image, image, "kept", "pinned upstream, not from a repository the profile manages")
         else:
-            self._note(pod, f"container {container.get('name')}: kept image {image} (not from a repository Lens manages)")
+            self._image_row(pod, name, image, image, "kept", "pinned upstream")
+
+    def _image_row(self, pod: PodTemplate, container: str, upstream: str, image: str, action: str, why: str) -> None:
+        self.result.images.append({"workload": pod.display, "container": container, "upstream": upstream,
+                                   "image": image, "action": action, "reason": why})
+        shown = f"image {upstream} -> {image}" if image != upstream else f"image {image}"
+        self._note(pod, f"container {container}: {action} {shown} ({why})")
 
 
 def fit(rendered: list[dict[str, Any]], profile: HardwareProfile, options: FitOptions, resolver: Resolver) -> FitResult:

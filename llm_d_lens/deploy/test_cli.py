@@ -60,7 +60,7 @@ def test_guides_of_a_guide_the_source_lacks_is_an_error_naming_the_guides_there(
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "dmeo", "-o", "json"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, recipes, serving/multimodal\n"
+    assert captured.err == f"error: GUIDE_NOT_FOUND: guide 'dmeo' has no overlays in llm-d source {tree}; guides there: demo, flat-tpu, serving/multimodal\n"
     # a guide that exists but has no overlay for the hardware asked for is an empty listing, not an error
     assert main(["deploy", "guides", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "gaudi", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["overlays"] == []
@@ -199,3 +199,18 @@ def test_an_empty_pci_address_is_a_usage_error_not_a_dropped_allowlist(tree: Pat
 def test_an_absurd_count_is_a_usage_error(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--count", "100000"])
     assert code == 2 and "--count" in capsys.readouterr().err
+
+
+@needs_kustomize
+def test_image_policy_keeps_pins_by_default_and_replaces_managed_images_when_asked(tree: Path,
+                                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "rocm", "--report", "json"]
+    assert main(args) == 0
+    (kept,) = json.loads(capsys.readouterr().out)["images"]
+    assert (kept["action"], kept["image"]) == ("kept", "ghcr.io/llm-d/llm-d-rocm:v0.0.1")  # older than the profile's v0.7.0
+    assert main([*args, "--image-policy", "profile"]) == 0
+    (replaced,) = json.loads(capsys.readouterr().out)["images"]
+    assert (replaced["action"], replaced["upstream"], replaced["image"]) == (
+        "replaced", "ghcr.io/llm-d/llm-d-rocm:v0.0.1", "ghcr.io/llm-d/llm-d-rocm:v0.7.0")
+    assert main([*args, "--image-policy", "newest"]) == 2
+    assert "--image-policy" in capsys.readouterr().err

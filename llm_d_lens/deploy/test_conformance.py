@@ -10,6 +10,7 @@ The expected overlays, counts and shapes below were read by hand from the upstre
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,7 +93,7 @@ def test_every_variant_directory_is_a_profile_or_listed_unsupported() -> None:
     checked = 0
     for guide_dir in sorted((ROOT / "guides").iterdir()):
         modelserver = guide_dir / "modelserver"
-        if not modelserver.is_dir():
+        if not modelserver.is_dir() or guide_dir.name == "recipes":  # the shared recipe library, not a guide
             continue
         for variant in sorted(p.name for p in modelserver.iterdir() if p.is_dir()):
             key = (guide_dir.name, variant)
@@ -137,6 +138,11 @@ def test_the_broken_upstream_overlay_fails_to_render_naming_the_file() -> None:
     assert raised.value.message.startswith(f"kustomize could not render {path}")
 
 
+def upstream_request_names(path: str) -> set[str]:
+    return {r["name"] for o in upstream_objects(path) if o["kind"] == "ResourceClaimTemplate"
+            for r in o["spec"]["spec"]["devices"]["requests"]}
+
+
 def modes() -> list[tuple[str, str, str, str, int, str]]:
     registry = get_registry()
     return [(*row, mode) for row in PRESENT for mode in registry.get(row[0]).effective_modes()]
@@ -167,7 +173,8 @@ def test_every_overlay_renders_with_the_shape_of_every_access_mode(hardware: str
         template = templates[claim["resourceClaimTemplateName"]]
         assert template["apiVersion"] == "resource.k8s.io/v1"
         (request,) = template["spec"]["spec"]["devices"]["requests"]
-        assert request["name"] == spec.claim_request_name
+        # a claim the overlay already had keeps upstream's request name; one Lens adds uses the profile's
+        assert request["name"] in {spec.claim_request_name, *upstream_request_names(path)}
         assert (request["exactly"]["deviceClassName"], request["exactly"]["count"]) == (spec.device_class, count)
     elif spec.request_model == "extended-resource":
         assert templates == {}
@@ -198,3 +205,102 @@ def test_a_source_without_gaudi_overlays_says_so(tmp_path: Path) -> None:
     with pytest.raises(OverlayNotFound) as raised:
         render(RenderRequest(guide=GUIDE, hardware="gaudi"), root=copy, runner=MemoRunner())
     assert raised.value.message.startswith("no overlay for intel-gaudi in this llm-d source (guide optimized-baseline)")
+
+
+#: wide-ep-lws keeps its accelerator labels in decode.yaml/prefill.yaml, not in any Kustomization;
+#: every LeaderWorkerSet worker asks for nvidia.com/gpu: 8 (read from base/decode.yaml and prefill.yaml)
+WIDE_EP = [name for name in ("gke", "coreweave", "dgx-cloud-gb200", "topology-aware/gke")
+           if ROOT is not None and (ROOT / "guides/wide-ep-lws/modelserver/gpu/vllm" / name).is_dir()]
+
+
+@needs_kustomize
+@pytest.mark.parametrize("name", WIDE_EP)
+@pytest.mark.parametrize("mode", ["plugin", "dra"])
+def test_wide_ep_overlays_labelled_in_their_resources_render_in_every_mode(name: str, mode: str) -> None:
+    result = render(RenderRequest(guide="wide-ep-lws", hardware="nvidia", model_server="vllm", overlay=name, mode=mode),
+                    root=ROOT, runner=MemoRunner())
+    assert result.choice.status.state == "ok"
+    assert set(result.fitted.counts.values()) == {8} and len(result.fitted.counts) == 2
+    assert [w.code for w in result.warnings if w.code != "DEVICE_NOT_REGISTERED"] == []  # RDMA NICs are not Lens's
+
+
+# -- every target of the tree, in every mode, against `kubectl kustomize` of the same directory -------
+
+
+def targets() -> list[tuple[str, str, str, str, str]]:
+    """(guide, hardware, model server, overlay, path) of every overlay the listing calls a target (status ok)."""
+    if ROOT is None:
+        return []
+    rows = describe_guides(root=ROOT)["overlays"]
+    return [(r["guide"], r["hardware"], r["model_server"], r["overlay"], r["path"]) for r in rows if r["status"] == "ok"]
+
+
+def target_modes() -> list[tuple[tuple[str, str, str, str, str], str]]:
+    registry = get_registry()
+    return [(row, mode) for row in targets() for mode in registry.get(row[1]).effective_modes()]
+
+
+def upstream_objects(path: str) -> list[dict[str, Any]]:
+    assert ROOT is not None
+    from llm_d_lens.deploy.render import parse_manifests
+
+    return parse_manifests(MemoRunner().run(["kubectl", "kustomize", str(ROOT / path)]).stdout, path)
+
+
+def devices_per_pod(objects: list[dict[str, Any]], hardware: str) -> dict[str, int]:
+    """Workload -> devices of ``hardware`` per pod, summed over claims and resources (evaluate's own reading)."""
+    from llm_d_lens.evaluate.inference import pod_shapes
+    from llm_d_lens.hardware.resolution import Resolver
+
+    resolver = Resolver(get_registry())
+    counts: dict[str, int] = {}
+    for shape in pod_shapes(objects):
+        total = sum(n for c, n in shape.device_classes.items() if resolver.match_device_class(c).profile_id == hardware)
+        total += sum(n for r, n in shape.resources.items() if resolver.match_resource(r).profile_id == hardware)
+        if total:
+            counts[shape.source] = counts.get(shape.source, 0) + total
+    return counts
+
+
+def container_images(objects: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    return {(pod.display, str(c.get("name"))): str(c.get("image")) for pod in all_pod_templates(objects) for c in pod.containers()}
+
+
+@needs_kustomize
+@pytest.mark.parametrize("row,mode", target_modes(), ids=[f"{r[4].removeprefix('guides/')}-{m}" for r, m in target_modes()])
+def test_every_target_renders_like_kustomize_in_every_mode(row: tuple[str, str, str, str, str], mode: str) -> None:
+    guide, hardware, server, name, path = row
+    upstream = upstream_objects(path)
+    result = render(RenderRequest(guide=guide, hardware=hardware, model_server=server, overlay=name, mode=mode),
+                    root=ROOT, runner=MemoRunner())
+    assert result.choice.overlay.path == path
+    # objects: the same kinds and names; Lens only adds or drops accelerator claim templates
+    claim_kind = "ResourceClaimTemplate"
+    assert ({(o["kind"], o["metadata"]["name"]) for o in result.objects if o["kind"] != claim_kind}
+            == {(o["kind"], o["metadata"]["name"]) for o in upstream if o["kind"] != claim_kind})
+    # images: every pin kept; only a placeholder takes the profile's image
+    profile = get_registry().get(hardware)
+    before, after = container_images(upstream), container_images(result.objects)
+    assert after.keys() == before.keys()
+    for key, image in before.items():
+        assert after[key] == (profile.deployment.runtime_image if re.fullmatch(r"[A-Z][A-Z0-9_]*", image) else image), key
+    # accelerator count per pod: upstream's, summed over its claims and resources
+    spec = profile.effective_modes()[mode]
+    stated = devices_per_pod(upstream, hardware)
+    fitted = {k.split(" (")[0]: v for k, v in result.fitted.counts.items()}
+    for workload, count in stated.items():
+        if spec.request_model != "none":
+            assert fitted[workload] == count, workload
+    # the request shape of the mode
+    shapes = devices_per_pod(result.objects, hardware)
+    if spec.request_model == "none":
+        assert shapes == {}
+    else:
+        assert {w: n for w, n in shapes.items()} == fitted
+    view_classes = {r["exactly"]["deviceClassName"] for o in result.objects if o["kind"] == claim_kind
+                    for r in o["spec"]["spec"]["devices"]["requests"]}
+    if spec.request_model == "extended-resource":
+        assert spec.device_class is None or spec.device_class not in view_classes
+    elif spec.request_model == "dra":
+        assert spec.device_class in view_classes
+    assert [w.code for w in result.warnings if w.code != "DEVICE_NOT_REGISTERED"] == []

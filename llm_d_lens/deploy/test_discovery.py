@@ -37,10 +37,8 @@ def test_directories_no_profile_owns_are_reported_not_dropped(source: LlmdSource
     catalog = discover(source, get_registry())
     assert {(u.guide, u.name) for u in catalog.unsupported} == {
         ("demo", "npu"), ("demo", "components"),
-        # recipes/modelserver looks like a guide; its directories hold only shared bases
-        ("recipes", "base"),
-    }
-    assert catalog.guides() == ["demo", "flat-tpu", "recipes", "serving/multimodal"]
+    }  # recipes/modelserver looks like a guide, but guides/recipes is the shared recipe library
+    assert catalog.guides() == ["demo", "flat-tpu", "serving/multimodal"]
 
 
 def test_a_guide_filter_walks_only_that_guide(source: LlmdSource) -> None:

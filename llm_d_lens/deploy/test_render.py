@@ -65,13 +65,17 @@ def test_render_fit_and_validate_with_real_kustomize(tree: Path) -> None:
                                'device.attributes["resource.kubernetes.io"].pciBusID in ["0000:3b:00.0", "0000:86:00.0"]'}}]}}
     container = result.objects[1]["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"] == {"claims": [{"name": "gpu"}]}
-    assert container["image"] == "vllm/vllm-openai:v0.23.0"  # a managed repository: the profile's runtime image
+    assert container["image"] == "vllm/vllm-openai:v0.1.0"  # upstream's pin is kept
     assert result.explanation()[-4:] == [
         "access mode dra (dra)",
         "Deployment/decode: requests 2 × gpu.nvidia.com through new ResourceClaimTemplate decode-gpu (--count)",
         "Deployment/decode: tolerates nvidia.com/gpu (NoSchedule)",
-        "Deployment/decode: container modelserver: image vllm/vllm-openai:v0.1.0 -> vllm/vllm-openai:v0.23.0 (managed repository)",
+        "Deployment/decode: container modelserver: kept image vllm/vllm-openai:v0.1.0 (pinned upstream)",
     ]
+    replaced = render(RenderRequest(guide="demo", hardware="cuda", mode="dra", image_policy="profile"), root=tree)
+    assert replaced.to_dict()["images"] == [{
+        "workload": "Deployment/decode", "container": "modelserver", "upstream": "vllm/vllm-openai:v0.1.0",
+        "image": "vllm/vllm-openai:v0.23.0", "action": "replaced", "reason": "--image-policy profile: a repository the profile manages"}]
 
 
 @needs_kustomize
@@ -115,7 +119,8 @@ def test_a_new_hardware_renders_from_its_profile_alone(tmp_path: Path) -> None:
             "acc", "acme", up=4, image="registry.acme.example/serve:1.0",
             resources="limits:\n  acme.example/npu: 4\nrequests:\n  acme.example/npu: 4"),
     })
-    result = render(RenderRequest(guide="g1", hardware="acme-npu"), root=root, runner=CommandRunner(), registry=registry_of(ACME))
+    result = render(RenderRequest(guide="g1", hardware="acme-npu", image_policy="profile"), root=root, runner=CommandRunner(),
+                    registry=registry_of(ACME))
     template = result.objects[0]
     assert template["spec"]["spec"]["devices"]["requests"] == [
         {"name": "npu", "exactly": {"deviceClassName": "npu.acme.example", "allocationMode": "ExactCount", "count": 4}}]

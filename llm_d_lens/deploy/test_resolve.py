@@ -73,7 +73,7 @@ def test_hardware_whose_overlays_upstream_removed(source: LlmdSource) -> None:
 def test_an_unknown_guide_lists_the_guides(source: LlmdSource) -> None:
     with pytest.raises(GuideNotFound) as raised:
         choose(source, "nvidia", guide="inference-scheduling")
-    assert "guides there: demo, flat-tpu, recipes, serving/multimodal" in raised.value.message
+    assert "guides there: demo, flat-tpu, serving/multimodal" in raised.value.message
 
 
 @pytest.mark.parametrize("field,value", [("guide", "../demo"), ("guide", "/etc"), ("model_server", "../gpu"),

@@ -133,14 +133,27 @@ def test_count_comes_from_the_flags_when_the_overlay_states_none() -> None:
     assert run([deployment(GPU2)], "nvidia", mode="plugin", count=1).counts == {"Deployment/ob-decode": 1}
 
 
-def test_managed_images_are_replaced_and_custom_images_kept() -> None:
+def test_upstream_pins_are_kept_placeholders_filled_and_managed_images_replaced_only_when_asked() -> None:
     acme = registry_of(ACME)
     labels = {"llm-d.ai/accelerator-variant": "acc", "llm-d.ai/accelerator-vendor": "acme"}
-    managed = run([deployment(None, labels=labels, image="registry.acme.example/serve:1.0")], "acme", acme, mode="plugin")
-    assert managed.objects[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.acme.example/serve:2.0"
-    custom = run([deployment(None, labels=labels, image="my.registry/serve:patched")], "acme", acme, mode="plugin")
-    assert custom.objects[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "my.registry/serve:patched"
+
+    def image(result: Any) -> str:
+        return result.objects[0]["spec"]["template"]["spec"]["containers"][0]["image"]
+
+    pinned = [deployment(None, labels=labels, image="registry.acme.example/serve:1.0-nightly")]
+    kept = run(pinned, "acme", acme, mode="plugin")
+    assert image(kept) == "registry.acme.example/serve:1.0-nightly"  # a newer or older pin: --revision reproduces it
+    assert [(i["action"], i["image"]) for i in kept.images] == [("kept", "registry.acme.example/serve:1.0-nightly")]
+    replaced = run(pinned, "acme", acme, mode="plugin", image_policy="profile")
+    assert image(replaced) == "registry.acme.example/serve:2.0"
+    assert replaced.images[0]["action"] == "replaced" and replaced.images[0]["upstream"] == "registry.acme.example/serve:1.0-nightly"
+    custom = run([deployment(None, labels=labels, image="my.registry/serve:patched")], "acme", acme, mode="plugin",
+                 image_policy="profile")
+    assert image(custom) == "my.registry/serve:patched"  # not a repository the profile manages
     assert "kept image my.registry/serve:patched" in custom.notes[-1]
+    placeholder = run([deployment(None, labels=labels, image="REPLACE_MODEL_SERVER_IMAGE")], "acme", acme, mode="plugin")
+    assert image(placeholder) == "registry.acme.example/serve:2.0"
+    assert placeholder.images[0]["action"] == "filled"
     assert image_repository("docker.io/vllm/vllm-openai:v1@sha256:abc") == "vllm/vllm-openai"
     assert image_repository("localhost:5000/serve") == "localhost:5000/serve"
 

@@ -21,6 +21,7 @@ from llm_d_lens.deploy.workloads import (
     DeviceView,
     PodTemplate,
     all_pod_templates,
+    is_placeholder_image,
     request_class,
     template_requests,
 )
@@ -84,11 +85,18 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
         issues += _labels(pod, profile, resolver)
         requests = [r for c in pod.containers() for r in view.requests(pod, c)]
         for request in requests:
-            if request.profile_id is None:
+            if request.profile_id is None and request.count != 0:  # a limit of 0 asks for nothing
                 issues.append(Issue("warning", "DEVICE_NOT_REGISTERED", pod.display,
                                     f"container {request.container} asks for {request.describe()}, which resolves to no "
                                     f"registered hardware; Lens cannot check it"))
         issues += _shape(pod, requests, profile, mode_name, mode, counts.get(pod.display))
+    for pod in all_pod_templates(objects):
+        for container in [*pod.containers(), *(c for c in pod.spec.get("initContainers") or [] if isinstance(c, dict))]:
+            image = container.get("image")
+            if isinstance(image, str) and is_placeholder_image(image):
+                issues.append(Issue("error", "PLACEHOLDER_IMAGE", pod.display,
+                                    f"container {container.get('name')} keeps the placeholder image {image}, which no "
+                                    f"registry serves; upstream fills it in an overlay built on this one"))
     if mode.request_model != "dra":
         for obj in objects:
             if obj.get("kind") == CLAIM_TEMPLATE_KIND:

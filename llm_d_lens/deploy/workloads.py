@@ -8,6 +8,7 @@ in one place means the validator checks exactly what the fitter wrote.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from llm_d_lens.hardware.resolution import VARIANT_LABEL, Resolver
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
+#: An image that is a recipe's placeholder (``REPLACE_MODEL_SERVER_IMAGE``): one upper-case word, no registry or tag.
+PLACEHOLDER_IMAGE = re.compile(r"[A-Z][A-Z0-9_]*")
 CLAIM_TEMPLATE_KIND = "ResourceClaimTemplate"
 DRA_API_VERSION = "resource.k8s.io/v1"
 
@@ -69,12 +72,17 @@ class DeviceRequest:
     profile_id: str | None  # the registered hardware it resolves to
     template: str | None = None  # the ResourceClaimTemplate, for claims
     request: str | None = None  # the request name inside it, for claims
+    claim: str | None = None  # the pod's resourceClaims entry, for claims
 
     def describe(self) -> str:
         if self.kind == "resource":
             return f"{self.key}: {self.count if self.count is not None else '?'}"
         where = f"ResourceClaimTemplate {self.template}" if self.template else "a ResourceClaim"
         return f"{self.count if self.count is not None else '?'} × {self.key} ({where}, request {self.request})"
+
+
+def is_placeholder_image(image: str) -> bool:
+    return PLACEHOLDER_IMAGE.fullmatch(image) is not None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -176,7 +184,8 @@ class DeviceView:
         for claim, template_name, request in self.claims(pod, container):
             device_class = request_class(request) if request is not None else None
             found.append(DeviceRequest(name, "claim", device_class or "?", request_count(request) if request else None,
-                                       self.class_owner(device_class), template_name, request.get("name") if request else claim))
+                                       self.class_owner(device_class), template_name,
+                                       request.get("name") if request else claim, claim))
         return found
 
     def claims(self, pod: PodTemplate, container: dict[str, Any]) -> Iterator[tuple[str, str | None, dict[str, Any] | None]]:
@@ -194,6 +203,28 @@ class DeviceView:
             for request in template_requests(template):
                 if use.get("request") in (None, request.get("name")):
                     yield str(use.get("name")), str(template_name), request
+
+    def pod_requests(self, pod: PodTemplate, profile_id: str,
+                     containers: list[dict[str, Any]] | None = None) -> list[DeviceRequest]:
+        """The requests for ``profile_id`` that stated a count, each allocation once.
+
+        A pod may ask through several claims (one per device, four for a tensor-parallel-4 engine) or
+        several requests in one claim; each is its own allocation, so their counts add up. A claim two
+        containers share is one allocation and is listed once.
+        """
+        found: list[DeviceRequest] = []
+        seen: set[tuple[str | None, str | None, str | None]] = set()
+        for container in pod.containers() if containers is None else containers:
+            for request in self.requests(pod, container):
+                if request.profile_id != profile_id or request.count is None:
+                    continue
+                if request.kind == "claim":
+                    key = (request.claim, request.template, request.request)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                found.append(request)
+        return found
 
     def is_accelerated(self, pod: PodTemplate) -> bool:
         """A model-server pod: it asks for registered hardware, or llm-d labelled it with a variant."""

@@ -32,27 +32,43 @@ def _summary(profile: Any, origins: list[Any]) -> dict[str, Any]:
     }
 
 
+def _failure_row(failure: Any) -> dict[str, Any]:
+    """A plugin that is not registered, as a ``list`` row: named, with its distribution and why."""
+    return {"id": failure.profile_id or failure.name, "status": failure.kind, "entry_point": failure.name,
+            "group": failure.group, "distribution": failure.distribution, "reason": failure.reason}
+
+
 @app.command("list")
 def list_profiles(output: OutputFormat = OutputOption) -> None:
-    """Every registered hardware profile."""
+    """Every registered hardware profile, then every plugin that was skipped and why."""
+    from llm_d_lens.hardware import notice
     from llm_d_lens.hardware.registry import get_registry
 
     registry = get_registry()
-    rows = [_summary(p, registry.origins(p.id)) for p in registry.profiles()]
+    rows = [{**_summary(p, registry.origins(p.id)), "status": "registered"} for p in registry.profiles()]
+    failed = [_failure_row(f) for f in registry.failures]
+    notice.shown = True
 
     def table(rows: list[dict[str, Any]]) -> Any:
+        from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
-        t = Table(title=f"{len(rows)} hardware profiles (registry {registry.version_hash()})")
+        t = Table(title=f"{len(registry)} hardware profiles (registry {registry.version_hash()})")
         for column in ("id", "name", "request model / access modes", "llm-d variant/vendor", "benchmark", "from"):
             t.add_column(column)
         for r in rows:
+            if r["status"] != "registered":
+                continue
             modes = ", ".join(f"{m} ({rm})" for m, rm in r["access_modes"].items())
             t.add_row(r["id"], r["display_name"], modes, ", ".join(r["upstream"]),
                       r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"]))
-        return t
+        parts: list[Any] = [t]
+        for f in failed:
+            parts.append(Text(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}", style="red"))
+        return Group(*parts)
 
-    emit(rows, output, table)
+    emit([*rows, *failed], output, table)
 
 
 @app.command("show")
@@ -220,34 +236,49 @@ def _parse_labels(items: list[str]) -> dict[str, str]:
     return labels
 
 
+@app.command("new")
+def new(
+    profile_id: str = typer.Argument(..., metavar="ID", help="The profile id (also the entry-point name)."),
+    vendor: str = typer.Option(..., "--vendor", help="Vendor name, lower-case (the llm-d accelerator-vendor label)."),
+    display_name: str | None = typer.Option(None, "--display-name", help="Human name (default: from ID)."),
+    request_model: str = typer.Option("extended-resource", "--request-model", help="extended-resource or dra."),
+    resource_name: str | None = typer.Option(None, "--resource-name", help="Extended resource, e.g. vendor.com/npu."),
+    device_class: str | None = typer.Option(None, "--device-class", help="DRA DeviceClass, e.g. npu.vendor.com."),
+    node_label: str = typer.Option(..., "--node-label", help="KEY=VALUE marking nodes with the hardware."),
+    provider: bool = typer.Option(False, "--provider", help="Also write a provider stub and its entry point."),
+    directory: Path | None = typer.Option(None, "--dir", help="Where to write (default: ./ID-lens); must be new or empty."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Write an installable external plugin package for a new hardware (profile, entry points, tests)."""
+    from llm_d_lens.hardware.scaffold import ScaffoldRequest, write
+
+    if request_model not in ("extended-resource", "dra"):
+        raise typer.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
+    [(key, value)] = _parse_labels([node_label]).items()
+    req = ScaffoldRequest(profile_id, vendor, display_name or profile_id.replace("-", " ").title(), request_model,
+                          resource_name, device_class, (key, value), provider, directory or Path(f"{profile_id}-lens"))
+    written = write(req)
+    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written]}
+
+    def table(result: dict[str, Any]) -> Any:
+        from rich.text import Text
+
+        lines = [f"wrote {result['distribution']} in {result['directory']}:"] + [f"  {f}" for f in result["files"]]
+        lines.append(f"next: pip install {result['directory']} && lens hardware show {profile_id}")
+        return Text("\n".join(lines))
+
+    emit(result, output, table)
+
+
 @app.command("doctor")
 def doctor(output: OutputFormat = OutputOption) -> None:
-    """Discover everything, import every provider, and report what failed and why."""
-    from llm_d_lens.hardware.discovery import discover
-    from llm_d_lens.hardware.registry import Registry, set_registry
-    from llm_d_lens.hardware.settings import PluginSettings
+    """Load every plugin afresh (no cache), import every provider, and report what failed and why.
 
-    settings = PluginSettings.from_env()
-    found = discover(settings)
-    report: dict[str, Any] = {"profiles": [], "failures": [], "skipped": [f.to_dict() for f in found.skipped],
-                              "conflict": None, "settings": {"autoload": settings.autoload,
-                              "allow": sorted(settings.allow) if settings.allow is not None else None,
-                              "block": sorted(settings.block)}}
-    try:
-        registry = Registry.from_discovery(found)
-    except RegistrationConflict as exc:
-        report["conflict"] = {"message": exc.message, **exc.details}
-        registry = None
-    if registry is not None:
-        set_registry(registry)
-        registry.load_all_providers()
-        for p in registry.profiles():
-            provider = registry.provider(p.id) if not _failed(registry, p.id) else None
-            report["profiles"].append({"id": p.id, "origins": [str(o) for o in registry.origins(p.id)],
-                                       "provider": type(provider).__name__ if provider is not None else None})
-        report["version_hash"] = registry.version_hash()
-    report["failures"] = [f.to_dict() for f in (registry.failures if registry else found.failures)]
-    report["ok"] = not report["failures"] and report["conflict"] is None
+    Exits 1 while any plugin failure or conflict exists, so it can gate a deployment.
+    """
+    from llm_d_lens.hardware.doctor import doctor_report
+
+    report = doctor_report()
 
     def table(report: dict[str, Any]) -> Any:
         from rich.console import Group
@@ -261,10 +292,8 @@ def doctor(output: OutputFormat = OutputOption) -> None:
         for p in report["profiles"]:
             t.add_row(p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"]))
         parts.append(t)
-        if report["conflict"]:
-            parts.append(Text(f"✗ {report['conflict']['message']}", style="red bold"))
         for f in report["failures"]:
-            parts.append(Text(f"✗ {f['group']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
+            parts.append(Text(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
         for s in report["skipped"]:
             parts.append(Text(f"- skipped {s['name']!r} from {s['distribution']}: {s['reason']}", style="yellow"))
         if report["ok"]:
@@ -274,7 +303,3 @@ def doctor(output: OutputFormat = OutputOption) -> None:
     emit(report, output, table)
     if not report["ok"]:
         raise typer.Exit(1)
-
-
-def _failed(registry: Any, profile_id: str) -> bool:
-    return any(f.profile_id == profile_id and f.group.endswith("providers") for f in registry.failures)

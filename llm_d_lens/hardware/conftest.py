@@ -76,13 +76,15 @@ class PluginFactory:
         module_source: str = "",
         profile_entry_points: dict[str, str] | None = None,
         provider_entry_points: dict[str, str] | None = None,
+        module: str | None = None,
+        groups: dict[str, dict[str, str]] | None = None,
     ) -> str:
         """Create an installed-looking distribution; returns its module name.
 
         ``profiles`` maps entry-point name -> payloads its ``load_profiles`` returns (written as
         JSON package data, read back at load time like a real plugin does).
         """
-        module = dist.replace("-", "_") + "_lens"
+        module = module or dist.replace("-", "_") + "_lens"
         package = self.root / module
         package.mkdir()
         source = ["import json, pathlib", "HERE = pathlib.Path(__file__).parent", ""]
@@ -104,6 +106,9 @@ class PluginFactory:
         if provider_entry_points:
             lines.append("[llm_d_lens.hardware.providers]")
             lines += [f"{k} = {v}" for k, v in provider_entry_points.items()]
+        for group, declared in (groups or {}).items():  # other groups (telemetry providers...)
+            lines.append(f"[{group}]")
+            lines += [f"{k} = {v}" for k, v in declared.items()]
         (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
         self.modules.append(module)
         return module
@@ -137,7 +142,9 @@ def fresh_registry() -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
-def _forget_registry() -> Iterator[None]:
+def _forget_registry(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # plugin load results are cached per installed set; a test's cache must not outlive it
+    monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path_factory.mktemp("lens-cache")))
     yield
     set_registry(None)
 

@@ -1,8 +1,9 @@
 """Finds every hardware profile and provider: bundled JSON plus two entry-point groups.
 
-One path for built-ins and plugins alike. A plugin that fails to import, to load or to validate
-is recorded as a :class:`LoadFailure` and the others carry on; an identity conflict between two
-profiles is not isolated but raised, since registering either would silently shadow the other.
+One path for built-ins and plugins alike. A plugin that fails in any way (import, ``load_profiles()``,
+its payload, validation, a hang, stray output) is recorded as a :class:`LoadFailure` and the others
+carry on; an identity conflict is settled here too (``conflicts.py``: built-ins win, rival plugins
+are both skipped), so building the registry never fails for a plugin's sake.
 Provider entry points are only recorded here: they are imported on first use (``registry.py``).
 """
 
@@ -17,9 +18,10 @@ from typing import Any
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
+from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
 from llm_d_lens.hardware.loader import validate_payload
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, normalize_dist
+from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_own, normalize_dist
 
 PROFILES_GROUP = "llm_d_lens.hardware.profiles"
 PROVIDERS_GROUP = "llm_d_lens.hardware.providers"
@@ -27,20 +29,30 @@ PROVIDERS_GROUP = "llm_d_lens.hardware.providers"
 
 @dataclass(frozen=True)
 class LoadFailure:
-    """A plugin (or bundled file) that could not be registered, and why."""
+    """A plugin (or bundled file) that could not be registered, and why.
+
+    ``kind`` says how it failed: import, call, payload, not-callable, output, timeout, crashed
+    (while loading), invalid (schema or rules), conflict (an identity another profile owns),
+    provider (a refused or broken provider), or skipped (a setting left it out).
+    """
 
     group: str
     name: str  # entry-point name, or the bundled file name
     distribution: str
     reason: str
     profile_id: str | None = None
+    kind: str = "load"
+    details: dict[str, Any] | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.group}: {self.name!r} from {self.distribution}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"group": self.group, "name": self.name, "distribution": self.distribution,
-                "reason": self.reason, "profile_id": self.profile_id}
+        out = {"group": self.group, "name": self.name, "distribution": self.distribution,
+               "reason": self.reason, "profile_id": self.profile_id, "kind": self.kind}
+        if self.details:
+            out["details"] = self.details
+        return out
 
 
 @dataclass
@@ -48,6 +60,8 @@ class DiscoveredProfile:
     profile: HardwareProfile
     canonical: str  # the payload as sorted JSON: identical content is the same profile
     origins: list[ProfileOrigin]
+    #: PEP 503 names of the third-party distributions that returned it (empty for a built-in)
+    distributions: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -68,14 +82,12 @@ class Discovery:
 
 
 def _dist_label(ep: EntryPoint) -> str:
-    dist = ep.dist
-    if dist is None:
-        return "an unknown distribution"
-    return f"{dist.name} {dist.version}"
+    name, version = dist_meta(ep)
+    return f"{name} {version}" if name else "an unknown distribution"
 
 
 def _dist_name(ep: EntryPoint) -> str:
-    return ep.dist.name if ep.dist is not None else ""
+    return dist_meta(ep)[0]
 
 
 def canonical(payload: Any) -> str:
@@ -99,15 +111,23 @@ def discover(
     profile_entry_points: list[EntryPoint] | None = None,
     provider_entry_points: list[EntryPoint] | None = None,
     include_bundled: bool = True,
+    use_cache: bool = True,
 ) -> Discovery:
-    """Everything registrable, validated, de-duplicated; conflicts are left to the registry."""
+    """Everything registrable, validated, de-duplicated and with its identity conflicts settled.
+
+    Built-in payloads (bundled JSON, and Lens's own entry points) load in this process; every
+    third-party entry point loads in a child process (``isolation.py``), so a plugin can fail in
+    any way and is only ever skipped and reported. ``use_cache=False`` reloads every plugin.
+    """
     settings = settings or PluginSettings.from_env()
+    forget_dist_meta()  # name and version read once per discovery: each read parses METADATA
     if profile_entry_points is None:
         profile_entry_points = list(entry_points(group=PROFILES_GROUP))
     if provider_entry_points is None:
         provider_entry_points = list(entry_points(group=PROVIDERS_GROUP))
     found = Discovery()
-    by_id: dict[str, DiscoveredProfile] = {}
+    builtins: list[DiscoveredProfile] = []
+    others: list[DiscoveredProfile] = []
     validated: dict[str, HardwareProfile] = {}  # canonical payload -> profile: a built-in's entry
     # point returns its bundled JSON again, and checking it twice would double the startup cost
 
@@ -117,15 +137,16 @@ def discover(
             validated[key] = validate_payload(payload, source)
         return validated[key]
 
-    def admit(profile: HardwareProfile, payload: Any, origin: ProfileOrigin) -> None:
+    def admit(into: list[DiscoveredProfile], profile: HardwareProfile, payload: Any, origin: ProfileOrigin,
+              dist: str | None) -> None:
         text = canonical(payload)
-        seen = by_id.get(profile.id)
-        if seen is not None and seen.canonical == text:
-            seen.origins.append(origin)  # the same payload seen twice is one profile
-            return
-        entry = DiscoveredProfile(profile, text, [origin])
-        found.profiles.append(entry)
-        by_id.setdefault(profile.id, entry)
+        for seen in (*builtins, *others):
+            if seen.profile.id == profile.id and seen.canonical == text:
+                seen.origins.append(origin)  # the same payload seen twice is one profile
+                if dist and seen in others:
+                    seen.distributions.add(dist)
+                return
+        into.append(DiscoveredProfile(profile, text, [origin], {dist} if dist else set()))
 
     if include_bundled:
         for name, text, origin in _bundled_payloads():
@@ -133,80 +154,136 @@ def discover(
                 payload = json.loads(text)
                 profile = check(payload, str(origin))
             except (ValueError, LensError) as exc:
-                found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc)))
+                found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc), kind="invalid"))
                 continue
-            if profile.id in settings.block:
-                found.skipped.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, "blocked by LENS_PROFILES_BLOCK", profile.id))
+            if settings.blocks(profile.id):
+                found.skipped.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, "blocked by LENS_PROFILES_BLOCK",
+                                                 profile.id, kind="skipped"))
                 continue
-            admit(profile, payload, origin)
+            admit(builtins, profile, payload, origin, None)
 
+    third_party: list[EntryPoint] = []
     for ep in sorted(profile_entry_points, key=lambda e: (normalize_dist(_dist_name(e)), e.name)):
         origin = ProfileOrigin("entry-point", _dist_label(ep), ep.name)
-        allowed, why = settings.admits_distribution(_dist_name(ep))
+        own = is_own(_dist_name(ep), ep.value)
+        allowed, why = (True, "") if own else settings.admits_distribution(_dist_name(ep))
         if not allowed:
-            found.skipped.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), why, ep.name))
+            found.skipped.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), why, ep.name, kind="skipped"))
             continue
-        if ep.name in settings.block:
-            found.skipped.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), "blocked by LENS_PROFILES_BLOCK", ep.name))
+        if settings.blocks(ep.name):
+            found.skipped.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), "blocked by LENS_PROFILES_BLOCK",
+                                             ep.name, kind="skipped"))
+            continue
+        if not own:
+            third_party.append(ep)
             continue
         try:
-            loaded = _load_entry_point_profiles(ep, str(origin), check)
+            loaded = _accept(ep, _call_in_process(ep), str(origin), check)
         except _PluginError as exc:
-            found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name))
+            found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name, kind=exc.kind))
             continue
         for profile, payload in loaded:
-            if profile.id not in settings.block:
-                admit(profile, payload, origin)
+            if not settings.blocks(profile.id):
+                admit(builtins, profile, payload, origin, None)
 
-    for ep in sorted(provider_entry_points, key=lambda e: (normalize_dist(_dist_name(e)), e.name)):
+    from llm_d_lens.hardware.isolation import load_entry_points
+
+    for ep, outcome in zip(third_party, load_entry_points(third_party, use_cache=use_cache)):
         origin = ProfileOrigin("entry-point", _dist_label(ep), ep.name)
-        allowed, why = settings.admits_distribution(_dist_name(ep))
-        if not allowed or ep.name in settings.block:
-            found.skipped.append(LoadFailure(PROVIDERS_GROUP, ep.name, _dist_label(ep), why or "blocked by LENS_PROFILES_BLOCK", ep.name))
+        try:
+            if outcome.error is not None:
+                raise _PluginError(outcome.error, outcome.kind or "load")
+            loaded = _accept(ep, outcome.payloads, str(origin), check)
+        except _PluginError as exc:
+            found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name, kind=exc.kind))
             continue
-        if ep.name not in by_id:
-            found.failures.append(LoadFailure(
-                PROVIDERS_GROUP, ep.name, _dist_label(ep), f"provider for {ep.name!r}, but no profile with that id is registered", ep.name
-            ))
-            continue
-        if ep.name in found.providers:
-            first = found.providers[ep.name].origin
-            found.failures.append(LoadFailure(
-                PROVIDERS_GROUP, ep.name, _dist_label(ep), f"provider for {ep.name!r} already registered by {first}", ep.name
-            ))
-            continue
-        found.providers[ep.name] = ProviderRef(ep.name, ep, origin)
+        for profile, payload in loaded:
+            if not settings.blocks(profile.id):
+                admit(others, profile, payload, origin, normalize_dist(_dist_name(ep)))
+
+    from llm_d_lens.hardware.conflicts import settle
+
+    admitted, conflicts = settle(builtins, others)
+    found.profiles = [*builtins, *admitted]
+    found.failures += conflicts
+    _admit_providers(found, provider_entry_points, settings, {e.profile.id: e for e in found.profiles},
+                     {f.profile_id for f in conflicts})
     return found
 
 
+def _admit_providers(found: Discovery, provider_entry_points: list[EntryPoint], settings: PluginSettings,
+                     by_id: dict[str, DiscoveredProfile], conflicted: set[str | None]) -> None:
+    """A provider is recorded only when the distribution that ships its profile declares it (seed §4)."""
+    for ep in sorted(provider_entry_points, key=lambda e: (normalize_dist(_dist_name(e)), e.name)):
+        origin = ProfileOrigin("entry-point", _dist_label(ep), ep.name)
+        own = is_own(_dist_name(ep), ep.value)
+        allowed, why = (True, "") if own else settings.admits_distribution(_dist_name(ep))
+        if not allowed or settings.blocks(ep.name):
+            found.skipped.append(LoadFailure(PROVIDERS_GROUP, ep.name, _dist_label(ep), why or "blocked by LENS_PROFILES_BLOCK",
+                                             ep.name, kind="skipped"))
+            continue
+
+        def refuse(reason: str) -> None:
+            found.failures.append(LoadFailure(PROVIDERS_GROUP, ep.name, _dist_label(ep), reason, ep.name, kind="provider"))
+
+        entry = by_id.get(ep.name)
+        if entry is None:
+            if ep.name in conflicted:
+                continue  # its profile was skipped for a conflict, already reported
+            refuse(f"provider for {ep.name!r}, but no profile with that id is registered")
+            continue
+        if own != (not entry.distributions):
+            owner = "Lens itself (built-in)" if not entry.distributions else ", ".join(sorted(entry.distributions))
+            refuse(f"provider for {ep.name!r} refused: that profile is declared by {owner}, and only the distribution "
+                   "that declares a profile may declare its provider")
+            continue
+        if not own and normalize_dist(_dist_name(ep)) not in entry.distributions:
+            refuse(f"provider for {ep.name!r} refused: that profile is declared by {', '.join(sorted(entry.distributions))}, "
+                   "and only the distribution that declares a profile may declare its provider")
+            continue
+        if ep.name in found.providers:
+            first = found.providers[ep.name].origin
+            refuse(f"provider for {ep.name!r} already registered by {first}")
+            continue
+        found.providers[ep.name] = ProviderRef(ep.name, ep, origin)
+
+
 class _PluginError(Exception):
-    pass
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
 
 
-def _load_entry_point_profiles(
-    ep: EntryPoint, source: str, check: Callable[[Any, str], HardwareProfile]
-) -> list[tuple[HardwareProfile, Any]]:
+def _call_in_process(ep: EntryPoint) -> Any:
+    """Lens's own ``load_profiles`` (trusted code): loaded here, no child process needed."""
     try:
         target = ep.load()
-    except Exception as exc:  # a plugin's import may raise anything; it must not stop the others
-        raise _PluginError(f"import of {ep.value} failed: {type(exc).__name__}: {exc}") from None
-    if not callable(target):
-        raise _PluginError(f"{ep.value} is not callable; it must be a load_profiles() returning a list of profiles")
-    try:
-        payloads = target()
+        if not callable(target):
+            raise _PluginError(f"{ep.value} is not callable; it must be a load_profiles() returning a list of profiles",
+                               "not-callable")
+        return target()
+    except _PluginError:
+        raise
     except Exception as exc:
-        raise _PluginError(f"{ep.value}() failed: {type(exc).__name__}: {exc}") from None
+        raise _PluginError(f"{ep.value} failed: {type(exc).__name__}: {exc}", "call") from None
+
+
+def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, str], HardwareProfile]
+            ) -> list[tuple[HardwareProfile, Any]]:
+    """Validate what an entry point returned: profile objects, one of them named like the entry point."""
     if isinstance(payloads, dict):
         payloads = [payloads]
     if not isinstance(payloads, (list, tuple)) or not payloads:
-        raise _PluginError(f"{ep.value}() must return a non-empty list of profile objects, got {type(payloads).__name__}")
+        raise _PluginError(f"{ep.value}() must return a non-empty list of profile objects, got {type(payloads).__name__}",
+                           "payload")
     loaded = []
     for payload in payloads:
         try:
             loaded.append((check(payload, source), payload))
         except ProfileInvalid as exc:
-            raise _PluginError(str(exc)) from None
+            raise _PluginError(str(exc), "invalid") from None
     ids = [profile.id for profile, _ in loaded]
     if ep.name not in ids:
-        raise _PluginError(f"entry point name {ep.name!r} must equal a profile id it returns (got {', '.join(ids)})")
+        raise _PluginError(f"entry point name {ep.name!r} must equal a profile id it returns (got {', '.join(ids)})",
+                           "invalid")
     return loaded

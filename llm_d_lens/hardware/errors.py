@@ -114,5 +114,14 @@ class AlreadyRegistered(LensError):
 
 
 class PluginLoadFailed(LensError):
+    """The hardware asked for exists only in a plugin that was skipped: the operator's to fix (503)."""
+
     code = "PLUGIN_LOAD_FAILED"
-    http_status = 500
+    http_status = 503
+
+
+class ScaffoldRefused(LensError):
+    """``lens hardware new`` was given flags that make no valid plugin, or a directory in use."""
+
+    code = "SCAFFOLD_REFUSED"
+    http_status = 422

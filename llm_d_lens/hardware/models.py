@@ -20,12 +20,14 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
-    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity"
+    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
+    # device health
+    "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
 ]
 
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -196,6 +198,26 @@ class Presence(Contract):
     timeout_seconds: int = Field(default=90, gt=0, le=3600, description="Longest wait for a labelled node after ensure_refs were applied.")
 
 
+class FallbackSource(Contract):
+    """A further place one quantity may come from, with its own metrics, matchers and unit.
+
+    It answers per device (or tile) only where every source before it has no series: another
+    exporter generation's names, a metric that replaces one not emitted in some mode (MIG), or a
+    degraded reading an older exporter allows (then ``note`` says what it lacks).
+    """
+
+    metrics: list[str] = Field(min_length=1, description="Exporter metric names.")
+    combine: Literal["first", "sum", "divide"] = Field(default="first", description="As in the quantity's own source.")
+    matchers: list[str] = Field(default_factory=list, description="PromQL label matchers for these metrics.")
+    unit: SourceUnit = Field(description="Unit these metrics are reported in; converted to the quantity's output_unit.")
+    scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
+    aggregation: Aggregation = Field(default="max", description="How series of one device (or tile) are collapsed.")
+    note: str | None = Field(
+        default=None, min_length=1,
+        description="What a reading from this source lacks; shown as a warning naming the devices it answered for.",
+    )
+
+
 class MetricSource(Contract):
     """Where one common quantity comes from in the vendor's exporter, and how to convert it."""
 
@@ -207,7 +229,10 @@ class MetricSource(Contract):
     matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
     unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
     scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
-    output_unit: OutputUnit = Field(description="The quantity's common unit: ratio, bytes, W, J or celsius.")
+    output_unit: OutputUnit = Field(
+        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started) "
+        "or code (the last event's code, 0 for none)."
+    )
     aggregation: Aggregation = Field(
         default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
     )
@@ -218,6 +243,10 @@ class MetricSource(Contract):
             "present; otherwise sum/avg/max/min folds the tiles, and first takes tile '0' (else any). none lists each "
             "tile as its own device."
         ),
+    )
+    fallbacks: list[FallbackSource] = Field(
+        default_factory=list,
+        description="Tried in order, per device (or tile), where the sources before have no series; same output_unit and tile_aggregation.",
     )
 
 
@@ -283,8 +312,19 @@ class MemoryModel(Contract):
     memory_gib: float = Field(gt=0, strict=False)
 
 
+class AicSystem(Contract):
+    """One row of the ordered table from an inventory product name to an AIC system name."""
+
+    product_pattern: str = Field(min_length=1, description="Regular expression searched, ignoring case, in the inventory's product name.")
+    system: str = Field(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
+
+
 class Planning(Contract):
     aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
+    aic_systems: list[AicSystem] = Field(
+        default_factory=list,
+        description="Ordered: the first row whose product_pattern matches a pool's product names its AIC system.",
+    )
     discovery: DiscoveryCommand | None = None
     memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
 
@@ -326,9 +366,29 @@ class Inventory(Contract):
     dra_partition: PartitionSelector | None = None
 
 
+#: The icons the console draws; a profile naming another gets the generic chip icon.
+UiIcon = Literal["Gpu", "Cpu", "Cloud", "Chip", "Server"]
+
+
+class TelemetryPanel(Contract):
+    """What the console's telemetry panel opens with for this hardware."""
+
+    quantity: Quantity = Field(default="utilization", description="The chart shown first (metric type).")
+    namespace: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Namespace the serving pods usually run in: the pods table's default filter (all namespaces when absent).",
+    )
+    range_minutes: int = Field(default=60, ge=5, le=7 * 24 * 60, description="The chart's default time range.")
+
+
 class UI(Contract):
-    icon: str | None = None
-    labels: LabelMap = Field(default_factory=dict)
+    """How the web console presents the hardware: its tab, icon, group and chart titles."""
+
+    icon: str | None = Field(default=None, description="One of Gpu, Cpu, Cloud, Chip, Server; others draw as Chip.")
+    labels: LabelMap = Field(default_factory=dict, description="vendor: the tab's vendor name; metric_group: the device kind (GPU, TPU, HPU...).")
+    order: int = Field(default=100, ge=0, le=10000, description="Tab position; ties sort by display name.")
+    chart_titles: dict[Quantity, str] = Field(default_factory=dict, description="Quantity -> chart title for this hardware (the console, Grafana panels); Lens' own title otherwise.")
+    telemetry_panel: TelemetryPanel = Field(default_factory=TelemetryPanel)
 
 
 class HardwareProfile(Contract):

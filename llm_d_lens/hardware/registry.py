@@ -105,12 +105,9 @@ class Registry:
 
     @staticmethod
     def _alias_names(profile: HardwareProfile) -> list[str]:
-        names = list(profile.aliases)
-        for mode in profile.effective_modes().values():
-            for name in (mode.benchmark_profile, *mode.benchmark_profiles_by_resource.values()):
-                if name and name not in names:
-                    names.append(name)
-        return names
+        from llm_d_lens.hardware.conflicts import alias_names
+
+        return alias_names(profile)
 
     def _claim_prefix(self, prefix: str, profile: HardwareProfile, origin: str) -> None:
         domain = prefix.split("/", 1)[0]
@@ -144,7 +141,7 @@ class Registry:
         if profile_id is not None:
             return self._profiles[profile_id]
         wanted = key.strip().lower()
-        for failure in self.failures:
+        for failure in self.failures:  # a plugin that failed or lost a conflict: say so, not "unknown"
             if wanted in (failure.profile_id, failure.name):
                 raise PluginLoadFailed(f"hardware {key!r} is not available: {failure}", details=failure.to_dict())
         for skipped in self.skipped:  # left out on purpose by a setting: say which, or the user hunts for a typo
@@ -187,24 +184,29 @@ class Registry:
             if profile.id in self._providers:
                 return self._providers[profile.id]
             ref = self._provider_refs.get(profile.id)
-            if ref is None:
-                from llm_d_lens.hardware.providers.base import DefaultProvider
+        if ref is None:
+            from llm_d_lens.hardware.providers.base import ProfileProvider
 
-                provider = DefaultProvider(profile)
-            else:
-                provider = self._load_provider(ref)
-            self._providers[profile.id] = provider
-            return provider
+            provider = ProfileProvider(profile)
+        else:  # loaded without the lock held: a provider touching the registry must not deadlock
+            provider = self._load_provider(ref)
+        with self._lock:
+            return self._providers.setdefault(profile.id, provider)
 
     def _load_provider(self, ref: ProviderRef) -> Any:
-        try:
+        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
+
+        def load() -> Any:
             target = ref.entry_point.load()
-            provider = target() if isinstance(target, type) else target
-        except Exception as exc:  # a provider may raise anything on import; report it, named
+            return target() if isinstance(target, type) else target
+
+        try:
+            provider = call_guarded(load, timeout=timeout_from_env())
+        except GuardedFailure as exc:  # a provider may do anything on import; report it, named
             failure = LoadFailure("llm_d_lens.hardware.providers", ref.profile_id, ref.origin.location,
-                                  f"{type(exc).__name__}: {exc}", ref.profile_id)
+                                  str(exc), ref.profile_id, kind="provider")
             self.failures.append(failure)
-            del self._provider_refs[ref.profile_id]
+            self._provider_refs.pop(ref.profile_id, None)
             raise PluginLoadFailed(f"provider of {ref.profile_id!r} failed to load: {failure}", details=failure.to_dict()) from None
         return provider
 
@@ -230,6 +232,11 @@ def get_registry() -> Registry:
         with _registry_lock:
             if _registry is None:
                 _registry = Registry.from_discovery(discover(PluginSettings.from_env()))
+    return _registry
+
+
+def current_registry() -> Registry | None:
+    """The process-wide registry if something has built it already; never starts discovery."""
     return _registry
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from llm_d_lens.hardware.errors import ProfileIssue
-from llm_d_lens.hardware.models import DriverRelease, HardwareProfile, MetricSource
+from llm_d_lens.hardware.models import DriverRelease, FallbackSource, HardwareProfile, MetricSource
 
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
@@ -21,11 +21,14 @@ UNIT_DIMENSION = {
     "mW": "W", "W": "W",
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
+    "count": "count", "code": "code",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
     "utilization": "ratio", "memory_used": "bytes", "memory_total": "bytes", "power": "W",
     "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
+    "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
+    "pcie_replays": "count", "critical_event": "code",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -40,7 +43,7 @@ _PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "o
 
 def check(profile: HardwareProfile) -> list[ProfileIssue]:
     """Every rule violation in a profile that already passed the schema."""
-    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _identity, _regexes, _overlay_root, _telemetry)
+    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _identity, _regexes, _overlay_root, _telemetry, _aic_systems)
     return [issue for rule in checks for issue in rule(profile)]
 
 
@@ -171,6 +174,8 @@ def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
         yield f"$.deployment.runtime_class_matchers[{i}]", pattern
     for i, pattern in enumerate(p.planning.aic_system_patterns):
         yield f"$.planning.aic_system_patterns[{i}]", pattern
+    for i, row in enumerate(p.planning.aic_systems):
+        yield f"$.planning.aic_systems[{i}].product_pattern", row.product_pattern
     for i, pattern in enumerate(p.inventory.partition_resource_patterns):
         yield f"$.inventory.partition_resource_patterns[{i}]", pattern
     for i, pattern in enumerate(p.inventory.non_device_resource_patterns):
@@ -191,6 +196,19 @@ def _regexes(p: HardwareProfile) -> Iterator[ProfileIssue]:
             continue
         if path.endswith("resource_id_pattern") and "pci" not in compiled.groupindex:
             yield ProfileIssue(path, "must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+)", pattern)
+
+
+def _aic_systems(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    # a system this profile maps products to must resolve back to this profile (`lens hardware resolve --aic-system`)
+    patterns = []
+    for pattern in p.planning.aic_system_patterns:
+        try:
+            patterns.append(re.compile(pattern))
+        except re.error:
+            continue  # reported by _regexes
+    for i, row in enumerate(p.planning.aic_systems):
+        if not any(pattern.search(row.system) for pattern in patterns):
+            yield ProfileIssue(f"$.planning.aic_systems[{i}].system", "matches none of planning.aic_system_patterns", row.system)
 
 
 def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
@@ -217,6 +235,8 @@ def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:
     for quantity, source in t.device_metric_sources.items():
         base = f"$.telemetry.device_metric_sources.{quantity}"
         yield from _source_issues(base, source)
+        for i, fallback in enumerate(source.fallbacks):
+            yield from _source_issues(f"{base}.fallbacks[{i}]", fallback, source.output_unit)
         if source.output_unit != QUANTITY_UNITS[quantity]:
             yield ProfileIssue(f"{base}.output_unit", f"{quantity} is reported in {QUANTITY_UNITS[quantity]}", source.output_unit)
     yield from _device_metrics(p)
@@ -242,12 +262,21 @@ def _device_metrics(p: HardwareProfile) -> Iterator[ProfileIssue]:
     """device_metrics are the dashboards' PromQL; they must read the metrics the sources declare."""
     t = p.telemetry
     assert t is not None
-    declared = [m for s in t.device_metric_sources.values() for m in s.metrics]
+    declared = list(dict.fromkeys(m for s in t.device_metric_sources.values() for m in source_metrics(s)))
     if not declared:
         return  # a profile without sources (the guide's minimal template) has nothing to check against
     for quantity, expression in t.device_metrics.items():
         own = t.device_metric_sources.get(quantity)  # type: ignore[call-overload]
-        wanted = own.metrics if own else declared
+        if own is not None:
+            # one rule per quantity: the refresh and the dashboard PromQL are both generated from the source
+            yield ProfileIssue(
+                f"$.telemetry.device_metrics.{quantity}",
+                f"is generated from device_metric_sources.{quantity} (lens telemetry queries --dashboard prints it); "
+                "a second, hand-written rule can disagree with it, so remove this entry",
+                expression,
+            )
+            continue
+        wanted = declared
         used = promql_metric_names(expression)
         stray = [name for name in used if name not in wanted]
         if not used or stray:
@@ -292,9 +321,12 @@ def _label_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
     if t.source_label is not None and not PROM_LABEL_NAME.match(t.source_label):
         yield ProfileIssue("$.telemetry.source_label", "is not a Prometheus label name", t.source_label)
     for quantity, source in t.device_metric_sources.items():
-        for i, metric in enumerate(source.metrics):
-            if not PROM_METRIC_NAME.match(metric):
-                yield ProfileIssue(f"$.telemetry.device_metric_sources.{quantity}.metrics[{i}]", "is not a Prometheus metric name", metric)
+        where = [(f"$.telemetry.device_metric_sources.{quantity}", source)]
+        where += [(f"$.telemetry.device_metric_sources.{quantity}.fallbacks[{j}]", f) for j, f in enumerate(source.fallbacks)]
+        for base, part in where:
+            for i, metric in enumerate(part.metrics):
+                if not PROM_METRIC_NAME.match(metric):
+                    yield ProfileIssue(f"{base}.metrics[{i}]", "is not a Prometheus metric name", metric)
     for key, names in t.pod_metrics.items():
         for i, metric in enumerate(names if isinstance(names, list) else [names]):
             if not PROM_METRIC_NAME.match(metric):
@@ -302,9 +334,18 @@ def _label_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
                 yield ProfileIssue(path, "is not a Prometheus metric name", metric)
 
 
-def _source_issues(base: str, source: MetricSource) -> Iterator[ProfileIssue]:
-    if UNIT_DIMENSION[source.unit] != source.output_unit:
-        yield ProfileIssue(f"{base}.output_unit", f"cannot convert {source.unit} to {source.output_unit}", source.output_unit)
+def source_metrics(source: MetricSource) -> list[str]:
+    """Every metric a quantity's source reads, its fallbacks' included, once each."""
+    return list(dict.fromkeys([*source.metrics, *(m for f in source.fallbacks for m in f.metrics)]))
+
+
+def _source_issues(base: str, source: MetricSource | FallbackSource, output_unit: str | None = None) -> Iterator[ProfileIssue]:
+    """A source (or one of its fallbacks, converted to the source's ``output_unit``) that Lens can read."""
+    if isinstance(source, MetricSource):
+        if UNIT_DIMENSION[source.unit] != source.output_unit:
+            yield ProfileIssue(f"{base}.output_unit", f"cannot convert {source.unit} to {source.output_unit}", source.output_unit)
+    elif UNIT_DIMENSION[source.unit] != output_unit:
+        yield ProfileIssue(f"{base}.unit", f"cannot convert {source.unit} to the quantity's {output_unit}", source.unit)
     if source.combine == "divide" and len(source.metrics) != 2:
         yield ProfileIssue(f"{base}.metrics", "divide needs exactly two metrics", source.metrics)
     for i, matcher in enumerate(source.matchers):

@@ -76,8 +76,10 @@ CATALOGUE = [
      "$.telemetry.allocation.resource_id_pattern: must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+) (value: \"^[0-9a-f:.]+$\")"),
     ("unit that cannot convert", edited(bundled("nvidia"), "telemetry", "device_metric_sources", "power", "output_unit", "J"),
      '$.telemetry.device_metric_sources.power.output_unit: cannot convert W to J (value: "J")'),
-    ("device_metrics using an undeclared metric", edited(bundled("nvidia"), "telemetry", "device_metrics", "power", "nv_power_watts"),
-     '$.telemetry.device_metrics.power: uses nv_power_watts, which device_metric_sources.power does not declare (DCGM_FI_DEV_POWER_USAGE) (value: "nv_power_watts")'),
+    ("device_metrics using an undeclared metric", edited(bundled("intel-gaudi"), "telemetry", "device_metrics", {"power_limit": "hl_power_watts"}),
+     '$.telemetry.device_metrics.power_limit: uses hl_power_watts, which device_metric_sources does not declare ('
+     "habanalabs_utilization, habanalabs_memory_used_bytes, habanalabs_memory_total_bytes, habanalabs_power_mW, "
+     'habanalabs_energy, habanalabs_temperature_onchip) (value: "hl_power_watts")'),
     ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
      '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
     ("variant that is not one directory name", edited(GUIDE_MINIMAL, "upstream_variant", "../../etc"),

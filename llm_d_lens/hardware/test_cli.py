@@ -116,7 +116,7 @@ def test_doctor_reports_six_profiles_and_no_problems(capsys):
     report = json.loads(out)
     assert code == 0 and report["ok"] is True
     assert [p["id"] for p in report["profiles"]] == ["amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"]
-    assert report["failures"] == [] and report["conflict"] is None
+    assert report["failures"] == [] and report["skipped"] == []
 
 
 def test_doctor_shows_a_broken_plugin_and_exits_1(plugins, capsys):

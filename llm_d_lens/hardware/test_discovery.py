@@ -34,20 +34,23 @@ def test_the_same_payload_twice_is_registered_once_with_both_origins(plugins):
     assert "entry point 'nvidia' of nvidia-extras 1.0.0" in origins
 
 
-def conflict_of(plugins, payload, ep_name=None) -> RegistrationConflict:
+def conflict_of(plugins, payload, ep_name=None):
+    """A third-party profile clashing with a built-in: skipped and reported, the built-ins untouched."""
     plugins.make("rogue-lens", version="0.9.0", profiles={ep_name or payload["id"]: [payload]})
-    with pytest.raises(RegistrationConflict) as caught:
-        build()
-    return caught.value
+    registry = build()
+    assert {"amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"} <= set(registry.ids())
+    [failure] = [f for f in registry.failures if f.kind == "conflict"]
+    return failure
 
 
-def test_same_id_with_different_content_is_a_conflict(plugins):
+def test_same_id_with_different_content_is_a_conflict_the_built_in_wins(plugins):
     payload = bundled("amd")
     payload["display_name"] = "Not quite AMD"
-    error = conflict_of(plugins, payload)
-    assert "registration conflict: id \"amd\"" in error.message
-    assert "bundled profile llm_d_lens/hardware/profiles/amd.json" in error.message
-    assert "entry point 'amd' of rogue-lens 0.9.0" in error.message
+    failure = conflict_of(plugins, payload)
+    assert failure.reason.startswith("registration conflict: id \"amd\" is claimed by built-in profile 'amd'")
+    assert "bundled profile llm_d_lens/hardware/profiles/amd.json" in failure.reason
+    assert "entry point 'amd' of rogue-lens 0.9.0" in failure.reason
+    assert build().get("amd").display_name != "Not quite AMD"
 
 
 @pytest.mark.parametrize("field,value,expected_field,owner", [
@@ -55,18 +58,36 @@ def test_same_id_with_different_content_is_a_conflict(plugins):
     ("resource_prefixes", ["amd.com/gpu-partition"], "resource prefix", "amd"),  # shadowed by amd.com/gpu
     ("resource_prefixes", ["google.com/"], "resource prefix", "google-tpu"),  # shadows google.com/tpu
     ("accelerator_keys", ["cuda"], "accelerator key", "nvidia"),
+    ("accelerator_keys", ["CUDA"], "accelerator key", "nvidia"),
     ("upstream_variant", "xpu", "upstream overlay directory", "intel-xpu"),
     ("upstream_labels", [{"variant": "gpu", "vendor": "amd"}], "upstream variant/vendor label pair", "amd"),
 ])
-def test_each_identity_conflict_names_both_profiles_the_field_and_the_value(plugins, field, value, expected_field, owner):
+def test_each_identity_conflict_names_both_owners_the_field_the_value_and_the_fix(plugins, field, value, expected_field,
+                                                                                  owner):
     payload = minimal_profile("rogue", **{field: value})
     if field == "upstream_labels":
         payload["upstream_vendor"] = "amd"
-    error = conflict_of(plugins, payload)
-    assert error.field == expected_field
-    assert f"registration conflict: {expected_field}" in error.message
-    assert f"profile {owner!r}" in error.message and "profile 'rogue'" in error.message
-    assert "rogue-lens 0.9.0" in error.message
+    failure = conflict_of(plugins, payload)
+    assert failure.details["field"] == expected_field and failure.profile_id == "rogue"
+    assert f"registration conflict: {expected_field}" in failure.reason
+    assert f"built-in profile {owner!r}" in failure.reason and "profile 'rogue'" in failure.reason
+    assert "rogue-lens 0.9.0" in failure.reason and "LENS_PROFILES_BLOCK=rogue" in failure.reason
+    assert [o["id"] for o in failure.details["owners"]] == [owner, "rogue"]
+    with pytest.raises(PluginLoadFailed, match="registration conflict"):
+        build().get("rogue")  # asking for it by name says why it is not there
+
+
+def test_two_third_party_profiles_in_conflict_are_both_skipped(plugins):
+    plugins.make("one-lens", profiles={"one": [minimal_profile("one", device_classes=["npu.shared.example"])]})
+    plugins.make("two-lens", profiles={"two": [minimal_profile("two", device_classes=["npu.shared.example"])]})
+    plugins.make("fine-lens", profiles={"fine": [minimal_profile("fine")]})
+    registry = build()
+    assert "fine" in registry.ids() and "one" not in registry.ids() and "two" not in registry.ids()
+    conflicts = {f.profile_id: f for f in registry.failures if f.kind == "conflict"}
+    assert set(conflicts) == {"one", "two"}
+    assert "both are skipped" in conflicts["one"].reason and "'two'" in conflicts["one"].reason
+    blocked = build({"LENS_PROFILES_BLOCK": "TWO"})  # the fix it names: block one, keep the other
+    assert "one" in blocked.ids() and not [f for f in blocked.failures if f.kind == "conflict"]
 
 
 def test_a_shared_variant_label_alone_is_not_a_conflict(plugins):
@@ -125,7 +146,7 @@ def test_providers_are_imported_lazily_and_instantiated_once(plugins, fresh_regi
     (plugins.root / "acme_provider_mod.py").write_text(PROVIDER_SOURCE)
     plugins.modules.append("acme_provider_mod")
     registry = fresh_registry()
-    assert module in sys.modules  # the profile loader was imported...
+    assert module not in sys.modules  # the profile loader ran in the isolated child...
     assert "acme_provider_mod" not in sys.modules  # ...the provider was not, yet
     provider = registry.provider("acme-npu")
     assert type(provider).__name__ == "AcmeProvider" and provider.profile().id == "acme"
@@ -169,7 +190,7 @@ def test_a_provider_without_a_profile_is_a_load_failure(plugins):
 def test_hardware_without_a_provider_gets_the_default_one(plugins):
     plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
     provider = build().provider("acme")
-    assert type(provider).__name__ == "DefaultProvider" and provider.profile().id == "acme"
+    assert type(provider).__name__ == "ProfileProvider" and provider.profile().id == "acme"
 
 
 def test_the_allowlist_admits_only_named_distributions(plugins):
@@ -215,3 +236,40 @@ def test_registry_version_changes_with_content(plugins):
     after = build().version_hash()
     assert before != after and len(after) == 16
     assert build().version_hash() == after
+
+
+def test_a_distribution_named_like_lens_is_still_third_party(plugins):
+    plugins.make("LLM_D.Lens", profiles={"mimic": [minimal_profile("mimic")]}, module="mimic_lens")
+    assert "mimic" in build().ids()
+    registry = build({"LENS_PLUGINS_AUTOLOAD": "0"})
+    assert "mimic" not in registry.ids() and "nvidia" in registry.ids()
+    assert [(s.name, s.distribution) for s in registry.skipped] == [("mimic", "LLM_D.Lens 1.0.0")]
+
+
+def test_the_block_list_is_case_insensitive(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    registry = build({"LENS_PROFILES_BLOCK": "ACME, Cpu"})
+    assert "acme" not in registry.ids() and "cpu" not in registry.ids() and "nvidia" in registry.ids()
+
+
+def test_a_third_party_provider_for_a_built_in_id_is_refused_and_the_built_in_keeps_its_own(plugins):
+    plugins.make("hijack-lens", provider_entry_points={"nvidia": "hijack_lens_lens:Provider", "AMD": "hijack_lens_lens:Provider"},
+                 module_source="class Provider:\n    def profile(self): ...\n")
+    registry = build()
+    refused = sorted((f.name, f.kind) for f in registry.failures)
+    assert refused == [("AMD", "provider"), ("nvidia", "provider")] or refused == [("nvidia", "provider")]
+    [nvidia] = [f for f in registry.failures if f.name == "nvidia"]
+    assert nvidia.reason == ("provider for 'nvidia' refused: that profile is declared by Lens itself (built-in), and only "
+                             "the distribution that declares a profile may declare its provider")
+    assert type(registry.provider("nvidia")).__name__ == "NvidiaProvider"
+    assert "hijack_lens_lens" not in sys.modules
+
+
+def test_a_provider_from_another_distribution_than_the_profile_is_refused(plugins):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]})
+    plugins.make("squatter-lens", provider_entry_points={"acme": "squatter_lens_lens:Provider"},
+                 module_source="class Provider:\n    def profile(self): ...\n")
+    registry = build()
+    [refused] = registry.failures
+    assert refused.distribution == "squatter-lens 1.0.0" and "declared by acme-lens" in refused.reason
+    assert not registry.has_provider_entry("acme")

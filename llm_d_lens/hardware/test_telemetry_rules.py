@@ -49,27 +49,43 @@ def test_metric_names_are_read_out_of_promql(expression, names):
 
 def test_a_device_metric_reading_an_undeclared_metric_is_an_error():
     data = payload("nvidia")
-    data["telemetry"]["device_metrics"]["power"] = "DCGM_FI_DEV_POWER_USAGE + DCGM_FI_DEV_ENFORCED_POWER_LIMIT"
+    data["telemetry"]["device_metrics"] = {"power_headroom": "DCGM_FI_DEV_ENFORCED_POWER_LIMIT - DCGM_FI_DEV_POWER_USAGE"}
     issues = issues_of(data)
-    message = issues["$.telemetry.device_metrics.power"]
+    message = issues["$.telemetry.device_metrics.power_headroom"]
     assert "DCGM_FI_DEV_ENFORCED_POWER_LIMIT" in message and "does not declare" in message
 
 
-def test_a_device_metric_reading_another_quantitys_metric_is_an_error():
+def test_a_hand_written_rule_for_a_quantity_with_a_source_is_an_error():
+    """One rule per quantity: the refresh and the dashboard PromQL are generated from the source, so a
+    second expression (AMD's once took the max over partitions where the source takes partition 0) is refused."""
     data = payload("amd")
-    data["telemetry"]["device_metrics"]["power"] = "gpu_junction_temperature"
-    issues = issues_of(data)
-    assert "gpu_junction_temperature" in issues["$.telemetry.device_metrics.power"]
+    data["telemetry"]["device_metrics"] = {"tensor_activity": "max by (hostname, serial_number) (gpu_prof_tensor_active_percent) / 100"}
+    message = issues_of(data)["$.telemetry.device_metrics.tensor_activity"]
+    assert "generated from device_metric_sources.tensor_activity" in message
+
+
+def test_a_fallback_in_a_unit_that_cannot_convert_is_an_error():
+    data = payload("nvidia")
+    data["telemetry"]["device_metric_sources"]["utilization"]["fallbacks"] = [{"metrics": ["DCGM_FI_PROF_GR_ENGINE_ACTIVE"], "unit": "W"}]
+    message = issues_of(data)["$.telemetry.device_metric_sources.utilization.fallbacks[0].unit"]
+    assert message == "cannot convert W to the quantity's ratio"
+
+
+def test_a_fallback_metric_goes_into_promql_so_it_must_be_a_name():
+    data = payload("nvidia")
+    data["telemetry"]["device_metric_sources"]["utilization"]["fallbacks"] = [{"metrics": ["gr engine"], "unit": "ratio"}]
+    assert "$.telemetry.device_metric_sources.utilization.fallbacks[0].metrics[0]" in issues_of(data)
 
 
 def test_a_device_metric_without_any_metric_is_an_error():
     data = payload("intel-gaudi")
-    data["telemetry"]["device_metrics"]["utilization"] = "vector(1)"
-    assert "uses none of the metrics" in issues_of(data)["$.telemetry.device_metrics.utilization"]
+    data["telemetry"]["device_metrics"] = {"busy": "vector(1)"}
+    assert "uses none of the metrics" in issues_of(data)["$.telemetry.device_metrics.busy"]
 
 
 def test_a_device_metric_for_a_quantity_without_a_source_may_read_any_declared_metric():
     data = payload("nvidia")
+    data["telemetry"]["device_metrics"] = {}
     data["telemetry"]["device_metrics"]["memory_free_ratio"] = "DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED)"
     assert validate_payload(data, "x.json").telemetry.device_metrics["memory_free_ratio"].startswith("DCGM")
     data["telemetry"]["device_metrics"]["memory_free_ratio"] = "nvml_free_bytes"

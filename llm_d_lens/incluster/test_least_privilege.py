@@ -181,7 +181,7 @@ def install_every_driver(runner: Recorder) -> None:
 
 def install_a_kustomize_driver(runner: Recorder) -> None:
     """No bundled profile installs with kustomize today; a profile that did would run ``kubectl apply -k``."""
-    from llm_d_lens.hardware.providers.base import DefaultProvider
+    from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
 
     profile = get_registry().get("cpu")
     (name, mode), = profile.driver.modes.items()
@@ -189,7 +189,7 @@ def install_a_kustomize_driver(runner: Recorder) -> None:
     driver = profile.driver.model_copy(update={"installer": "kustomize", "modes": {
         name: mode.model_copy(update={"manifest_ref": ref, "repo": None, "release_name": None})}})
     as_kustomize = profile.model_copy(update={"driver": driver})
-    result = asyncio.run(DefaultProvider(as_kustomize).install_driver(name, view=ClusterView(runner)))
+    result = asyncio.run(DriverOps(as_kustomize, object()).install_driver(name, view=ClusterView(runner)))
     assert result.ran and result.commands == [["kubectl", "apply", "-k", ref]]
 
 
@@ -201,12 +201,12 @@ def plan_and_install_from_cluster(runner: Recorder) -> None:
 
 
 def preflight_with_node_feature_rules(runner: Recorder) -> None:
-    from llm_d_lens.hardware.providers.base import DefaultProvider
+    from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
 
     profile = get_registry().get("nvidia")
     presence = profile.presence.model_copy(update={"ensure_refs": [NFD_RULES_REF]})
     with_rules = profile.model_copy(update={"presence": presence})
-    asyncio.run(DefaultProvider(with_rules).ensure_presence(view=ClusterView(runner), clock=FakeClock()))
+    asyncio.run(DriverOps(with_rules, object()).ensure_presence(view=ClusterView(runner), clock=FakeClock()))
 
 
 def deploy_apply_every_overlay(runner: Recorder) -> None:

@@ -27,13 +27,14 @@ async def _context() -> tuple[Any, Any]:
         settings = TelemetrySettings.from_env()
     except LensError as exc:
         raise ServerNotConfigured(f"the telemetry API is misconfigured on the server: {exc.message}") from None
-    if not settings.prometheus_url:
+    if not settings.prometheus_url and not settings.demo:
         raise ServerNotConfigured(
             "the telemetry API has no Prometheus: start the server with LENS_PROMETHEUS_URL set "
             "(e.g. http://prometheus.monitoring:9090)"
         )
     try:
-        normalise_url(settings.prometheus_url)
+        if settings.prometheus_url:
+            normalise_url(settings.prometheus_url)
     except LensError as exc:
         raise _misconfigured("LENS_PROMETHEUS_URL", exc) from None
     sources = list(settings.cluster_objects)
@@ -71,9 +72,80 @@ async def devices(
 
     selection = select(hardware)
     settings, cluster = await _context()
+    if settings.demo and not settings.prometheus_url:
+        from llm_d_lens.monitoring.demo import demo_devices
+
+        return demo_devices(selection, at=at, node=node, cluster=cluster, mode=mode).to_dict()
     async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
         report = await read_devices(client, selection, at=at, node=node, cluster=cluster, mode=mode)
     return report.to_dict()
+
+
+#: the longest range a chart may ask for (a week): longer ranges are a Grafana's job
+MAX_RANGE_SECONDS = 7 * 24 * 3600
+
+
+@router.get("/telemetry/series")
+async def series(
+    hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: all that declare device sources)."),
+    quantity: list[str] = Query(default=[], description="Quantities (utilization, memory_used, power, temperature, ...; default: all)."),
+    node: str | None = Query(default=None, description="Only this node's devices."),
+    start: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
+                                description="Range start, Unix seconds (default: an hour before end)."),
+    end: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
+                              description="Range end, Unix seconds (default: now)."),
+    step: float | None = Query(default=None, allow_inf_nan=False, gt=0, le=MAX_RANGE_SECONDS,
+                               description="Seconds between points (default: the range in about 60 points)."),
+) -> dict[str, Any]:
+    """Every selected device's quantities over a time range, in common units: the data of a chart."""
+    from llm_d_lens.monitoring.accelerator.service import select
+
+    selection = select(hardware)
+    window = _window(start, end)
+    _check_quantities(quantity)
+    settings, _ = await _context()
+    return (await read_series_for(settings, selection, window, step=step, quantities=quantity, node=node)).to_dict()
+
+
+async def read_series_for(settings: Any, selection: Any, window: tuple[float, float], *, step: float | None,
+                          quantities: list[str], node: str | None) -> Any:
+    """The series report from the server's source: its Prometheus, or the demo history. Shared with the console."""
+    from llm_d_lens.monitoring.accelerator.series import history_series, read_series
+    from llm_d_lens.prometheus.client import PrometheusClient
+
+    start, end = window
+    if settings.demo and not settings.prometheus_url:
+        from llm_d_lens.monitoring.demo import history
+
+        return history_series(history(), selection, start=start, end=end, step=step, quantities=quantities, node=node)
+    async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
+        return await read_series(client, selection, start=start, end=end, step=step, quantities=quantities, node=node)
+
+
+def _window(start: float | None, end: float | None) -> tuple[float, float]:
+    import time
+
+    from llm_d_lens.monitoring.errors import RangeInvalid
+
+    end = time.time() if end is None else end
+    start = end - 3600 if start is None else start
+    if start >= end:
+        raise RangeInvalid(f"start {start:g} must be before end {end:g}", details={"start": start, "end": end})
+    if end - start > MAX_RANGE_SECONDS:
+        raise RangeInvalid(f"the range {end - start:g} s is longer than a week ({MAX_RANGE_SECONDS} s)",
+                           details={"start": start, "end": end})
+    return start, end
+
+
+def _check_quantities(quantities: list[str]) -> None:
+    from llm_d_lens.monitoring.accelerator.plan import QUANTITIES
+    from llm_d_lens.monitoring.errors import RangeInvalid
+
+    known = [q.key for q in QUANTITIES] + [q.field for q in QUANTITIES]
+    unknown = [q for q in quantities if q not in known]
+    if unknown:
+        raise RangeInvalid(f"unknown quantity {unknown[0]!r}; known: {', '.join(q.key for q in QUANTITIES)}",
+                           details={"quantity": unknown[0], "known": [q.key for q in QUANTITIES]})
 
 
 @router.get("/telemetry/pods")
@@ -91,10 +163,15 @@ async def pods(
     from llm_d_lens.monitoring.profiling.service import read_pod_report
     from llm_d_lens.prometheus.client import PrometheusClient
 
-    selection = select(hardware)
+    selection = select(hardware, require_sources=False)
     registry = get_registry()
     pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
     settings, cluster = await _context()
+    if settings.demo and not settings.prometheus_url:
+        from llm_d_lens.errors import ServerNotConfigured
+
+        raise ServerNotConfigured("the demo telemetry has device metrics only; serving pods' figures need a Prometheus "
+                                  "(start the server with LENS_PROMETHEUS_URL set)")
     async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
         report = await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod,
                                        cluster=cluster, mode=mode)

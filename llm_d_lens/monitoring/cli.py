@@ -143,7 +143,7 @@ def pods(
     from llm_d_lens.monitoring.accelerator.service import select
 
     settings = _settings(timeout)
-    selection = select(hardware)
+    selection = select(hardware, require_sources=False)
     registry = get_registry()
     pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
     objects = _cluster(cluster, settings)
@@ -191,6 +191,32 @@ def show_queries(
     emit(data, output, table)
 
 
+@app.command("dashboard")
+def grafana_dashboard(
+    hardware: list[str] = HardwareOption,
+    file: str = typer.Option(None, "--output-file", metavar="FILE", help="Write the dashboard here instead of printing it."),
+    force: bool = typer.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
+    title: str = typer.Option("Lens accelerators", "--title", help="The dashboard's title."),
+) -> None:
+    """A Grafana dashboard JSON (one row per hardware, panels from the refresh's own PromQL), importable as-is."""
+    import json
+    from pathlib import Path
+
+    from llm_d_lens.files import write_file
+    from llm_d_lens.monitoring.accelerator.grafana import dashboard
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.monitoring.errors import DashboardExists
+
+    text = json.dumps(dashboard(select(hardware), title=title), indent=2) + "\n"
+    if file is None:
+        typer.echo(text, nl=False)
+        return
+    path = Path(file)
+    write_file(path, text.encode(), replace=force,
+               exists=DashboardExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
+    console(stderr=True).print(f"wrote {path}")
+
+
 def _warn(warnings: list[str], output: OutputFormat) -> None:
     if output is OutputFormat.table:
         for warning in warnings:
@@ -216,7 +242,7 @@ def _who(attribution: dict[str, Any] | None) -> str:
     status = attribution["status"]
     if status == "attributed":
         return f"{attribution['namespace'] or '-'}/{attribution['pod']}"
-    colour = {"idle": "dim", "unavailable": "red", "unattributed": "yellow"}.get(status, "")
+    colour = {"idle": "dim", "unavailable": "red", "unattributed": "yellow", "partitioned": "cyan"}.get(status, "")
     reason = f": {attribution['reason']}" if attribution.get("reason") else ""
     return f"[{colour}]{status}{reason}[/{colour}]" if colour else f"{status}{reason}"
 
@@ -233,6 +259,8 @@ def _devices_table(report: dict[str, Any]) -> Any:
     gib = 2**30
     for d in report["devices"]:
         device = d["device"] + (f"/{d['sub_device']}" if d["sub_device"] else "") + (f" ×{len(d['tiles'])}" if len(d["tiles"]) > 1 else "")
+        if d["health"]["status"] == "problem":  # what is wrong is printed as a warning above the table
+            device += " [red]![/red]"
         t.add_row(
             d["hardware"], d["node"] or "-", device,
             _number(d["utilization_ratio"], 0.01, 0, "%"),

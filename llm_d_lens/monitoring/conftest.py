@@ -13,11 +13,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm_d_lens.monitoring.test_support import as_stored, backfill, fixture_text, sample_text, shared
+from llm_d_lens.monitoring.test_support import as_stored, backfill, fixture_text, sample_text, shared, up_page
 from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, skip_reason
 
 VLLM_POD = "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
-EXPORTER_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xk2p", "container": "nvidia-dcgm-exporter"}
+EXPORTER_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xk2p", "container": "nvidia-dcgm-exporter",
+                   "instance": "10.0.0.12:9400", "job": "nvidia-dcgm-exporter"}
+#: the GPU operator's DCGM exporter on the MIG node (ServiceMonitor without honorLabels)
+MIG_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-m1g2x", "container": "nvidia-dcgm-exporter",
+              "instance": "10.0.1.5:9400", "job": "nvidia-dcgm-exporter"}
+#: xpumd 2.0.0's chart: a ServiceMonitor that relabels the pod's node name into "node"
+XPUMD_TARGET = {"namespace": "xpumd", "pod": "xpumd-7q4zt", "container": "xpumd", "instance": "10.0.2.9:8080", "job": "xpumd",
+                "node": "xpu-v2-node-01"}
 GAUDI_TARGET = {"instance": "10.0.0.7:41611"}
 #: the TPU device plugin's own pod, scraped by a ServiceMonitor that keeps target labels and adds the node
 TPU_TARGET = {"namespace": "kube-system", "pod": "tpu-device-plugin-x8k2p", "container": "tpu-device-plugin",
@@ -37,6 +44,12 @@ def stored_pages() -> list[str]:
         fixture_text("xpu-max1550-tiles.prom"),
         fixture_text("amd-cpx-partitions.prom"),
         as_stored(fixture_text("tpu-v6e.prom"), TPU_TARGET),
+        as_stored(fixture_text("xpumd-v2-max1550.prom"), XPUMD_TARGET),
+        as_stored(fixture_text("dcgm-mig.prom"), MIG_TARGET),
+        fixture_text("dcgm-old-fields.prom"),
+        fixture_text("dcgm-health.prom"),
+        # Prometheus' own series per target: which pod each scrape target is
+        *(up_page(t) for t in (EXPORTER_TARGET, MIG_TARGET, XPUMD_TARGET, TPU_TARGET)),
     ]
 
 

@@ -30,6 +30,13 @@ class SnapshotInvalid(LensError):
     http_status = 422
 
 
+class DashboardExists(LensError):
+    """The dashboard file asked for is already there; Lens never replaces it unless told to."""
+
+    code = "DASHBOARD_FILE_EXISTS"
+    http_status = 409
+
+
 class TelemetryNotDeclared(LensError):
     """The hardware asked for declares nothing Lens could read for this view."""
 
@@ -52,3 +59,22 @@ class ClusterObjectsInvalid(LensError):
         shown = f" (value: {render_value(value)})" if value is not None else ""
         super().__init__(f"{source}: {where}: {message}{shown}",
                          details={"source": source, "path": where, "value": value})
+
+
+class RangeInvalid(LensError):
+    """A time range (or the quantities asked of it) Lens cannot chart."""
+
+    code = "TELEMETRY_RANGE_INVALID"
+    http_status = 400
+class TelemetryProviderUnknown(LensError):
+    """A profile's ``telemetry.provider_id`` names no registered telemetry provider."""
+
+    code = "TELEMETRY_PROVIDER_UNKNOWN"
+    http_status = 422
+
+
+class TelemetryProviderFailed(LensError):
+    """A plugin's telemetry provider failed to load: the plugin's to fix, not the caller's."""
+
+    code = "TELEMETRY_PROVIDER_FAILED"
+    http_status = 502

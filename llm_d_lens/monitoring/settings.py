@@ -2,6 +2,7 @@
 
 ``LENS_PROMETHEUS_URL``      the Prometheus to query (the API reads only this, never a URL from a request)
 ``LENS_PROMETHEUS_TIMEOUT``  seconds per query (default 10)
+``LENS_TELEMETRY_DEMO``      ``1``: the embedded demo history instead of a Prometheus (``lens serve --demo``)
 ``LENS_CLUSTER_OBJECTS``     Kubernetes JSON files for the allocation joins, separated by the path
                              separator, or ``kubectl`` to read them from the current cluster
 """
@@ -25,6 +26,7 @@ class TelemetrySettings:
     prometheus_url: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     cluster_objects: tuple[str, ...] = field(default_factory=tuple)
+    demo: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TelemetrySettings:
@@ -38,7 +40,8 @@ class TelemetrySettings:
             raise PrometheusUrlInvalid(
                 f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} must be a finite number of seconds more than 0")
         objects = tuple(p for p in env.get("LENS_CLUSTER_OBJECTS", "").split(os.pathsep) if p.strip())
-        return cls(env.get("LENS_PROMETHEUS_URL", "").strip() or None, timeout, objects)
+        demo = env.get("LENS_TELEMETRY_DEMO", "").strip().lower() in {"1", "true", "yes", "on"}
+        return cls(env.get("LENS_PROMETHEUS_URL", "").strip() or None, timeout, objects, demo)
 
     def require_url(self, given: str | None = None) -> str:
         url = given or self.prometheus_url

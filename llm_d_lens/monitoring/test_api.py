@@ -25,7 +25,7 @@ def test_devices(api, prometheus, monkeypatch):
     devices = {d["device"]: d for d in answer.json()["devices"]}
     assert devices["PCB049874-0071"]["memory_total_bytes"] == 196592 * 2**20
     assert devices["PCB049874-0071"]["attribution"]["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
-    assert answer.json()["queries"] == 8
+    assert answer.json()["queries"] == 1 + 12 + 1  # the inventory, twelve quantities, the targets
 
 
 @needs_prometheus
@@ -43,7 +43,12 @@ def test_pods(api, prometheus, monkeypatch):
     answer = api.get("/api/v1/telemetry/pods", params={"hardware": "nvidia", "namespace": "llm-serving", "at": BASE_TIMESTAMP})
     assert answer.status_code == 200
     (pod,) = answer.json()["pods"]
-    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["devices"]["power_watts"] == 612.35 * 2
+    # the shared samples name this pod on GPU 0 of two nodes: refused, not summed
+    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["devices"]["status"] == "unavailable"
+    amd = api.get("/api/v1/telemetry/pods", params={"hardware": "amd", "namespace": "llm-serving", "pod": pod["pod"], "at": BASE_TIMESTAMP})
+    assert amd.json()["pods"][0]["devices"]["power_watts"] == 688
+    cpu = api.get("/api/v1/telemetry/pods", params={"hardware": "cpu", "namespace": "llm-serving", "at": BASE_TIMESTAMP})
+    assert cpu.status_code == 200 and cpu.json()["pods"][0]["kv_cache_usage_ratio"] == 0.4375
 
 
 @needs_prometheus
@@ -125,3 +130,47 @@ def test_unusable_cluster_object_files_are_the_servers_problem(api, monkeypatch,
     assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
     assert "LENS_CLUSTER_OBJECTS" in answer.json()["detail"] and "missing.json" in answer.json()["detail"]
     assert answer.json()["details"]["cause"] == "CLUSTER_OBJECTS_INVALID"
+
+
+@needs_prometheus
+def test_series_reads_a_range_from_prometheus(api, prometheus, monkeypatch):
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", prometheus.url)
+    answer = api.get("/api/v1/telemetry/series", params={"hardware": "nvidia", "quantity": "power", "start": BASE_TIMESTAMP - 60,
+                                                          "end": BASE_TIMESTAMP, "step": 60})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["quantities"] == [{"key": "power", "field": "power_watts", "unit": "W", "title": "power"}]
+    series = {d["name"]: d["series"]["power_watts"] for d in body["devices"] if "power_watts" in d["series"]}
+    # the sample's GPU 0 draws 612.35 W; backfilled at BASE_TIMESTAMP, so only that instant has a point
+    assert series["gpu-node-01/0"] == [[BASE_TIMESTAMP, 612.35]]
+    assert body["queries"] == 2  # the inventory and the one quantity asked for
+
+
+def test_series_in_demo_mode_reads_the_embedded_history_ending_now(api, monkeypatch):
+    import time
+
+    monkeypatch.setenv("LENS_TELEMETRY_DEMO", "1")
+    body = api.get("/api/v1/telemetry/series", params={"hardware": "amd", "quantity": "temperature"}).json()
+    assert body["source"].startswith("demo telemetry")
+    # the demo inventory's AMD devices: eight on gpu-mi300x-01 (its second AMD node advertises none)
+    assert {d["node"] for d in body["devices"]} == {"gpu-mi300x-01"} and len(body["devices"]) == 8
+    latest = max(t for d in body["devices"] for t, _ in d["series"]["temperature_celsius"])
+    assert time.time() - 120 < latest <= time.time()
+    assert all(20 < v < 100 for d in body["devices"] for _, v in d["series"]["temperature_celsius"])
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"start": 200, "end": 100}, "must be before end"),
+    ({"start": 0, "end": 10**7}, "longer than a week"),
+    ({"quantity": "fan_speed"}, "unknown quantity 'fan_speed'"),
+])
+def test_a_range_lens_cannot_chart_is_a_request_error(api, monkeypatch, params, fragment):
+    monkeypatch.setenv("LENS_TELEMETRY_DEMO", "1")
+    answer = api.get("/api/v1/telemetry/series", params=params)
+    assert answer.status_code == 400 and answer.json()["code"] == "TELEMETRY_RANGE_INVALID"
+    assert fragment in answer.json()["detail"]
+
+
+def test_series_without_prometheus_or_demo_is_the_servers_problem(api):
+    answer = api.get("/api/v1/telemetry/series")
+    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"

@@ -26,7 +26,7 @@ def test_devices_as_json(prometheus, capsys):
                        "--at", AT, "-o", "json")
     assert code == 0
     report = json.loads(out)
-    assert report["queries"] == 8 and report["hardware"] == ["nvidia"]
+    assert report["queries"] == 1 + 13 + 1 and report["hardware"] == ["nvidia"]  # inventory, 13 quantities, targets
     assert [(d["device"], d["power_watts"], d["memory_total_bytes"]) for d in report["devices"]] == [
         ("0", 612.35, (73421 + 7557 + 581) * 2**20), ("1", 71.2, (80978 + 581) * 2**20)]
 
@@ -69,9 +69,11 @@ def test_pods_as_json(prometheus, capsys):
 
 @needs_prometheus
 def test_pods_as_a_table(prometheus, capsys):
-    code, out, _ = run(capsys, "pods", "--prometheus", prometheus.url, "--hardware", "nvidia", "--pod",
+    code, out, _ = run(capsys, "pods", "--prometheus", prometheus.url, "--hardware", "amd", "--pod",
                        "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz", "--at", AT)
-    assert code == 0 and "43.8%" in out and "1224.7" in out  # 0.4375; 612.35 W on each of its two GPUs
+    assert code == 0 and "43.8%" in out and "688.0" in out  # 0.4375; 688 W on its one MI300X
+    code, out, _ = run(capsys, "pods", "--prometheus", prometheus.url, "--hardware", "cpu", "--at", AT)
+    assert code == 0 and "43.8%" in out
 
 
 def test_a_snapshot_file_needs_no_prometheus(capsys, tmp_path):
@@ -90,7 +92,8 @@ def test_queries_lists_the_inventory_and_one_per_quantity(capsys):
     code, out, _ = run(capsys, "queries", "--hardware", "amd", "-o", "json")
     assert code == 0
     assert list(json.loads(out)["amd"]) == ["inventory", "utilization", "memory_used", "memory_total", "power", "energy",
-                                           "temperature", "tensor_activity"]
+                                           "temperature", "tensor_activity", "memory_temperature", "memory_bandwidth",
+                                           "ecc_corrected", "ecc_uncorrected", "pcie_replays"]
 
 
 def test_prometheus_down_is_one_line_and_exit_1(capsys):
@@ -158,3 +161,13 @@ def test_a_time_that_is_not_finite_is_refused(capsys, value):
 def test_a_time_without_a_zone_is_refused_rather_than_read_as_server_local(capsys):
     code, _, err = run(capsys, "devices", "--prometheus", "http://p:9090", "--at", "2026-01-01T00:00:00")
     assert code == 1 and "has no time zone; add Z or an offset" in err
+
+
+@needs_prometheus
+def test_a_device_with_health_problems_is_flagged_in_the_table(prometheus, capsys):
+    code, out, err = run(capsys, "devices", "--prometheus", prometheus.url, "--hardware", "nvidia", "--node", "health-node-01",
+                         "--at", AT)
+    assert code == 0
+    flagged = [line for line in out.splitlines() if "!" in line]
+    assert len(flagged) == 1 and "0 !" in flagged[0]
+    assert "health-node-01/0: health: uncorrected memory errors: 2; last critical event code: 79" in " ".join(err.split())

@@ -68,6 +68,12 @@ def as_stored(text: str, target: dict[str, str] | None = None, honor_labels: boo
     return "\n".join(out) + "\n"
 
 
+def up_page(target: dict[str, str]) -> str:
+    """The ``up`` sample Prometheus writes for a scrape target: its target labels, value 1."""
+    labels = {k: v for k, v in target.items() if k in ("instance", "job", "namespace", "pod", "container", "node")}
+    return "up{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "} 1\n"
+
+
 def backfill(*texts: str, timestamp: int = BASE_TIMESTAMP) -> str:
     """OpenMetrics of several exposition pages, to backfill into one Prometheus."""
     body = "".join(exposition_to_openmetrics(t, timestamp).removesuffix("# EOF\n") for t in texts)

@@ -1,4 +1,4 @@
-"""A small async client for Prometheus' instant-query API.
+"""A small async client for Prometheus' instant- and range-query APIs.
 
 Queries go out as form-encoded POSTs (Lens' generated queries are long), each with a timeout.
 Whatever goes wrong comes back as one of the errors in :mod:`llm_d_lens.prometheus.errors`, its
@@ -40,6 +40,14 @@ class Sample:
 
     labels: Mapping[str, str]
     value: float
+
+
+@dataclass(frozen=True)
+class Series:
+    """One element of a range vector: a labelled series of ``(unix seconds, value)`` points."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, float], ...]
 
 
 def split_http_url(url: str) -> SplitResult | None:
@@ -101,22 +109,34 @@ class PrometheusClient:
 
     async def query(self, promql: str, at: float | None = None) -> list[Sample]:
         """The instant vector ``promql`` evaluates to (a scalar becomes one unlabelled sample)."""
-        import httpx
-
         form = {"query": promql}
         if at is not None:
             form["time"] = repr(float(at))
+        return self._result(await self._post("/api/v1/query", form, promql), promql)
+
+    async def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
+        """The range vector ``promql`` evaluates to from ``start`` to ``end`` every ``step`` seconds."""
+        form = {"query": promql, "start": repr(float(start)), "end": repr(float(end)), "step": repr(float(step))}
+        response = await self._post("/api/v1/query_range", form, promql)
+        data = self._data(response, promql)
+        try:
+            return _series(data)
+        except ValueError as exc:
+            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+
+    async def _post(self, path: str, form: dict[str, str], promql: str) -> httpx.Response:
+        import httpx
+
         self.queries_sent += 1
         try:
             async with self._slots:
-                response = await self._http.post("/api/v1/query", data=form)
+                return await self._http.post(path, data=form)
         except httpx.TimeoutException:
             raise self._error(PrometheusTimeout, f"Prometheus at {self.url} did not answer within {self.timeout:g} s",
                               promql) from None
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
             raise self._error(PrometheusUnreachable, f"cannot reach Prometheus at {self.url}: {reason}", promql) from None
-        return self._result(response, promql)
 
     def _error(self, kind: type[LensError], text: str, promql: str, **details: Any) -> LensError:
         """``kind`` whose message ends with the query, so a user sees which one failed where."""
@@ -124,6 +144,14 @@ class PrometheusClient:
         return kind(f"{text} (query: {shown})", details={"url": self.url, "query": promql, **details})
 
     def _result(self, response: httpx.Response, promql: str) -> list[Sample]:
+        data = self._data(response, promql)
+        try:
+            return _samples(data)
+        except ValueError as exc:
+            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+
+    def _data(self, response: httpx.Response, promql: str) -> Any:
+        """The ``data`` of a successful answer; every other answer is the coded error that says why."""
         try:
             body = response.json()
         except ValueError:
@@ -143,10 +171,7 @@ class PrometheusClient:
                                   error_type=error_type, error=error)
             raise self._error(PrometheusQueryFailed, f"Prometheus at {self.url} failed the query ({error_type}): {error}",
                               promql, error_type=error_type, error=error)
-        try:
-            return _samples(body.get("data"))
-        except ValueError as exc:
-            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+        return body.get("data")
 
 
 def _samples(data: Any) -> list[Sample]:
@@ -163,6 +188,22 @@ def _samples(data: Any) -> list[Sample]:
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ValueError(f"a malformed {kind} ({exc})") from None
     raise ValueError(f"a {kind!r} result; Lens asks for instant vectors")
+
+
+def _series(data: Any) -> list[Series]:
+    """The series of a range vector; ValueError says what came instead."""
+    if not isinstance(data, dict) or "result" not in data:
+        raise ValueError("without data.result")
+    kind, result = data.get("resultType"), data["result"]
+    if kind != "matrix":
+        raise ValueError(f"a {kind!r} result where a range query gives a matrix")
+    try:
+        return [
+            Series(item["metric"], tuple((float(t), float(v)) for t, v in item["values"]))
+            for item in result
+        ]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise ValueError(f"a malformed matrix ({exc})") from None
 
 
 async def gather_all(*awaitables: Awaitable[T]) -> list[T]:

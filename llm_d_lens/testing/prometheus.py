@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_d_lens.testing.processes import stop
+
 #: A fixed evaluation time for backfilled samples (2026-01-01T00:00:00Z).
 BASE_TIMESTAMP = 1767225600
 
@@ -158,9 +160,4 @@ def run_prometheus(
             _wait_ready(url, process)
             yield PrometheusServer(url, data, process)
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+            stop(process)

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llm_d_lens.hardware.providers import bundled_loader
-from llm_d_lens.hardware.providers.base import DefaultProvider
-
-if TYPE_CHECKING:
-    from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-    from llm_d_lens.monitoring.gpu_driver.target import DriverTarget
+from llm_d_lens.hardware.providers.base import ProfileProvider
 
 load_profiles = bundled_loader("nvidia")
 
@@ -28,10 +24,13 @@ PLUGIN_CHART = "nvidia-device-plugin"
 RUNTIME_CLASSES_ARGV = ["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]
 
 
-class NvidiaProvider(DefaultProvider):
+class NvidiaProvider(ProfileProvider):
+    """Only the optional install hook: presence, status and install are the drivers domain's defaults."""
+
     profile_id = "nvidia"
 
-    async def extra_install_options(self, target: DriverTarget, view: ClusterView) -> Mapping[str, Any]:
+    async def extra_install_options(self, target: Any, view: Any) -> Mapping[str, Any]:
+        """``target`` is the drivers domain's DriverTarget, ``view`` its ClusterView (the contract names neither)."""
         if target.chart_name != PLUGIN_CHART or RUNTIME_CLASS_VALUE in target.options:
             return {}
         from llm_d_lens.k8s.objects import items, name_of

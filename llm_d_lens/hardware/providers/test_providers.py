@@ -1,4 +1,4 @@
-"""Providers: the default one works from a profile alone; vendor ones come from entry points only."""
+"""Providers: the profile-only one for declarative hardware; vendor ones come from entry points only."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
-from llm_d_lens.hardware.providers.base import DefaultProvider, DriverProvider
+from llm_d_lens.hardware.providers.base import HardwareProvider, ProfileProvider
 from llm_d_lens.hardware.providers.nvidia import NvidiaProvider
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
@@ -21,8 +21,8 @@ def test_nvidia_is_the_only_declared_vendor_provider() -> None:
 def test_registry_instantiates_the_entry_point_and_defaults_the_rest() -> None:
     registry = get_registry()
     assert type(registry.provider("nvidia")) is NvidiaProvider
-    assert type(registry.provider("amd")) is DefaultProvider
-    assert isinstance(registry.provider("amd"), DriverProvider)
+    assert type(registry.provider("amd")) is ProfileProvider
+    assert isinstance(registry.provider("amd"), HardwareProvider)
 
 
 def test_importing_a_provider_module_registers_nothing() -> None:
@@ -39,8 +39,28 @@ async def test_default_provider_installs_a_declarative_profile() -> None:
     data.update(id="acme", accelerator_keys=[], benchmark_profile=None, evaluation_profile=None)
     from llm_d_lens.hardware.models import HardwareProfile
 
-    provider = DefaultProvider(HardwareProfile.model_validate(data))
+    from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
+
+    profile = HardwareProfile.model_validate(data)
+    provider = ProfileProvider(profile)
     fake = FakeRunner()
-    result = await provider.install_driver("dra", view=ClusterView(fake), dry_run=True)
+    result = await DriverOps(profile, provider).install_driver("dra", view=ClusterView(fake), dry_run=True)
     assert result.commands[0][:4] == ["helm", "upgrade", "--install", "intel-gaudi-resource-driver"]
     assert fake.calls == [] and provider.describe()["declarative"] is True
+
+
+def test_the_contract_imports_no_domain_module() -> None:
+    """hardware/ is the contract every domain reads; it must not reach into one (issue 11)."""
+    import ast
+    from pathlib import Path
+
+    domains = ("cluster", "deploy", "evaluate", "monitoring", "api", "console", "planning")
+    offenders = []
+    for path in sorted(Path(__file__).parents[1].rglob("*.py")):
+        if path.name.startswith("test_") or path.name == "conftest.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[:2][-1] in domains and n.startswith("llm_d_lens.")]
+    assert offenders == []

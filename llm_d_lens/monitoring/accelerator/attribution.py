@@ -3,13 +3,17 @@
 Each node is joined with the strategy of the access mode its pods use:
 
 * ``extended-resource``: the exporter's own pod labels (any spelling the profile lists). With
-  cluster objects, a label naming a pod that holds none of this hardware (the exporter's own pod,
-  which Prometheus writes into ``pod`` when it keeps its target labels) is ignored.
+  cluster objects, a label naming a pod that holds none of this hardware is ignored. On a node
+  whose series carry no pod labels at all, the ``pod-status`` join answers instead (when the
+  profile has a ``resource_id_pattern`` and the cluster's pods are known).
 * ``pod-status``: the kubelet's ``allocatedResourcesStatus`` resource ids, read with the profile's
   ``resource_id_pattern``; its ``pci`` group is matched against the device's PCI bus id.
 * ``dra``: ResourceClaim allocation results, looked up in the ResourceSlices, whose PCI, uuid or
   serial attributes are matched against the device's.
 * ``none``: nothing is attributed.
+
+A device listed beside its partitions (a MIG parent) is *partitioned* when any partition is held;
+its own figures go to no pod, since the pods hold the partitions.
 
 Two refusals keep a pod's figures honest. A device Lens cannot identify, or one two pods claim, is
 *unavailable*: no pod gets its numbers, and a pod holding such devices is unavailable too, never
@@ -32,6 +36,8 @@ from llm_d_lens.monitoring.accelerator.readings import Attribution, DeviceReadin
 from llm_d_lens.monitoring.errors import AccessModeUnknown
 
 ATTRIBUTED, IDLE, UNAVAILABLE, UNATTRIBUTED = "attributed", "idle", "unavailable", "unattributed"
+#: A device listed with its partitions (MIG instances), some of which are held: they carry the attribution.
+PARTITIONED = "partitioned"
 Identity = tuple[str, ...]
 
 
@@ -143,12 +149,41 @@ def attribute(
                     _pod(pods, pod.ref, profile, node).unattributed = refusal
             continue
         _JOINS[join](_Join(profile, cluster, usage, node, join, chosen_mode, group, pods))
+    _mark_partitioned(devices)
+    _one_node_each(pods, devices)
     for ref in usage.by_pod if usage else []:
         held = pods.get(ref)
         if held is None or not (held.devices or held.problems or held.unattributed):
             node = cluster.pod(*ref).node if cluster and cluster.pod(*ref) else ""
             _pod(pods, ref, profile, node).problems.append("none of its devices appear in the exporter's series")
     return pods
+
+
+def _one_node_each(pods: dict[tuple[str, str], PodAllocation], devices: list[DeviceReading]) -> None:
+    """A pod runs on one node: exporter labels naming it on several are stale or copied, so its figures are refused."""
+    node_of = {d.name: d.node for d in devices}
+    for allocation in pods.values():
+        nodes = sorted({node_of.get(name, "") for name in allocation.devices})
+        if len(nodes) > 1:
+            allocation.problems.append(
+                f"the exporters name it on {len(nodes)} nodes ({', '.join(n or '(none)' for n in nodes)}); "
+                "a pod runs on one node, so Lens will not add their devices up")
+
+
+def _mark_partitioned(devices: list[DeviceReading]) -> None:
+    """A device whose listed partitions are held is not idle: it is partitioned, and its own figures go to no pod."""
+    parts: dict[tuple[str, str], list[DeviceReading]] = defaultdict(list)
+    for d in devices:
+        if d.sub:
+            parts[(d.node, d.device)].append(d)
+    for d in devices:
+        held = [p for p in parts.get((d.node, d.device), []) if p.attribution and p.attribution.status in (ATTRIBUTED, UNAVAILABLE)]
+        if d.sub or not held or d.attribution is None or d.attribution.status != IDLE:
+            continue
+        holders = [f"{p.sub} by {p.attribution.namespace}/{p.attribution.pod}" if p.attribution.status == ATTRIBUTED  # type: ignore[union-attr]
+                   else f"{p.sub} (unavailable)" for p in held]
+        d.attribution = Attribution(PARTITIONED, d.attribution.join, d.attribution.mode,
+                                    reason=f"{len(held)} of its {len(parts[(d.node, d.device)])} partitions are held: {', '.join(holders)}")
 
 
 def _choose(profile: HardwareProfile, usage: _Usage | None, node: str, mode: str | None) -> tuple[str | None, str, str | None]:
@@ -233,7 +268,18 @@ class _Join:
 
 
 def _join_labels(j: _Join) -> None:
-    """extended-resource: the exporter's pod labels, checked against the cluster's pods when known."""
+    """extended-resource: the exporter's pod labels, checked against the cluster's pods when known.
+
+    On a node where no series carries pod labels (an exporter without pod attribution) the labels
+    can say nothing, so the kubelet's resource ids answer instead (the
+    pod-status join) when the profile declares how to read them and the cluster's pods are known.
+    """
+    allocation = j.profile.telemetry.allocation if j.profile.telemetry else None
+    if (j.usage is not None and allocation is not None and allocation.resource_id_pattern
+            and not any(d.owners or d.exporter for d in j.devices)):
+        j.join = "pod-status"
+        _join_pod_status(j)
+        return
     owners = {id(d): [o for o in d.owners if _plausible(j, o)] for d in j.devices}
     seen = {o.ref for found in owners.values() for o in found}
     unknown: dict[tuple[str, str], str] = {}

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
+from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
 from llm_d_lens.prometheus.client import Sample
 
@@ -97,4 +97,22 @@ def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample])
         key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
         previous = out.get(key)
         out[key] = value if previous is None or value > previous else previous
+    return out
+
+
+def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, int]:
+    """Which fallback answered each device (or tile) of ``quantity``, where one did: its number (1 = first).
+
+    A folded device whose tiles were read from different sources reports the latest fallback used.
+    """
+    node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
+    sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
+    out: dict[Key, int] = {}
+    for row in rows:
+        number = int(row.labels.get(FALLBACK_LABEL, "0") or 0)
+        device = _first(row.labels, device_names)
+        if not number or not device:
+            continue
+        key = (node_name(_first(row.labels, node_names)), device, _first(row.labels, sub_names))
+        out[key] = max(number, out.get(key, 0))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from llm_d_lens.hardware.models import HardwareProfile, MetricSource
+from llm_d_lens.hardware.models import FallbackSource, HardwareProfile, MetricSource
 from llm_d_lens.hardware.rules import QUANTITY_UNITS
 
 #: Source unit -> factor to the quantity's common unit. MB is read as MiB: the exporters that
@@ -22,6 +22,7 @@ UNIT_FACTORS: dict[str, Fraction] = {
     "mW": Fraction(1, 1000), "W": Fraction(1),
     "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
     "celsius": Fraction(1),
+    "count": Fraction(1), "code": Fraction(1),
 }
 
 
@@ -43,7 +44,18 @@ QUANTITIES: tuple[Quantity, ...] = tuple(
         ("energy", "joules", "energy"),
         ("temperature", "celsius", "temp"),
         ("tensor_activity", "ratio", "tensor"),
+        ("memory_temperature", "celsius", "mem temp"),
+        ("memory_bandwidth", "ratio", "mem bw"),
+        ("ecc_corrected", "errors", "ecc corrected"),
+        ("ecc_uncorrected", "errors", "ecc uncorrected"),
+        ("pcie_replays", "count", "pcie replays"),
+        ("critical_event", "code", "critical event"),
     )
+)
+#: The health quantities, and when one of them flags a device: (quantity, what a non-zero value means).
+HEALTH_FLAGS: tuple[tuple[str, str], ...] = (
+    ("ecc_uncorrected", "uncorrected memory errors"),
+    ("critical_event", "last critical event code"),
 )
 QUANTITY_BY_KEY = {q.key: q for q in QUANTITIES}
 
@@ -62,6 +74,26 @@ def lens_label(common: str) -> str:
     return PREFIX + common
 
 
+#: The label a refresh row carries when a fallback source answered it: the fallback's number (1 = first).
+FALLBACK_LABEL = lens_label("fallback")
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """One place a quantity is read from: the quantity's own source or one of its fallbacks."""
+
+    metrics: tuple[str, ...]
+    matchers: tuple[str, ...]
+    combine: str  # first | sum | divide
+    factor: Fraction  # unit conversion times the scale
+    aggregation: str
+    note: str | None = None
+
+    def describe(self) -> str:
+        joiner = {"sum": " + ", "divide": " / "}.get(self.combine, " or ")
+        return joiner.join(self.metrics)
+
+
 @dataclass(frozen=True)
 class QuantityPlan:
     quantity: Quantity
@@ -71,6 +103,16 @@ class QuantityPlan:
     factor: Fraction  # unit conversion times the profile's scale
     aggregation: str  # collapses duplicate series of one device (or tile)
     fold: str  # tile_aggregation
+    fallbacks: tuple[SourcePlan, ...] = ()  # tried per device (or tile) where the sources before have no series
+
+    @property
+    def primary(self) -> SourcePlan:
+        return SourcePlan(self.metrics, self.matchers, self.combine, self.factor, self.aggregation)
+
+    @property
+    def sources(self) -> tuple[SourcePlan, ...]:
+        """The quantity's own source, then its fallbacks, in the order they are tried."""
+        return (self.primary, *self.fallbacks)
 
 
 @dataclass(frozen=True)
@@ -90,16 +132,21 @@ class DevicePlan:
 
     def identity_selector(self) -> tuple[str, tuple[str, ...]]:
         """(metric, matchers) whose series list every device and tile with its ids and pod labels."""
+        return self.identity_selectors()[0]
+
+    def identity_selectors(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The identity quantity's first metric of each of its sources: every exporter generation's devices."""
         by_key = {q.quantity.key: q for q in self.quantities}
-        source = next(by_key[k] for k in IDENTITY_ORDER if k in by_key)
-        return source.metrics[0], source.matchers
+        quantity = next((by_key[k] for k in IDENTITY_ORDER if k in by_key), self.quantities[0])
+        return list(dict.fromkeys((s.metrics[0], s.matchers) for s in quantity.sources))
 
     def metric_selectors(self) -> list[tuple[str, tuple[str, ...]]]:
-        """Every (metric, matchers) the plan reads, once each, in declaration order."""
+        """Every (metric, matchers) the plan reads, fallbacks included, once each, in declaration order."""
         seen: dict[tuple[str, tuple[str, ...]], None] = {}
         for q in self.quantities:
-            for metric in q.metrics:
-                seen[(metric, q.matchers)] = None
+            for source in q.sources:
+                for metric in source.metrics:
+                    seen[(metric, source.matchers)] = None
         return list(seen)
 
 
@@ -133,16 +180,23 @@ def plan_for(profile: HardwareProfile) -> DevicePlan | None:
     return DevicePlan(profile.id, {k: v for k, v in labels.items() if v}, quantities)
 
 
+def _factor(source: MetricSource | FallbackSource) -> Fraction:
+    return UNIT_FACTORS[source.unit] * Fraction(str(source.scale))
+
+
 def _quantity_plan(quantity: Quantity, source: MetricSource) -> QuantityPlan:
-    factor = UNIT_FACTORS[source.unit] * Fraction(str(source.scale))
+    fallbacks = tuple(
+        SourcePlan(tuple(f.metrics), tuple(f.matchers), f.combine, _factor(f), f.aggregation, f.note) for f in source.fallbacks
+    )
     return QuantityPlan(
         quantity=quantity,
         metrics=tuple(source.metrics),
         matchers=tuple(source.matchers),
         combine=source.combine,
-        factor=factor,
+        factor=_factor(source),
         aggregation=source.aggregation,
         fold=source.tile_aggregation,
+        fallbacks=fallbacks,
     )
 
 

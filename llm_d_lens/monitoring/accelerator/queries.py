@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, lens_label
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, lens_label
 from llm_d_lens.prometheus.promql import label_name, quote, replacement_literal, selector
 
 #: A node read from ``instance`` (``host:port``) keeps only the host.
@@ -29,6 +29,9 @@ NODE_REGEX = "(.+?)(?::[0-9]+)?"
 ANY_VALUE = "(.+)"
 #: Which tile answers for a ``first`` fold when the device has no device-level series.
 PRIMARY_TILE = "0"
+#: Labels Prometheus gives every series of a scrape target: the inventory keeps them, so a pod label
+#: that is the target's own (the exporter's pod) can be told from the workload's.
+TARGET_LABELS = ("job", "instance")
 DEVICE_KEY = ("node", "device")
 TILE_KEY = ("node", "device", "sub")
 
@@ -51,7 +54,7 @@ def _by(names: Iterable[str]) -> str:
     return ", ".join(label_name(n) for n in names)
 
 
-def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
+def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan) -> str:
     tile_by = _by(plan.raw_labels(TILE_KEY))
     parts = [f"{quantity.aggregation} by ({tile_by}) ({selector(m, quantity.matchers)})" for m in quantity.metrics]
     if quantity.combine == "sum":
@@ -61,12 +64,25 @@ def _combined(plan: DevicePlan, quantity: QuantityPlan) -> str:
     return "(" + " or ".join(parts) + ")"
 
 
-def _converted(expression: str, quantity: QuantityPlan) -> str:
+def _converted(expression: str, quantity: QuantityPlan | SourcePlan) -> str:
     factor = quantity.factor
     if factor.numerator != 1:
         expression = f"({expression} * {factor.numerator})"
     if factor.denominator != 1:
         expression = f"({expression} / {factor.denominator})"
+    return expression
+
+
+def _sourced(plan: DevicePlan, quantity: QuantityPlan) -> str:
+    """The quantity per tile in its common unit: its own source, then each fallback where the ones before
+    have no series for that tile (``or on`` the tile key). A fallback's rows carry ``lens_fallback``."""
+    expression = _converted(_combined(plan, quantity), quantity)
+    if not quantity.fallbacks:
+        return expression
+    on = _by(plan.raw_labels(TILE_KEY))
+    for number, fallback in enumerate(quantity.fallbacks, 1):
+        tagged = f'label_replace({_converted(_combined(plan, fallback), fallback)}, {quote(FALLBACK_LABEL)}, "{number}", "", "")'
+        expression = f"({expression} or on({on}) {tagged})"
     return expression
 
 
@@ -102,7 +118,7 @@ def on_node(expression: str, node: str | None) -> str:
 
 def dashboard_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
     """Self-contained PromQL: one series per device (or tile) in the common unit, on ``lens_*`` labels."""
-    folded = _folded(plan, _converted(_combined(plan, quantity), quantity), quantity.fold)
+    folded = _folded(plan, _sourced(plan, quantity), quantity.fold)
     return on_node(_relabelled(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
 
 
@@ -112,14 +128,24 @@ def dashboard_queries(plan: DevicePlan, node: str | None = None) -> dict[str, st
 
 def quantity_query(plan: DevicePlan, quantity: QuantityPlan) -> str:
     """One series per tile (or device) in the common unit, on the exporter's own key labels."""
-    return _converted(_combined(plan, quantity), quantity)
+    return _sourced(plan, quantity)
+
+
+def inventory_labels(plan: DevicePlan) -> tuple[str, ...]:
+    """The exporter labels the inventory groups by: every common label's spellings, then the target's."""
+    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
+    return tuple(dict.fromkeys((*plan.raw_labels(commons), *TARGET_LABELS)))
+
+
+def targets_query() -> str:
+    """Which pod each scrape target is (Prometheus' own ``up`` series): one query per refresh, whatever the hardware."""
+    return "group by (job, instance, namespace, pod) (up)"
 
 
 def inventory_query(plan: DevicePlan) -> str:
-    """One series per distinct identity (device, tile, ids, pod labels) of the identity source's series."""
-    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
-    metric, matchers = plan.identity_selector()
-    return f"group by ({_by(plan.raw_labels(commons))}) ({selector(metric, matchers)})"
+    """One series per distinct identity (device, tile, ids, pod labels, target) of the identity sources' series."""
+    by = _by(inventory_labels(plan))
+    return " or ".join(f"group by ({by}) ({selector(metric, matchers)})" for metric, matchers in plan.identity_selectors())
 
 
 def queries(plan: DevicePlan) -> dict[str, str]:

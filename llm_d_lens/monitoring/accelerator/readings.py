@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import per_device, relabelled
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, QUANTITIES, DevicePlan
+from llm_d_lens.monitoring.accelerator.fold import fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, HEALTH_FLAGS, QUANTITIES, QUANTITY_BY_KEY, DevicePlan
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -60,8 +60,22 @@ class DeviceReading:
     serials: list[str] = field(default_factory=list)
     tiles: list[str] = field(default_factory=list)
     values: dict[str, float] = field(default_factory=dict)  # quantity field -> value in its common unit
+    fallbacks: dict[str, str] = field(default_factory=dict)  # quantity field -> the fallback source that answered
     owners: list[Owner] = field(default_factory=list)
+    exporter: Owner | None = None  # the exporter's own pod, when Prometheus wrote it into the pod labels
     attribution: Attribution | None = None
+
+    def health(self) -> dict[str, Any]:
+        """``ok``, ``problem`` (with what), or ``unknown`` when the exporter reports none of the flagging quantities."""
+        problems, known = [], False
+        for key, meaning in HEALTH_FLAGS:
+            value = self.values.get(QUANTITY_BY_KEY[key].field)
+            if value is None or not math.isfinite(value):
+                continue
+            known = True
+            if value > 0:
+                problems.append(f"{meaning}: {value:g}")
+        return {"status": "problem" if problems else "ok" if known else "unknown", "problems": problems}
 
     @property
     def name(self) -> str:
@@ -78,7 +92,14 @@ class DeviceReading:
         for quantity in QUANTITIES:
             value = self.values.get(quantity.field)
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
+        out["health"] = self.health()
+        out["fallbacks"] = dict(self.fallbacks)
+        # what a plugin's telemetry provider added (monitoring/accelerator/registry.py)
+        common = {q.field for q in QUANTITIES}
+        out["derived"] = {k: (v if isinstance(v, (int, float)) and math.isfinite(v) else None)
+                          for k, v in sorted(self.values.items()) if k not in common}
         out["exporter_pods"] = [{"namespace": o.namespace or None, "pod": o.pod, "container": o.container or None} for o in self.owners]
+        out["exporter_pod"] = {"namespace": self.exporter.namespace or None, "pod": self.exporter.pod} if self.exporter else None
         out["attribution"] = self.attribution.to_dict() if self.attribution else None
         return out
 
@@ -89,11 +110,31 @@ class Assembled:
     warnings: list[str]
 
 
-def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assembled:
+#: Prometheus keeps an exporter label that clashes with a target label under this prefix.
+EXPORTED = "exported_"
+
+
+def _target(labels: Mapping[str, str]) -> tuple[str, str]:
+    return labels.get("job", ""), labels.get("instance", "")
+
+
+def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(job, instance) -> (namespace, pod) of each scrape target, from Prometheus' ``up`` series."""
+    return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
+
+
+def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = ()) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
+    ``pod`` of every series the exporter did not label, and of all of them once it renamed the
+    exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
+    ``up`` series that say which pod each target is.
     """
+    own_pods = target_pods(targets)
+    pod_names = plan.labels.get("pod", ())
+    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(k.startswith(EXPORTED) for k in row.labels)}
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
     devices: dict[tuple[str, str, str], DeviceReading] = {}
@@ -121,16 +162,27 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Assemble
         r.device_id = r.device_id or common.get("source") or None
         if common.get("pod"):
             owner = Owner(common.get("namespace", ""), common["pod"], common.get("container", ""))
-            if owner not in r.owners:
+            spelling = next(n for n in pod_names if row.labels.get(n))
+            target = _target(row.labels)
+            own = own_pods.get(target)
+            if (own is not None and owner.pod == own[1] and owner.namespace in ("", own[0])) or (
+                target in renamed and not spelling.startswith(EXPORTED)
+            ):
+                r.exporter = r.exporter or owner
+            elif owner not in r.owners:
                 r.owners.append(owner)
     for quantity in plan.quantities:
-        for (n, device, sub), value in per_device(plan, quantity, rows.get(quantity.quantity.key, ())).items():
+        quantity_rows = rows.get(quantity.quantity.key, ())
+        for (n, device, sub), value in per_device(plan, quantity, quantity_rows).items():
             reading(n, device, sub).values[quantity.quantity.field] = value
+        for (n, device, sub), number in fallbacks_used(plan, quantity, quantity_rows).items():
+            reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     warnings = [
         f"{plan.hardware}: {count} series on node {n or '(none)'} carry no device label "
         f"({', '.join(plan.labels.get('device', ())) or 'label_schema.device is not set'}); they are left out"
         for n, count in sorted(anonymous.items())
     ]
+
     ordered = sorted(devices.values(), key=lambda d: (d.node, _natural(d.device), _natural(d.sub)))
     for d in ordered:
         d.tiles.sort(key=_natural)
@@ -145,3 +197,17 @@ def _add(values: list[str], value: str) -> None:
 def _natural(text: str) -> tuple[int, int, str]:
     """Sort key putting device 2 before device 10; other ids sort as text."""
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def fallback_warnings(plan: DevicePlan, devices: Sequence[DeviceReading]) -> list[str]:
+    """One warning per fallback with a ``note`` (a degraded reading) that answered for any of ``devices``."""
+    out = []
+    for quantity in plan.quantities:
+        for fallback in quantity.fallbacks:
+            if not fallback.note:
+                continue
+            names = [d.name for d in devices if d.fallbacks.get(quantity.quantity.field) == fallback.describe()]
+            if names:
+                out.append(f"{plan.hardware}: {quantity.quantity.key} of {len(names)} device(s) ({', '.join(names)}) "
+                           f"is read from {fallback.describe()}: {fallback.note}")
+    return out

@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribute
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
-from llm_d_lens.monitoring.accelerator.queries import queries
-from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble
+from llm_d_lens.monitoring.accelerator.queries import queries, targets_query
+from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
+from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
@@ -27,6 +29,7 @@ from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
 class Selected:
     profile: HardwareProfile
     plan: DevicePlan
+    provider: Any = None  # the telemetry provider its profile names (registry.py); None: declarative
 
 
 @dataclass
@@ -52,25 +55,44 @@ class DeviceReport:
         }
 
 
-def select(hardware: Sequence[str] | None, registry: Any = None) -> list[Selected]:
-    """The hardware to read: the ones named (each must declare device sources), or every one that does."""
+def select(hardware: Sequence[str] | None, registry: Any = None, *, require_sources: bool = True) -> list[Selected]:
+    """The hardware to read: the ones named (each must declare device sources), or every one that does.
+
+    With ``require_sources`` off (the pods view, which reads serving metrics of any hardware), a named
+    hardware without device sources is skipped instead of refused: its pods simply have no device figures.
+    """
     from llm_d_lens.hardware.registry import get_registry
 
+    from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
+
     registry = registry or get_registry()
+    providers = get_telemetry_registry()
     if hardware:
         chosen = []
         for key in hardware:
             profile = registry.get(key)
             plan = plan_for(profile)
+            if plan is None and not require_sources:
+                continue
             if plan is None:
                 raise TelemetryNotDeclared(
                     f"hardware {profile.id!r} declares no telemetry.device_metric_sources, so Lens has no device metrics to read",
                     details={"hardware": profile.id},
                 )
             if profile.id not in [s.profile.id for s in chosen]:
-                chosen.append(Selected(profile, plan))
+                chosen.append(Selected(profile, plan, providers.for_profile(profile)))
         return chosen
-    return [Selected(p, plan) for p in registry.profiles() if (plan := plan_for(p)) is not None]
+    # every hardware: one whose telemetry provider is unknown or broken is left out, not fatal
+    out = []
+    for p in registry.profiles():
+        plan = plan_for(p)
+        if plan is None:
+            continue
+        try:
+            out.append(Selected(p, plan, providers.for_profile(p)))
+        except LensError:
+            continue
+    return out
 
 
 def _check_mode(selection: Sequence[Selected], mode: str | None) -> None:
@@ -86,18 +108,25 @@ def _finish(
     cluster: ClusterObjects | None,
     mode: str | None,
     node: str | None,
+    targets: Sequence[Sample] = (),
 ) -> DeviceReport:
     """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
     report = DeviceReport(hardware=[s.profile.id for s in selection])
     wanted = cluster.node_name(node) if cluster is not None and node is not None else node
     for chosen in selection:
-        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id])
+        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id], targets)
         own_mode = mode if mode in chosen.profile.access_modes else None
         for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
             if wanted is None or allocation.node == wanted:
                 report.pods.setdefault(ref, []).append(allocation)
-        report.devices.extend(d for d in assembled.devices if wanted is None or d.node == wanted)
         report.warnings.extend(assembled.warnings)
+        if chosen.provider is not None:
+            report.warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
+        shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
+        report.devices.extend(shown)
+        report.warnings.extend(fallback_warnings(chosen.plan, shown))
+        report.warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
+                               for d in shown if d.health()["status"] == "problem")
     return report
 
 
@@ -113,12 +142,18 @@ async def read_devices(
     """Devices of every selected hardware from Prometheus, all queries in flight together."""
     _check_mode(selection, mode)
     jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
+    if any("pod" in s.plan.labels for s in selection):
+        jobs.append(("", "targets", targets_query()))
     before = client.queries_sent
     answers = await gather_all(*(client.query(promql, at) for _, _, promql in jobs))
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
+    targets: list[Sample] = []
     for (hardware, name, _), answer in zip(jobs, answers):
-        rows[hardware][name] = answer
-    report = _finish(selection, rows, cluster, mode, node)
+        if name == "targets":
+            targets = answer
+        else:
+            rows[hardware][name] = answer
+    report = _finish(selection, rows, cluster, mode, node, targets)
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report

@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, DevicePlan, QuantityPlan, apply_factor
-from llm_d_lens.monitoring.accelerator.queries import TILE_KEY
+from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
+from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
 from llm_d_lens.prometheus.promql import matches, parse_matcher
@@ -34,7 +34,7 @@ def _grouped(samples: Sequence[ExpositionSample], names: Sequence[str], aggregat
     return {key: reduce(values) for key, values in groups.items()}
 
 
-def _combined(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[ExpositionSample]) -> dict[RawKey, float]:
+def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan, samples: Sequence[ExpositionSample]) -> dict[RawKey, float]:
     names = plan.raw_labels(TILE_KEY)
     parts = [_grouped(_selected(samples, m, quantity.matchers), names, quantity.aggregation) for m in quantity.metrics]
     if quantity.combine == "sum":
@@ -50,19 +50,36 @@ def _combined(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[Exposi
     return out
 
 
-def _rows(names: Sequence[str], values: dict[RawKey, float]) -> list[Sample]:
-    return [Sample({n: v for n, v in zip(names, key) if v}, value) for key, value in values.items()]
+def _rows(names: Sequence[str], values: dict[RawKey, float], tags: dict[RawKey, int] | None = None) -> list[Sample]:
+    rows = []
+    for key, value in values.items():
+        labels = {n: v for n, v in zip(names, key) if v}
+        if tags and tags.get(key):
+            labels[FALLBACK_LABEL] = str(tags[key])
+        rows.append(Sample(labels, value))
+    return rows
+
+
+def _sourced(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[ExpositionSample]) -> tuple[dict[RawKey, float], dict[RawKey, int]]:
+    """Per tile, the first source (own, then fallbacks) with a value, converted; and which one answered."""
+    values: dict[RawKey, float] = {}
+    tags: dict[RawKey, int] = {}
+    for number, source in enumerate(quantity.sources):
+        for key, value in _combined(plan, source, samples).items():
+            if key not in values:
+                values[key] = apply_factor(value, source.factor)
+                tags[key] = number
+    return values, tags
 
 
 def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str, list[Sample]]:
     """The rows each refresh query (:func:`.queries.queries`) would return, computed from ``samples``."""
-    commons = tuple(c for c in COMMON_LABELS if c in plan.labels)
-    identity_names = plan.raw_labels(commons)
-    metric, matchers = plan.identity_selector()
-    identities = _grouped(_selected(samples, metric, matchers), identity_names, "max")
+    identity_names = inventory_labels(plan)
+    identities: dict[RawKey, float] = {}
+    for metric, matchers in plan.identity_selectors():
+        identities.update(_grouped(_selected(samples, metric, matchers), identity_names, "max"))
     out = {"inventory": _rows(identity_names, {key: 1.0 for key in identities})}
     tile_names = plan.raw_labels(TILE_KEY)
     for quantity in plan.quantities:
-        converted = {k: apply_factor(v, quantity.factor) for k, v in _combined(plan, quantity, samples).items()}
-        out[quantity.quantity.key] = _rows(tile_names, converted)
+        out[quantity.quantity.key] = _rows(tile_names, *_sourced(plan, quantity, samples))
     return out

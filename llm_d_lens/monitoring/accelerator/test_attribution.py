@@ -120,8 +120,10 @@ def test_pod_status_two_pods_on_one_device_is_unavailable_for_both():
 
 
 def test_pod_status_needs_a_pci_label_on_the_exporter_side():
-    # AMD's exporter has no PCI label; the device plugin's resource ids are PCI addresses
-    amd = profile("amd", modes={"plugin": "pod-status", "dra": "dra"})
+    # AMD's exporter has no PCI label; the device plugin's resource ids are PCI addresses (which is why
+    # the built-in profile declares no resource_id_pattern: this join could never place an AMD device)
+    pattern = {"drivers": ["gpu.amd.com"], "resource_id_pattern": "^(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7])$"}
+    amd = profile("amd", modes={"plugin": "pod-status", "dra": "dra"}, allocation=pattern)
     objects = cluster(pod_object(
         "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz", "amd-node-01", limits={"amd.com/gpu": "1"},
         allocated=[("amd.com/gpu", ["0000:c1:00.0"])],

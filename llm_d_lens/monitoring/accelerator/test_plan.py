@@ -29,6 +29,8 @@ def test_common_quantities_have_fixed_names_and_units():
     assert [(q.field, q.unit) for q in QUANTITIES] == [
         ("utilization_ratio", "ratio"), ("memory_used_bytes", "bytes"), ("memory_total_bytes", "bytes"),
         ("power_watts", "W"), ("energy_joules", "J"), ("temperature_celsius", "celsius"), ("tensor_activity_ratio", "ratio"),
+        ("memory_temperature_celsius", "celsius"), ("memory_bandwidth_ratio", "ratio"), ("ecc_corrected_errors", "count"),
+        ("ecc_uncorrected_errors", "count"), ("pcie_replays_count", "count"), ("critical_event_code", "code"),
     ]
 
 

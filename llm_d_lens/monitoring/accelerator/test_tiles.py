@@ -123,3 +123,27 @@ def test_first_takes_partition_zero_then_the_device_level_series():
     from_page = by_name(snapshot(page, ["amd"]))
     assert {k: v["power_watts"] for k, v in from_prometheus.items()} == expected
     assert {k: v["power_watts"] for k, v in from_page.items()} == expected
+
+
+@needs_prometheus
+def test_per_partition_tensor_activity_is_one_rule_for_the_refresh_the_page_and_the_dashboard():
+    """The profiler reports MFMA activity per CPX partition: the device's ratio is their average
+    ((40 + 20 + 0 + 60) / 4 % = 0.3), by the refresh, a direct page and the dashboard PromQL alike."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.plan import plan_for
+    from llm_d_lens.monitoring.accelerator.queries import dashboard_query
+
+    base = {"hostname": "n1", "serial_number": "S1", "gpu_compute_partition_type": "cpx"}
+    samples = [("gpu_prof_tensor_active_percent", {**base, "gpu_partition_id": str(p)}, value)
+               for p, value in enumerate((40.0, 20.0, 0.0, 60.0))]
+    samples += [("gpu_used_vram", {**base, "gpu_partition_id": str(p)}, 100.0) for p in range(4)]
+    plan = plan_for(get_registry().get("amd"))
+    tensor = next(q for q in plan.quantities if q.quantity.key == "tensor_activity")
+    with run_prometheus(to_openmetrics(samples)) as server:
+        refreshed = by_name(refresh(server.url, ["amd"]))["n1/S1"]["tensor_activity_ratio"]
+        (row,) = server.query(dashboard_query(plan, tensor))
+    page = "".join(n + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "} " + str(value) + "\n"
+                   for n, labels, value in samples)
+    from_page = by_name(snapshot(page, ["amd"]))["n1/S1"]["tensor_activity_ratio"]
+    assert refreshed == pytest.approx(0.3) and from_page == pytest.approx(0.3)
+    assert float(row["value"][1]) == pytest.approx(0.3)

@@ -87,3 +87,10 @@ class ClaimsInvalid(LensError):
 
     code = "CLAIMS_INVALID"
     http_status = 422
+
+
+class ProviderFailed(LensError):
+    """A hardware's provider (plugin code) raised or answered with the wrong type; the plugin's to fix."""
+
+    code = "PROVIDER_FAILED"
+    http_status = 502

@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, make_view, registry
+from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
+from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -26,7 +27,7 @@ def preflight(
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.clock import SystemClock
 
-    reports = asyncio.run(service.preflight(registry(), hardware, make_view(context, kubeconfig), SystemClock(), timeout))
+    reports = asyncio.run(service.preflight(registry(), hardware, driver_cli.make_view(context, kubeconfig), SystemClock(), timeout))
     emit([r.to_dict() for r in reports], output, table)
 
 

@@ -18,19 +18,14 @@ from llm_d_lens.monitoring.gpu_driver.install import InstallResult
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.monitoring.gpu_driver.plan import DriverPlan, annotate, apply, build_plan
 from llm_d_lens.monitoring.gpu_driver.presence import PresenceReport
+from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
 from llm_d_lens.monitoring.gpu_driver.status import ModeStatus
 
-_DRIVER_METHODS = ("ensure_presence", "driver_status", "install_driver", "install_target")
 
 
-def provider_for(registry: Registry, key: str) -> Any:
-    """The hardware's provider when it implements the driver interface, else the default one."""
-    from llm_d_lens.hardware.providers.base import DefaultProvider
-
-    provider = registry.provider(key)
-    if all(callable(getattr(provider, name, None)) for name in _DRIVER_METHODS):
-        return provider
-    return DefaultProvider(registry.get(key))
+def provider_for(registry: Registry, key: str) -> DriverOps:
+    """The hardware's driver operations: its provider's guide methods where it has them, else the defaults."""
+    return DriverOps(registry.get(key), registry.provider(key))
 
 
 def read_claims_file(path: Path) -> tuple[list[RequestedClass], list[str]]:

@@ -59,16 +59,19 @@ class PodReading:
 
 
 def metric_names(profiles: Iterable[HardwareProfile]) -> dict[str, list[str]]:
-    """pod_metrics key -> metric names, in the profiles' order of preference, each name once."""
-    names: dict[str, list[str]] = {}
+    """pod_metrics key -> metric names, in the profiles' order of preference, each name once.
+
+    A name ranks by the earliest place any profile lists it (ties by name), so the order never
+    depends on which profiles are selected first or how their ids sort.
+    """
+    ranks: dict[str, dict[str, int]] = {}
     for profile in profiles:
         declared = profile.telemetry.pod_metrics if profile.telemetry else {}
         for key, value in declared.items():
-            bucket = names.setdefault(key, [])
-            for name in [value] if isinstance(value, str) else value:
-                if name not in bucket:
-                    bucket.append(name)
-    return names
+            bucket = ranks.setdefault(key, {})
+            for position, name in enumerate([value] if isinstance(value, str) else value):
+                bucket[name] = min(position, bucket.get(name, position))
+    return {key: sorted(bucket, key=lambda n: (bucket[n], n)) for key, bucket in ranks.items()}
 
 
 def pod_query(metric: PodMetric, names: Sequence[str], namespace: str | None = None, pod: str | None = None) -> str:

@@ -37,10 +37,15 @@ class PodReport:
         return {"source": self.source, "queries": self.queries_sent, "pods": self.pods, "warnings": self.warnings}
 
 
-def device_figures(allocations: Sequence[PodAllocation], readings: dict[tuple[str, str], DeviceReading]) -> dict[str, Any]:
-    """The pod's share of the devices: all of them, or nothing and the reason."""
+#: Why a pod has no device figures when no device of the selected hardware is attributed to it.
+NO_DEVICES = "no device series of the selected hardware is attributed to this pod"
+
+
+def device_figures(allocations: Sequence[PodAllocation], readings: dict[tuple[str, str], DeviceReading],
+                   why_none: str | None = None) -> dict[str, Any]:
+    """The pod's share of the devices: all of them, or nothing and the reason (``why_none`` when it holds none Lens sees)."""
     if not allocations:
-        return {"status": None, "devices": [], "reason": None, **{f: None for f in (*SUMMED, *AVERAGED)}}
+        return {"status": None, "devices": [], "reason": why_none, **{f: None for f in (*SUMMED, *AVERAGED)}}
     refused = [a for a in allocations if a.status != ATTRIBUTED]
     names = [f"{a.hardware}:{d}" for a in allocations for d in a.devices]
     if refused:
@@ -57,8 +62,14 @@ def device_figures(allocations: Sequence[PodAllocation], readings: dict[tuple[st
     return out
 
 
-def combine(readings: Sequence[PodReading], report: DeviceReport, namespace: str | None, pod: str | None) -> list[dict[str, Any]]:
+def combine(readings: Sequence[PodReading], report: DeviceReport, namespace: str | None, pod: str | None,
+            cluster: ClusterObjects | None = None) -> list[dict[str, Any]]:
     by_device = {(d.hardware, d.name): d for d in report.devices}
+    why_none = None
+    if report.hardware:
+        why_none = NO_DEVICES + (
+            " (its exporters' pod labels do not name it; give cluster objects to join the allocations)" if cluster is None
+            else " (the cluster objects show it holding none of it)")
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for reading in readings:
         rows[reading.ref] = reading.to_dict()
@@ -66,7 +77,7 @@ def combine(readings: Sequence[PodReading], report: DeviceReport, namespace: str
         if (namespace is None or ref[0] == namespace) and (pod is None or ref[1] == pod) and ref not in rows:
             rows[ref] = PodReading(*ref).to_dict()
     for ref, row in rows.items():
-        row["devices"] = device_figures(report.pods.get(ref, []), by_device)
+        row["devices"] = device_figures(report.pods.get(ref, []), by_device, why_none)
     return [rows[ref] for ref in sorted(rows)]
 
 
@@ -89,7 +100,7 @@ async def read_pod_report(
     else:
         readings, devices = await pods_read, DeviceReport()
     return PodReport(
-        pods=combine(readings, devices, namespace, pod),
+        pods=combine(readings, devices, namespace, pod, cluster),
         warnings=devices.warnings,
         queries_sent=client.queries_sent - before,
         source=client.url,

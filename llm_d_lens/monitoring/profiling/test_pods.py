@@ -108,21 +108,66 @@ def test_a_value_with_quotes_and_backslashes_matches_exactly(vllm_prometheus):
     assert list(found) == ["odd-0"] and found["odd-0"]["namespace"] == ODD_NAMESPACE
 
 
-@needs_prometheus
-def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus):
+def pod_report(prometheus, hardware: str, namespace: str = "llm-serving"):
     async def run():
         async with PrometheusClient(prometheus.url) as client:
-            return await read_pod_report(client, select(["nvidia"]), [get_registry().get("nvidia")], at=BASE_TIMESTAMP,
-                                         namespace="llm-serving")
-    report = asyncio.run(run())
-    (pod,) = report.pods
+            return await read_pod_report(client, select([hardware], require_sources=False), [get_registry().get(hardware)],
+                                         at=BASE_TIMESTAMP, namespace=namespace)
+    return asyncio.run(run())
+
+
+@needs_prometheus
+def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus):
+    report = pod_report(prometheus, "amd")
+    (pod,) = [p for p in report.pods if p["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"]
     assert pod["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz" and pod["kv_cache_usage_ratio"] == 0.4375
-    # the shared samples put this pod on GPU 0 of gpu-node-01 and of gpu-node-02: 612.35 W and 73421 MiB each
+    # the AMD sample puts this pod on GPU PCB049874-0071 of amd-node-01: 688 W, 178944 MB (MiB) used
     assert pod["devices"]["status"] == "attributed"
-    assert pod["devices"]["devices"] == ["nvidia:gpu-node-01/0", "nvidia:gpu-node-02/0"]
-    assert pod["devices"]["power_watts"] == 612.35 + 612.35
-    assert pod["devices"]["memory_used_bytes"] == 2 * 73421 * 2**20
-    assert report.queries_sent == 3 + 1 + 7  # three pod metrics, the inventory, seven quantities
+    assert pod["devices"]["devices"] == ["amd:amd-node-01/PCB049874-0071"]
+    assert pod["devices"]["power_watts"] == 688
+    assert pod["devices"]["memory_used_bytes"] == 178944 * 2**20
+    assert report.queries_sent == 3 + 1 + 12 + 1  # three pod metrics, the inventory, twelve quantities, the targets
+
+
+@needs_prometheus
+def test_a_pod_the_exporters_name_on_two_nodes_gets_no_figures_and_the_reason(prometheus):
+    """The shared DCGM sample is loaded for gpu-node-01 and gpu-node-02, both naming the same pod on GPU 0:
+    a pod lives on one node, so the two GPUs are not summed (they were once: 2 x 612.35 W)."""
+    (pod,) = pod_report(prometheus, "nvidia").pods
+    figures = pod["devices"]
+    assert figures["status"] == "unavailable" and figures["power_watts"] is None
+    assert figures["devices"] == ["nvidia:gpu-node-01/0", "nvidia:gpu-node-02/0"]
+    assert "name it on 2 nodes (gpu-node-01, gpu-node-02)" in figures["reason"]
+
+
+@needs_prometheus
+def test_pods_of_hardware_without_device_sources_still_report_their_serving_metrics(prometheus):
+    """``--hardware cpu`` once failed: CPU declares pod metrics but no device sources."""
+    (pod,) = pod_report(prometheus, "cpu").pods
+    assert pod["kv_cache_usage_ratio"] == 0.4375 and pod["metric_names"]["kv_cache_usage_ratio"] == "vllm:kv_cache_usage_perc"
+    assert pod["devices"]["status"] is None and pod["devices"]["reason"] is None
+
+
+@needs_prometheus
+def test_a_pod_holding_no_device_lens_sees_says_why(prometheus):
+    # the XPU samples' kube_pod labels name the pod, but the default (dra) join needs cluster objects
+    (served,) = pod_report(prometheus, "intel-xpu").pods
+    assert served["devices"]["status"] is None
+    assert served["devices"]["reason"] == (
+        "no device series of the selected hardware is attributed to this pod "
+        "(its exporters' pod labels do not name it; give cluster objects to join the allocations)")
+
+
+def test_the_kv_cache_name_order_does_not_depend_on_which_profile_comes_first():
+    registry = get_registry()
+    profiles = [registry.get(h) for h in ("cpu", "nvidia", "amd", "intel-xpu")]
+    assert metric_names(profiles) == metric_names(list(reversed(profiles)))
+    assert metric_names(profiles)["kv_cache_usage"] == [NEW, LEGACY]
+
+
+def test_the_cpu_profile_reads_no_swap_space_gauge_as_kv_cache():
+    """vLLM V0's vllm:cpu_cache_usage_perc is the CPU swap space of a GPU engine, not a KV cache."""
+    assert "vllm:cpu_cache_usage_perc" not in metric_names([get_registry().get("cpu")])["kv_cache_usage"]
 
 
 def test_a_pod_with_an_unavailable_device_gets_no_device_figures():

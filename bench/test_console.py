@@ -1,0 +1,35 @@
+"""Smoke test of bench/console.py: a tiny run prints both ratios and the page weight it promises."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from llm_d_lens.testing.console import CHROMIUM
+
+SCRIPT = Path(__file__).resolve().parent / "console.py"
+NUMBER = r"\d+\.\d+"
+
+
+def test_a_tiny_run_prints_cold_and_warm_ratios_and_the_page_weight() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "20", "--pods-per-node", "2", "--repeat", "1"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "snapshot: 20 nodes, 40 pods; 1 fresh server(s) per measurement"
+    browser = Path(CHROMIUM).is_file()
+    page = r"page \(first contentful paint\)" if browser else r"page \(HTML received, no browser\)"
+    for line, label in zip(lines[1:3], ("cold", "warm")):
+        found = re.fullmatch(rf"{label}: /api/v1/clusters/overview ({NUMBER}) s, {page} ({NUMBER}) s, ratio ({NUMBER}) \(goal <= 1\.5\)", line)
+        assert found, line
+        floor, shown, ratio = (float(g) for g in found.groups())
+        assert floor > 0 and shown > 0 and abs(ratio - shown / floor) <= 0.01 * ratio + 0.01
+    if browser:
+        weight = re.fullmatch(rf"page weight: ({NUMBER}) KiB \((.+)\)", lines[3])
+        assert weight, lines[3]
+        parts = dict(re.findall(rf"(\w+) ({NUMBER}) KiB", weight.group(2)))
+        assert {"document", "stylesheet", "script"} <= parts.keys()
+        assert abs(sum(map(float, parts.values())) - float(weight.group(1))) < 0.1 * len(parts)
+    else:
+        assert lines[3] == "page weight: not measured (no browser)"

@@ -1,0 +1,200 @@
+"""What each console panel shows, read through the API's own route functions and services.
+
+Every loader returns a :class:`Panel`: the data, or the coded error that kept it from being read
+(no Prometheus configured, Prometheus down, kubectl failing, no llm-d checkout). A panel never
+fails the page: the other panels still render, and the failed one says what went wrong and its
+code. Numbers are never computed here; they are the API's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from llm_d_lens.errors import LensError
+
+#: the quantities a telemetry panel charts, in this order after the profile's default
+CHARTED = ("utilization", "memory_used", "power", "temperature")
+TITLES = {"utilization": "Utilisation", "memory_used": "Memory used", "memory_total": "Memory total",
+          "power": "Power", "energy": "Energy", "temperature": "Temperature", "tensor_activity": "Tensor activity"}
+#: the time ranges a chart offers, in minutes
+RANGES = (15, 60, 360, 1440)
+
+
+@dataclass
+class Panel:
+    data: Any = None
+    code: str | None = None
+    status: int | None = None
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code is None
+
+
+def failed(exc: LensError) -> Panel:
+    return Panel(code=exc.code, status=exc.http_status, message=exc.message)
+
+
+async def guarded(load: Callable[[], Awaitable[Any]]) -> Panel:
+    """``load()`` as a panel: its data, or its coded error; an unexpected error is named, never raised."""
+    try:
+        return Panel(await load())
+    except LensError as exc:
+        return failed(exc)
+    except Exception as exc:  # noqa: BLE001 - a panel must not take the page down; the log keeps the rest
+        import logging
+
+        logging.getLogger("llm_d_lens.console").exception("console panel failed")
+        return Panel(code="INTERNAL_ERROR", status=500, message=f"Lens failed unexpectedly ({type(exc).__name__})")
+
+
+def capabilities() -> dict[str, Any]:
+    """``GET /api/v1/hardware/capabilities``, exactly."""
+    from llm_d_lens.hardware.api import capabilities as route
+
+    return route()
+
+
+def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """One tab per registered hardware, in ``ui.order`` then display-name order, named and grouped by its ``ui`` block."""
+    out = []
+    for profile in document["profiles"]:
+        ui = profile.get("ui") or {}
+        labels = ui.get("labels") or {}
+        out.append({
+            "id": profile["id"], "name": profile["display_name"], "icon": ui.get("icon") or "Chip",
+            "vendor": labels.get("vendor") or profile["vendor"], "group": labels.get("metric_group") or "",
+            "order": ui.get("order", 100), "profile": profile,
+        })
+    return sorted(out, key=lambda t: (t["order"], t["name"].lower(), t["id"]))
+
+
+async def inventory() -> Panel:
+    """The configured cluster's inventory, as ``GET /api/v1/clusters/overview`` reads it, and when it was read."""
+    from llm_d_lens.cluster.api import cluster_runner, cluster_source, read_inventory
+
+    async def load() -> dict[str, Any]:
+        found = await read_inventory(cluster_source(), cluster_runner())
+        return {"overview": found.overview.to_dict(), "read_at": found.read_at}
+
+    return await guarded(load)
+
+
+async def driver_status(profile_id: str) -> Panel:
+    """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
+    from llm_d_lens.cluster.source import ClusterSource
+
+    source = None
+    try:
+        source = ClusterSource.from_env()
+    except LensError as exc:
+        return failed(exc)
+    if not source.live:
+        return Panel(code="LIVE_CLUSTER_NEEDED", status=409,
+                     message="driver status reads the driver DaemonSets of a live cluster; this server reads "
+                             f"{'the demo' if source.demo else 'a snapshot'} (start it with LENS_KUBE_CONTEXT for a live one)")
+
+    async def load() -> Any:
+        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, view_factory
+
+        return (await drivers_status(hardware=[profile_id], mode=None, context=None, authorization=None,
+                                     views=view_factory()))["modes"]
+
+    return await guarded(load)
+
+
+def presence(profile: dict[str, Any], overview: dict[str, Any] | None) -> dict[str, Any]:
+    """The profile's presence rule and the inventory's nodes that carry its labels."""
+    block = profile.get("presence") or {}
+    selector = block.get("node_label_selector") or profile.get("node_label_selector") or {}
+    nodes = None
+    if overview is not None:
+        nodes = [n["name"] for n in overview.get("nodes", [])
+                 if any(h["profileId"] == profile["id"] and h.get("presentByLabels") for h in n["hardware"])]
+    return {"selector": selector, "timeout_seconds": block.get("timeout_seconds"), "nodes": nodes}
+
+
+async def benchmark(profile_id: str) -> Panel:
+    """``POST /api/v1/evaluate/config`` for the hardware: the llm-d-benchmark scenario block."""
+
+    async def load() -> Any:
+        from llm_d_lens.evaluate.api import ConfigRequest, evaluate_config
+
+        return await run_in_threadpool(evaluate_config, ConfigRequest(hardware=profile_id))
+
+    return await guarded(load)
+
+
+async def overlays(profile_id: str) -> Panel:
+    """``GET /api/v1/deploy/guides?hardware=ID`` from the server's llm-d checkout, grouped by guide."""
+
+    async def load() -> Any:
+        from llm_d_lens.deploy.api import get_runner, guides
+
+        document = await run_in_threadpool(guides, None, profile_id, None, get_runner())
+        by_guide: dict[str, list[dict[str, Any]]] = {}
+        for overlay in document.get("overlays", []):
+            by_guide.setdefault(overlay["guide"], []).append(overlay)
+        return {"source": document.get("source", {}), "guides": by_guide}
+
+    return await guarded(load)
+
+
+@dataclass
+class TelemetryRequest:
+    quantity: str
+    minutes: int
+    node: str | None
+    namespace: str | None
+
+
+async def series(profile_id: str, request: TelemetryRequest) -> Panel:
+    """``GET /api/v1/telemetry/series`` for the hardware over the chosen range."""
+
+    async def load() -> Any:
+        from llm_d_lens.monitoring.accelerator.service import select
+        from llm_d_lens.monitoring.api import _context, read_series_for
+
+        selection = select([profile_id])
+        settings, _ = await _context()
+        end = time.time()
+        report = await read_series_for(settings, selection, (end - request.minutes * 60, end), step=None,
+                                       quantities=list(CHARTED), node=request.node)
+        return report.to_dict()
+
+    return await guarded(load)
+
+
+async def devices(profile_id: str, node: str | None) -> Panel:
+    """``GET /api/v1/telemetry/devices?hardware=ID``: every device's latest figures and who holds it."""
+
+    async def load() -> Any:
+        from llm_d_lens.monitoring.api import devices as route
+
+        return await route(hardware=[profile_id], node=node, mode=None, at=None)
+
+    return await guarded(load)
+
+
+async def pods(profile_id: str, namespace: str | None) -> Panel:
+    """``GET /api/v1/telemetry/pods?hardware=ID&namespace=NS``: the serving pods on this hardware."""
+
+    async def load() -> Any:
+        from llm_d_lens.monitoring.api import pods as route
+
+        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None)
+
+    return await guarded(load)
+
+
+def doctor() -> dict[str, Any]:
+    """``lens hardware doctor``'s report."""
+    from llm_d_lens.hardware.doctor import doctor_report
+
+    return doctor_report()

@@ -1,0 +1,54 @@
+"""Numbers as a person reads them: a unit per quantity, chosen once so cards, tables and charts agree."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+GiB = 2**30
+
+
+def number(value: float | int | None, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def gib(value_bytes: float | int | None) -> str:
+    if value_bytes is None:
+        return "–"
+    return f"{value_bytes / GiB:,.1f} GiB"
+
+
+#: common unit -> (display unit, factor from the common unit, decimals)
+DISPLAY: dict[str, tuple[str, float, int]] = {
+    "ratio": ("%", 100.0, 0),
+    "bytes": ("GiB", 1 / GiB, 1),
+    "W": ("W", 1.0, 0),
+    "J": ("MJ", 1e-6, 2),
+    "celsius": ("°C", 1.0, 0),
+}
+
+
+def display_unit(unit: str) -> str:
+    return DISPLAY.get(unit, (unit, 1.0, 2))[0]
+
+
+def scaled(value: float, unit: str) -> float:
+    """``value`` (in its common unit) in the unit it is shown in (a ratio as percent, bytes as GiB)."""
+    return value * DISPLAY.get(unit, (unit, 1.0, 2))[1]
+
+
+def quantity(value: float | None, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    shown, _, digits = DISPLAY.get(unit, (unit, 1.0, 2))
+    return f"{scaled(value, unit):,.{digits}f} {shown}".replace(" %", "%")
+
+
+def clock(unix_seconds: float) -> str:
+    return datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%H:%M")
+
+
+def moment(unix_seconds: float) -> str:
+    return datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,256 @@
+"""The console in a real browser: Debian's Chromium, driven by Playwright, against real ``lens serve`` processes.
+
+Servers: the demo cluster with a real Prometheus scraping the shared exporter samples and three
+pip-installed plugins (a clean one, one with markup in its ``ui`` block, one that fails to import);
+the same without Prometheus; the same with a Prometheus that is down; and ``lens serve --demo``,
+whose pages are the README's screenshots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from llm_d_lens.console.conftest import REPO, needs_chromium
+from llm_d_lens.testing.console import lens_serve
+from llm_d_lens.testing.prometheus import free_port
+
+pytestmark = needs_chromium
+IMAGES = REPO / "docs" / "images"
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return json.load(answer)
+
+
+@pytest.fixture(scope="module")
+def lens(scraping_prometheus, plugin_site) -> Iterator[str]:
+    env = {"LENS_CLUSTER_DEMO": "1", "LENS_PROMETHEUS_URL": scraping_prometheus, "PYTHONPATH": str(plugin_site)}
+    with lens_serve(env) as url:
+        yield url
+
+
+class Visit:
+    """A page with every console message and every request it made recorded."""
+
+    def __init__(self, browser, origin: str):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.origin = origin
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.blocked: set[str] = set()  # stopped by the page's Content-Security-Policy before anything was sent
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("requestfailed", lambda r: self.blocked.add(r.url) if (r.failure or "").lower() in ("csp", "net::err_blocked_by_csp") else None)
+
+    def go(self, path: str):
+        response = self.page.goto(self.origin + path)
+        self.page.wait_for_load_state("networkidle")
+        return response
+
+    def foreign(self) -> list[str]:
+        own = (self.origin + "/", f"blob:{self.origin}/", "data:")
+        return [u for u in self.requests if not u.startswith(own) and u not in self.blocked]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser) -> Iterator:
+    opened: list[Visit] = []
+
+    def open_(origin: str) -> Visit:
+        opened.append(Visit(browser, origin))
+        return opened[-1]
+
+    yield open_
+    for v in opened:
+        v.close()
+
+
+def test_one_tab_per_registered_hardware_including_the_plugins(lens, visit):
+    capabilities = get_json(lens + "/api/v1/hardware/capabilities")
+    v = visit(lens)
+    v.go("/accelerators/nvidia")
+    tabs = v.page.locator('[role="tab"]')
+    ids = [tabs.nth(i).get_attribute("data-hardware") for i in range(tabs.count())]
+    assert sorted(ids) == sorted(p["id"] for p in capabilities["profiles"])
+    # order from each profile's ui.order: the built-ins 10..50, acme 60, evil 70, cpu 90
+    assert ids == ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu", "acme-npu", "evil-npu", "cpu"]
+    acme = v.page.locator('[role="tab"][data-hardware="acme-npu"]')
+    assert acme.inner_text().split() == ["Acme", "Inference", "NPU", "Acme", "·", "NPU"]
+    assert acme.locator("use").get_attribute("href").endswith("icons.svg#server")
+    acme.click()
+    v.page.wait_for_load_state("networkidle")
+    assert v.page.url.endswith("/accelerators/acme-npu")
+    assert v.page.locator('[role="tab"][aria-selected="true"]').get_attribute("data-hardware") == "acme-npu"
+    # the plugin's panel defaults: power first, the namespace it names
+    assert v.page.locator('#telemetry select[name="quantity"]').input_value() == "power"
+    assert v.page.locator('#telemetry input[name="namespace"]').input_value() == "acme-serving"
+    assert v.errors == []
+
+
+def test_a_plugin_that_fails_to_load_is_a_banner_on_every_page_and_stops_nothing(lens, visit):
+    v = visit(lens)
+    for path in ("/", "/accelerators/nvidia", "/doctor"):
+        v.go(path)
+        banner = v.page.locator("#plugin-banner")
+        assert "lens-broken" in banner.inner_text() and "acme SDK" in banner.inner_text()
+    assert "lens-broken" in v.page.locator("#failures").inner_text()
+    assert v.page.locator("#doctor-bad").count() == 1
+
+
+def test_the_overview_shows_the_apis_numbers(lens, visit):
+    api = get_json(lens + "/api/v1/clusters/overview")
+    v = visit(lens)
+    v.go("/")
+    summary = v.page.locator("#summary")
+    for field, key in (("nodes", "nodes"), ("totalGpuCount", "totalGpuCount"), ("allocatable", "allocatable"),
+                       ("allocated", "allocated"), ("available", "available")):
+        assert summary.locator(f'[data-field="{field}"]').inner_text() == f"{api['summary'][key]:,}"
+    for bucket in api["vendors"]:
+        card = v.page.locator(f'.card[data-hardware="{bucket["profileId"]}"]')
+        for field in ("devices", "partitions", "nodes", "allocatable", "allocated", "available"):
+            assert card.locator(f'[data-field="{field}"]').inner_text() == f"{bucket[field]:,}", (bucket["profileId"], field)
+        if bucket["vram"]["devicesWithVram"]:
+            assert card.locator('[data-field="vram"]').inner_text() == f"{bucket['vram']['totalBytes'] / 2**30:,.1f} GiB"
+    # the capacity chart's bars carry the same allocated and free counts
+    bars = v.page.locator("#capacity rect.allocated")
+    drawn = sorted(int(float(bars.nth(i).get_attribute("data-value"))) for i in range(bars.count()))
+    assert drawn == sorted(b["allocated"] for b in api["vendors"] if b["allocatable"])
+    assert "embedded demo cluster" in v.page.locator("#source").inner_text()
+    assert v.errors == [] and v.foreign() == []
+
+
+def test_charts_carry_the_scraped_points_in_their_units(lens, visit):
+    v = visit(lens)
+    v.go("/accelerators/nvidia?minutes=15")
+    charts = v.page.locator("#telemetry figure.chart")
+    assert [(charts.nth(i).get_attribute("data-quantity"), charts.nth(i).get_attribute("data-unit")) for i in range(charts.count())] == [
+        ("utilization", "%"), ("memory_used", "GiB"), ("power", "W"), ("temperature", "°C")]
+    util = v.page.locator('figure[data-quantity="utilization"] polyline[data-series="gpu-node-01/0"]')
+    assert int(util.get_attribute("data-points")) >= 1  # 15 s apart over 15 minutes; the scrapes began seconds ago
+    # the sample's GPU 0: 87 %, FB_USED 73421 MiB, 612.35 W, 63 C; the chart's own numbers say so
+    expected = {"utilization": "87%", "memory_used": f"{73421 / 1024:,.1f} GiB", "power": "612 W", "temperature": "63 °C"}
+    for quantity, text in expected.items():
+        legend = v.page.locator(f'figure[data-quantity="{quantity}"] .legend li', has_text="gpu-node-01/0")
+        assert legend.locator(".latest").inner_text() == text
+        table = v.page.locator(f'figure[data-quantity="{quantity}"] details.numbers table')
+        assert text in table.text_content()
+    # the axes are labelled with the unit and ticks
+    assert v.page.locator('figure[data-quantity="power"] text.axis-title').text_content() == "W"
+    assert v.page.locator('figure[data-quantity="utilization"] text.tick.y').last.text_content() == "100"
+    devices = v.page.locator("#device-table tbody tr")
+    assert devices.count() >= 2 and "gpu-node-01/0" in devices.first.inner_text()
+    assert v.errors == [] and v.foreign() == []
+
+
+def test_without_prometheus_the_panel_says_so_with_its_code(plugin_site, visit):
+    with lens_serve({"LENS_CLUSTER_DEMO": "1"}) as url:
+        v = visit(url)
+        v.go("/accelerators/amd")
+        problem = v.page.locator("#telemetry .problem").first
+        assert problem.get_attribute("data-code") == "SERVER_NOT_CONFIGURED"
+        assert "LENS_PROMETHEUS_URL" in problem.inner_text()
+        assert v.page.locator("#node-table tbody tr").count() == 2  # the rest of the tab is there
+        assert v.errors == []
+
+
+def test_with_prometheus_down_the_panel_says_so_with_its_code(visit):
+    with lens_serve({"LENS_CLUSTER_DEMO": "1", "LENS_PROMETHEUS_URL": f"http://127.0.0.1:{free_port()}"}) as url:
+        v = visit(url)
+        v.go("/accelerators/nvidia")
+        codes = {v.page.locator("#telemetry .problem").nth(i).get_attribute("data-code")
+                 for i in range(v.page.locator("#telemetry .problem").count())}
+        assert codes == {"PROMETHEUS_UNREACHABLE"}
+        assert "cannot reach Prometheus" in v.page.locator("#telemetry").inner_text()
+        assert v.errors == []
+
+
+def test_keyboard_reaches_and_switches_tabs(lens, visit):
+    v = visit(lens)
+    v.go("/accelerators/nvidia")
+    for _ in range(15):  # Tab from the top of the page until a tab has the focus
+        v.page.keyboard.press("Tab")
+        if v.page.evaluate("document.activeElement.getAttribute('role')") == "tab":
+            break
+    assert v.page.evaluate("document.activeElement.dataset.hardware") == "nvidia"
+    with v.page.expect_navigation():
+        v.page.keyboard.press("ArrowRight")
+    assert v.page.url.endswith("/accelerators/amd")
+    assert v.page.locator('[role="tab"][aria-selected="true"]').get_attribute("data-hardware") == "amd"
+    v.page.locator('[role="tab"][aria-selected="true"]').focus()
+    with v.page.expect_navigation():
+        v.page.keyboard.press("End")
+    assert v.page.url.endswith("/accelerators/cpu")
+    assert v.errors == []
+
+
+def test_markup_in_a_plugins_profile_is_shown_as_text(lens, visit):
+    v = visit(lens)
+    for path in ("/", "/accelerators/evil-npu"):
+        v.go(path)
+        assert v.page.evaluate("window.__pwned") is None
+        assert v.page.locator('img[src="x"]').count() == 0 and v.page.locator("b[onmouseover]").count() == 0
+    tab = v.page.locator('[role="tab"][data-hardware="evil-npu"]')
+    assert "<script>window.__pwned=2</script>" in tab.inner_text()
+    assert 'Evil <img src=x onerror="window.__pwned=1">' in v.page.locator("h2.panel-title").inner_text()
+
+
+def test_api_docs_work_offline(lens, visit):
+    v = visit(lens)
+    v.go("/docs")
+    v.page.wait_for_selector(".opblock", timeout=20000)
+    assert v.page.locator(".opblock").count() >= 10
+    assert "/api/v1/clusters/overview" in v.page.locator("#swagger-ui").inner_text()
+    assert v.errors == []
+    v.go("/redoc")
+    v.page.wait_for_selector("h1", timeout=20000)
+    assert "Lens" in v.page.locator("h1").first.inner_text()
+    assert v.foreign() == []
+    # ReDoc's bundle always tries to show its maker's logo from a CDN; the policy stops it before any request
+    assert all("cdn.redoc.ly" in e and "Content Security Policy" in e for e in v.errors)
+
+
+def test_lens_serve_demo_is_a_populated_console_and_its_screenshots_are_the_readmes(visit):
+    with lens_serve({}, "--demo") as url:
+        v = visit(url)
+        v.go("/")
+        assert v.page.locator(".card").count() >= 6
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        v.page.screenshot(path=str(IMAGES / "console-overview.png"), full_page=True)
+        v.go("/accelerators/nvidia")
+        assert "demo telemetry" in v.page.locator("#telemetry-source").inner_text()
+        lines = v.page.locator('figure[data-quantity="utilization"] polyline')
+        assert lines.count() >= 8 and all(int(lines.nth(i).get_attribute("data-points")) >= 55 for i in range(lines.count()))
+        v.page.screenshot(path=str(IMAGES / "console-accelerators.png"), clip={"x": 0, "y": 0, "width": 1280, "height": 1800},
+                          full_page=True)
+        assert v.errors == [] and v.foreign() == []
+        assert re.search(r"\bv\d", v.page.locator(".version").inner_text())
+
+
+def test_a_5000_row_node_table_is_paged(tmp_path: Path, visit):
+    from llm_d_lens.cluster.test_support import as_list, node
+
+    snapshot = tmp_path / "big.json"
+    snapshot.write_text(json.dumps(as_list(*(node(f"h100-{i:04d}", resources={"nvidia.com/gpu": "8"}) for i in range(5000)))))
+    with lens_serve({"LENS_CLUSTER_SNAPSHOT": str(snapshot)}) as url:
+        v = visit(url)
+        v.go("/accelerators/nvidia?sort=node&desc=1")
+        rows = v.page.locator("#node-table tbody tr")
+        assert rows.count() == 50 and rows.first.locator(".node-name").inner_text() == "h100-4999"
+        assert "1–50 of 5,000" in v.page.locator(".pager").first.inner_text()
+        v.page.locator('#nodes input[name="q"]').fill("h100-012")
+        with v.page.expect_navigation():
+            v.page.locator('#nodes input[name="q"]').press("Enter")
+        assert v.page.locator("#node-table tbody tr").count() == 10
+        assert "1–10 of 10" in v.page.locator(".pager").first.inner_text()

@@ -1,0 +1,190 @@
+"""The console's pages through the real app (no browser): data, honest failure states, escaping, headers."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from llm_d_lens.api.app import create_app
+from llm_d_lens.cluster.cache import forget
+from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.console.charts import capacity_bars, line_chart, nice_ceiling
+from llm_d_lens.console.data import tabs
+from llm_d_lens.console.router import link
+from llm_d_lens.console.tables import paginate
+from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.prometheus import free_port
+
+SERVER_ENV = ("LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_PROMETHEUS_URL",
+              "LENS_TELEMETRY_DEMO", "LENS_CLUSTER_OBJECTS", "LLM_D_ROOT")
+
+
+@pytest.fixture
+def server(monkeypatch) -> TestClient:
+    for name in SERVER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    forget()
+    yield TestClient(create_app())
+    forget()
+
+
+def text_of(page: str) -> str:
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_the_overview_shows_the_apis_numbers_for_the_demo(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    api = server.get("/api/v1/clusters/overview").json()
+    page = server.get("/").text
+    summary = api["summary"]
+    for field in ("nodes", "totalGpuCount", "allocatable", "allocated", "available"):
+        assert re.search(rf'data-field="{field}">{summary[field]:,}<', page), field
+    nvidia = next(v for v in api["vendors"] if v["profileId"] == "nvidia")
+    card = page[page.index('data-hardware="nvidia"'):]
+    card = card[:card.index("</article>")]
+    assert f'data-field="devices">{nvidia["devices"]}<' in card and f'data-field="allocated">{nvidia["allocated"]}<' in card
+    assert "embedded demo cluster" in text_of(page)
+    # what no profile claims is listed by name
+    assert "rdma/rdma_shared_device_a" in page and "dra.net" in page
+
+
+def test_a_snapshot_overview_names_its_file_and_an_edited_file_is_read_again(server, monkeypatch, tmp_path: Path):
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(as_list(node("mi300x", resources={"amd.com/gpu": "8"}), pod("a", "mi300x", limits={"amd.com/gpu": "5"}))))
+    monkeypatch.setenv("LENS_CLUSTER_SNAPSHOT", str(path))
+    assert str(path) in server.get("/").text
+    assert server.get("/api/v1/clusters/overview").json()["vendors"][0]["allocated"] == 5
+    path.write_text(json.dumps(as_list(node("mi300x", resources={"amd.com/gpu": "8"}), pod("a", "mi300x", limits={"amd.com/gpu": "2"}),
+                                       node("mi300x-2", resources={"amd.com/gpu": "8"}))))
+    assert server.get("/api/v1/clusters/overview").json()["vendors"][0]["allocated"] == 2
+
+
+def test_a_broken_snapshot_is_a_coded_panel_not_a_failed_page(server, monkeypatch, tmp_path: Path):
+    path = tmp_path / "cluster.json"
+    path.write_text('{"kind": "Node"}')
+    monkeypatch.setenv("LENS_CLUSTER_SNAPSHOT", str(path))
+    answer = server.get("/")
+    assert answer.status_code == 200
+    assert 'data-code="SERVER_NOT_CONFIGURED"' in answer.text and "LENS_CLUSTER_SNAPSHOT" in answer.text
+
+
+def test_every_telemetry_state_is_named_with_its_code(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    page = server.get("/accelerators/nvidia").text
+    # no Prometheus configured: the server's to fix, and the panel says how
+    assert 'data-code="SERVER_NOT_CONFIGURED"' in page and "LENS_PROMETHEUS_URL" in page
+    monkeypatch.setenv("LENS_PROMETHEUS_URL", f"http://127.0.0.1:{free_port()}")
+    page = server.get("/accelerators/nvidia").text
+    assert 'data-code="PROMETHEUS_UNREACHABLE"' in page
+    # the rest of the tab still renders
+    assert 'id="node-table"' in page and "gpu-h100-01" in page
+
+
+def test_a_live_cluster_whose_kubectl_fails_says_so_on_the_panel(server, monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("LENS_KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    monkeypatch.setenv("LENS_KUBE_CONTEXT", "nowhere")
+    monkeypatch.setenv("LENS_KUBECTL_TIMEOUT", "5")
+    page = server.get("/").text
+    codes = set(re.findall(r'data-code="([A-Z_]+)"', page))
+    assert codes & {"COMMAND_FAILED", "COMMAND_NOT_FOUND", "COMMAND_TIMED_OUT"}, codes
+
+
+def test_demo_telemetry_draws_a_chart_per_quantity_with_units(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    monkeypatch.setenv("LENS_TELEMETRY_DEMO", "1")
+    page = server.get("/accelerators/amd", params={"quantity": "power", "minutes": 15}).text
+    charts = re.findall(r'<figure class="chart" data-quantity="(\w+)" data-unit="([^"]+)"', page)
+    assert charts == [("power", "W"), ("utilization", "%"), ("memory_used", "GiB"), ("temperature", "°C")]
+    points = [int(n) for n in re.findall(r'data-points="(\d+)"', page)]
+    assert points and all(13 <= n <= 16 for n in points)  # 15 minutes at one point a minute
+
+
+def test_an_unknown_tab_is_a_404_page_naming_it(server):
+    answer = server.get("/accelerators/quantum-abacus")
+    assert answer.status_code == 404 and "quantum-abacus" in answer.text and "ACCELERATOR_NOT_REGISTERED" in answer.text
+
+
+def test_accelerators_opens_the_first_tab(server):
+    answer = server.get("/accelerators", follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/accelerators/nvidia"
+
+
+def test_pages_carry_a_strict_policy_and_docs_are_served_locally(server):
+    policy = server.get("/").headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+    docs = server.get("/docs").text
+    assert "cdn" not in docs.lower() and "/console/vendor/swagger-ui-bundle.js" in docs
+    assert server.get("/console/vendor/swagger-ui-bundle.js").status_code == 200
+    assert server.get("/console/vendor/redoc.standalone.js").status_code == 200
+    assert "<script>" not in docs  # no inline script: the policy forbids it
+
+
+def test_plugin_text_is_escaped(server, plugins, fresh_registry, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    hostile = minimal_profile("evil-npu", display_name='<img src=x onerror="alert(1)">',
+                              ui={"icon": "<svg onload=alert(2)>", "labels": {"vendor": "<script>alert(3)</script>", "metric_group": "NPU"}})
+    plugins.make("lens-evil", profiles={"evil-npu": [hostile]})
+    fresh_registry()
+    for path in ("/", "/accelerators/evil-npu"):
+        page = server.get(path).text
+        assert "<script>alert(3)</script>" not in page and "<img src=x" not in page and "<svg onload" not in page
+        assert "&lt;script&gt;alert(3)&lt;/script&gt;" in page
+
+
+def test_tabs_follow_ui_order_then_name():
+    def doc(pid, order=None, name=None):
+        ui = {"labels": {"vendor": pid.upper()}} | ({"order": order} if order is not None else {})
+        return {"id": pid, "display_name": name or pid, "vendor": pid, "ui": ui}
+
+    document = {"profiles": [doc("zeta", 5), doc("beta"), doc("alpha"), doc("gamma", 5, "Aardvark")]}
+    assert [t["id"] for t in tabs(document)] == ["gamma", "zeta", "alpha", "beta"]
+
+
+def test_pagination_filters_sorts_and_clamps():
+    rows = [{"name": f"node-{i:04d}", "allocated": i % 7} for i in range(5000)]
+    columns = {"node": lambda r: r["name"], "allocated": lambda r: r["allocated"]}
+    page = paginate(rows, columns=columns, sort="allocated", descending=True, query="", page=1, searchable=lambda r: r["name"])
+    assert page.total == 5000 and page.pages == 100 and len(page.rows) == 50
+    assert {r["allocated"] for r in page.rows} == {6}
+    narrowed = paginate(rows, columns=columns, sort="bogus", descending=False, query="node-12", page=99, searchable=lambda r: r["name"])
+    # "node-12" matches node-1200..node-1299: 100 rows, 2 pages; page 99 shows the last
+    assert (narrowed.total, narrowed.pages, narrowed.page, narrowed.sort) == (100, 2, 2, "node")
+    assert narrowed.rows[-1]["name"] == "node-1299"
+
+
+def test_the_axis_ends_on_a_round_number_at_or_above_the_data():
+    assert [nice_ceiling(v) for v in (0, 0.7, 56, 101, 612.35, 4000)] == [1.0, 0.8, 60, 120, 800, 4000]
+
+
+def test_a_line_chart_draws_inside_its_plot_and_keeps_every_number():
+    series = [(f"n/{i}", [(0.0, 100.0 * i), (60.0, 100.0 * i + 50)]) for i in range(20)]
+    chart = line_chart("Power", "power", "W", series, 0, 60, limit=12)
+    assert chart.unit == "W" and len(chart.lines) == 12 and chart.hidden == 8
+    assert {line.name for line in chart.lines} == {f"n/{i}" for i in range(8, 20)}  # the busiest
+    x0, y0, x1, y1 = chart.plot
+    for line in chart.lines:
+        for pair in line.points.split():
+            x, y = map(float, pair.split(","))
+            assert x0 <= x <= x1 and y0 <= y <= y1
+    assert chart.y_ticks[-1][1] == "2,000"  # 1,950 W rounded up
+    assert chart.table()[1][1][-1] == "1,950 W"
+
+
+def test_ratio_charts_are_percent_from_0_to_100():
+    chart = line_chart("Utilisation", "utilization", "ratio", [("a", [(0.0, 0.5)])], 0, 60)
+    assert chart.unit == "%" and chart.y_ticks[-1][1] == "100" and chart.lines[0].latest == "50%"
+
+
+def test_capacity_bars_share_one_scale():
+    chart = capacity_bars([("A", 16, 40), ("B", 8, 0)])
+    a, b = chart.bars
+    assert a.allocated_width == 2 * b.allocated_width and chart.scale_max == 60
+
+
+def test_links_keep_other_parameters_and_drop_empty_ones():
+    assert link("/accelerators/a b", {"q": "x", "page": 3, "desc": False}, page=4) == "/accelerators/a%20b?q=x&page=4"

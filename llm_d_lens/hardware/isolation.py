@@ -1,0 +1,290 @@
+"""Third-party profile plugins are loaded in a child process, bounded in time, and cached.
+
+Why a process: a plugin's import can do anything (``sys.exit()``, raise ``KeyboardInterrupt``,
+hang, print to stdout, kill the interpreter) and ``load_profiles()`` can return anything. In
+here none of that can stop Lens: the child (``plugin_worker.py``) reports one record per entry
+point, and what it cannot report (a hang, a crash) this side infers from the last ``start`` seen.
+A hanging plugin is reported once it exceeds ``LENS_PLUGINS_TIMEOUT`` seconds; the child is then
+killed and a new one loads the remaining entry points.
+
+Why a cache: spawning an interpreter on every command would make the common case (nothing
+installed or changed since the last run) slower than loading in-process. The outcome, which is
+plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (default
+``$XDG_CACHE_HOME/llm-d-lens``), keyed by every loaded distribution's name, version, location and
+metadata timestamps; reinstalling or upgrading a plugin changes the key. ``lens hardware doctor``
+never reads the cache. Payloads are still validated in this process on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+from llm_d_lens import __version__
+
+DEFAULT_TIMEOUT_SECONDS = 5.0
+#: an interpreter has to start before the first plugin's clock runs
+STARTUP_ALLOWANCE_SECONDS = 15.0
+CACHE_FORMAT = 1
+#: how much of a provider's stray output a failure quotes
+OUTPUT_QUOTE = 200
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What loading one entry point gave: its payloads, or why it failed (``kind`` says how)."""
+
+    payloads: Any = None
+    error: str | None = None
+    kind: str | None = None  # import | call | payload | not-callable | output | timeout | crashed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"payloads": self.payloads, "error": self.error, "kind": self.kind}
+
+
+def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``LENS_PLUGINS_TIMEOUT``: seconds one plugin may take to load; a bad value keeps the default."""
+    raw = (os.environ if env is None else env).get("LENS_PLUGINS_TIMEOUT", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_SECONDS
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+    return value if 0 < value < 3600 else DEFAULT_TIMEOUT_SECONDS
+
+
+def _entry(ep: EntryPoint) -> dict[str, str]:
+    return {"name": ep.name, "value": ep.value, "group": ep.group}
+
+
+_dist_meta: dict[int, tuple[str, str]] = {}
+
+
+def dist_meta(ep: EntryPoint) -> tuple[str, str]:
+    """(name, version) of the entry point's distribution, ``("", "")`` if unknown; memoised per discovery."""
+    dist = ep.dist
+    if dist is None:
+        return "", ""
+    key = id(dist)
+    if key not in _dist_meta:
+        meta = dist.metadata  # one parse of METADATA for both fields
+        _dist_meta[key] = (meta["Name"] or "", meta["Version"] or "")
+    return _dist_meta[key]
+
+
+def forget_dist_meta() -> None:
+    _dist_meta.clear()
+
+
+def _dist_stamp(ep: EntryPoint) -> list[Any]:
+    dist = ep.dist
+    if dist is None:
+        return ["", "", ""]
+    name, version = dist_meta(ep)
+    location = str(getattr(dist, "_path", ""))
+    stamps = []
+    for name in ("", "entry_points.txt", "METADATA", "RECORD"):
+        try:
+            stamps.append(os.stat(os.path.join(location, name)).st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return [name, version, location, stamps]
+
+
+def cache_key(eps: Sequence[EntryPoint]) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([CACHE_FORMAT, __version__, sys.executable, sys.version]).encode())
+    for ep in eps:
+        digest.update(json.dumps([_entry(ep), _dist_stamp(ep)], default=str).encode())
+    return digest.hexdigest()[:32]
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("LENS_CACHE_DIR"):
+        return Path(env["LENS_CACHE_DIR"])
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "llm-d-lens"
+
+
+def _read_cache(path: Path, count: int) -> list[Outcome] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        outcomes = [Outcome(item["payloads"], item["error"], item["kind"]) for item in data["outcomes"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return outcomes if len(outcomes) == count else None
+
+
+def _write_cache(path: Path, outcomes: list[Outcome]) -> None:
+    """Best effort: a read-only or full disk only costs the next run a reload."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plugins-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"format": CACHE_FORMAT, "outcomes": [o.to_dict() for o in outcomes]}, handle)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def load_entry_points(eps: Sequence[EntryPoint], *, timeout: float | None = None, use_cache: bool = True,
+                      env: Mapping[str, str] | None = None) -> list[Outcome]:
+    """One outcome per entry point, in order; from the cache when nothing installed changed."""
+    if not eps:
+        return []
+    timeout = timeout_from_env(env) if timeout is None else timeout
+    path = cache_dir(env) / f"plugins-{cache_key(eps)}.json"
+    if use_cache:
+        cached = _read_cache(path, len(eps))
+        if cached is not None:
+            return cached
+    outcomes = run_isolated([_entry(ep) for ep in eps], timeout=timeout)
+    _write_cache(path, outcomes)
+    return outcomes
+
+
+def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outcome]:
+    """Load ``entries`` in child processes; a hang or crash costs one entry, never the rest."""
+    outcomes: dict[int, Outcome] = {}
+    pending = list(range(len(entries)))
+    while pending:
+        batch = pending
+        results, stuck = _one_child([entries[i] for i in batch], timeout)
+        for local, outcome in results.items():
+            outcomes[batch[local]] = outcome
+        if stuck is None:  # the child ended on its own: anything unreported crashed with it
+            for local in range(len(batch)):
+                outcomes.setdefault(batch[local], Outcome(error="the loading process ended before this plugin "
+                                                                "was reached", kind="crashed"))
+            break
+        local, outcome = stuck
+        outcomes[batch[local]] = outcome
+        pending = batch[local + 1:]
+    return [outcomes[i] for i in range(len(entries))]
+
+
+def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
+    """Run one worker; returns what it reported and, if it hung or died mid-plugin, that plugin."""
+    read_fd, write_fd = os.pipe()
+    request = json.dumps({"path": list(sys.path), "entry_points": entries})
+    with tempfile.TemporaryFile() as stray:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "llm_d_lens.hardware.plugin_worker", str(write_fd)],
+                stdin=subprocess.PIPE, stdout=stray, stderr=stray, pass_fds=(write_fd,), start_new_session=False,
+            )
+        finally:
+            os.close(write_fd)
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(request.encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return _collect(proc, read_fd, len(entries), timeout)
+        except BaseException:  # a real Ctrl-C of the user's: stop the child too, then let it through
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            os.close(read_fd)
+
+
+def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: float
+             ) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
+    results: dict[int, Outcome] = {}
+    current: int | None = None
+    deadline = time.monotonic() + STARTUP_ALLOWANCE_SECONDS + timeout
+    buffer = b""
+    selector = selectors.DefaultSelector()
+    selector.register(read_fd, selectors.EVENT_READ)
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                proc.kill()
+                proc.wait()
+                index = current if current is not None else len(results)
+                if index >= count or index in results:  # all reported; something else held the pipe open
+                    return results, None
+                return results, (index, Outcome(error=f"did not finish loading within {timeout:g} s "
+                                                      "(LENS_PLUGINS_TIMEOUT); skipped", kind="timeout"))
+            if not selector.select(remaining):
+                continue
+            chunk = os.read(read_fd, 65536)
+            if not chunk:  # the child closed its end: it finished or died
+                code = proc.wait()
+                if current is not None and current not in results:
+                    return results, (current, Outcome(error=f"the loading process died (exit code {code}) while "
+                                                            "loading this plugin", kind="crashed"))
+                return results, None
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:  # not the worker's: a plugin wrote to a descriptor it should not know
+                    continue
+                deadline = time.monotonic() + timeout
+                if "start" in record:
+                    current = record["start"]
+                elif isinstance(record.get("done"), int):
+                    results[record["done"]] = Outcome(record.get("payloads"), record.get("error"), record.get("kind"))
+    finally:
+        selector.close()
+
+
+def call_guarded(fn: Any, *, timeout: float) -> Any:
+    """Run ``fn()`` (a provider's import or construction) so that nothing it does escapes.
+
+    Providers are live objects and load in this process, on first use. Any ``BaseException``
+    but a real Ctrl-C, a hang past ``timeout`` (the call is left behind on a daemon thread) and
+    output on ``sys.stdout``/``sys.stderr`` become a :class:`GuardedFailure` naming what went wrong.
+    """
+    import contextlib
+    import io
+    import threading
+
+    box: dict[str, Any] = {}
+    printed = io.StringIO()
+
+    def run() -> None:
+        try:
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt of its own, anything
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="lens-provider-load", daemon=True)
+    worker.start()
+    worker.join(timeout)  # a real Ctrl-C raises KeyboardInterrupt here, in the main thread, and goes on up
+    if worker.is_alive():
+        raise GuardedFailure(f"did not finish loading within {timeout:g} s (LENS_PLUGINS_TIMEOUT)", "timeout")
+    if "error" in box:
+        exc = box["error"]
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise GuardedFailure(what, "import")
+    text = printed.getvalue()
+    if text:
+        raise GuardedFailure(f"wrote to stdout/stderr while loading (a plugin must stay silent): {text[:OUTPUT_QUOTE].strip()!r}",
+                             "output")
+    return box["value"]
+
+
+
+class GuardedFailure(Exception):
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind

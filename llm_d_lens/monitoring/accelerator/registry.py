@@ -1,0 +1,132 @@
+"""Telemetry providers by id: what ``telemetry.provider_id`` in a profile names.
+
+Every built-in uses the declarative provider (``declarative``): the profile's
+``device_metric_sources`` say everything Lens reads, and it adds nothing. A plugin that needs more
+(a quantity derived from others, a vendor-specific correction) registers its own provider in the
+``llm_d_lens.telemetry.providers`` entry-point group; the entry-point name is the provider id, the
+value a class (instantiated without arguments) or an instance with one method::
+
+    def derive(self, profile, devices) -> list[str]:
+        # add or change values in each DeviceReading.values (field name -> value), return warnings
+
+A quantity a provider adds appears in each device's ``derived`` mapping. A provider is imported on
+first use, guarded like a hardware provider (``hardware/isolation.py``): one that fails to load
+or raises in ``derive`` is reported, named, and the readings stay as the declarative part made them.
+A profile whose ``provider_id`` names no registered provider is refused by name, field and value.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.monitoring.errors import TelemetryProviderFailed, TelemetryProviderUnknown
+
+GROUP = "llm_d_lens.telemetry.providers"
+DECLARATIVE = "declarative"
+
+
+@runtime_checkable
+class TelemetryProvider(Protocol):
+    def derive(self, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]: ...
+
+
+class DeclarativeProvider:
+    """The profile's ``device_metric_sources`` are the whole story: nothing to derive."""
+
+    def derive(self, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]:
+        return []
+
+
+class TelemetryRegistry:
+    """Built-in providers plus the entry-point group's, each imported on first use."""
+
+    def __init__(self, eps: Sequence[EntryPoint] | None = None):
+        self._providers: dict[str, Any] = {DECLARATIVE: DeclarativeProvider()}
+        self._refs: dict[str, EntryPoint] = {}
+        self.failures: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        for ep in eps if eps is not None else entry_points(group=GROUP):
+            dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "an unknown distribution"
+            if ep.name in self._providers or ep.name in self._refs:
+                self.failures.append({"provider_id": ep.name, "distribution": dist,
+                                      "reason": f"telemetry provider id {ep.name!r} is already registered"})
+                continue
+            self._refs[ep.name] = ep
+
+    def ids(self) -> list[str]:
+        return sorted({*self._providers, *self._refs})
+
+    def for_profile(self, profile: HardwareProfile) -> Any:
+        """The provider a profile names; unknown or broken ones are coded errors naming the profile."""
+        provider_id = profile.telemetry.provider_id if profile.telemetry is not None else DECLARATIVE
+        with self._lock:
+            if provider_id in self._providers:
+                return self._providers[provider_id]
+            ref = self._refs.get(provider_id)
+        if ref is None:
+            raise TelemetryProviderUnknown(
+                f"profile {profile.id!r}: $.telemetry.provider_id names no registered telemetry provider "
+                f"(value: {provider_id!r}); registered: {', '.join(self.ids())}. A plugin registers one in the "
+                f"{GROUP!r} entry-point group",
+                details={"hardware": profile.id, "path": "$.telemetry.provider_id", "value": provider_id,
+                         "registered": self.ids()})
+        provider = self._load(ref, profile)
+        with self._lock:
+            return self._providers.setdefault(provider_id, provider)
+
+    def _load(self, ref: EntryPoint, profile: HardwareProfile) -> Any:
+        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
+
+        def load() -> Any:
+            target = ref.load()
+            return target() if isinstance(target, type) else target
+
+        try:
+            provider = call_guarded(load, timeout=timeout_from_env())
+        except GuardedFailure as exc:
+            raise TelemetryProviderFailed(f"telemetry provider {ref.name!r} (for {profile.id!r}) failed to load: {exc}",
+                                          details={"hardware": profile.id, "provider_id": ref.name}) from None
+        if not callable(getattr(provider, "derive", None)):
+            raise TelemetryProviderFailed(f"telemetry provider {ref.name!r} (for {profile.id!r}) has no derive(profile, "
+                                          "devices) method", details={"hardware": profile.id, "provider_id": ref.name})
+        return provider
+
+
+def derive(provider: Any, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]:
+    """Run a provider's ``derive``; anything it raises or returns amiss becomes one warning."""
+    if isinstance(provider, DeclarativeProvider):
+        return []
+    name = type(provider).__name__
+    saved = [dict(d.values) for d in devices]
+    try:
+        warnings = provider.derive(profile, devices)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - plugin code must not cost the readings
+        for device, values in zip(devices, saved):
+            device.values = values
+        return [f"{profile.id}: telemetry provider {name} failed in derive(): {type(exc).__name__}: {exc}; "
+                "its quantities are left out"]
+    if warnings is None:
+        return []
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        return [f"{profile.id}: telemetry provider {name}: derive() must return a list of warning strings"]
+    return warnings
+
+
+_registry: TelemetryRegistry | None = None
+
+
+def get_telemetry_registry() -> TelemetryRegistry:
+    global _registry
+    if _registry is None:
+        _registry = TelemetryRegistry()
+    return _registry
+
+
+def set_telemetry_registry(registry: TelemetryRegistry | None) -> None:
+    """Replace (or with None, forget) the process-wide telemetry registry; for tests."""
+    global _registry
+    _registry = registry

@@ -1,0 +1,99 @@
+"""Telemetry providers: the declarative default, and a plugin's own that derives a quantity.
+
+The plugin is a real throwaway distribution: a hardware profile (AMD's exporter, renamed) whose
+``telemetry.provider_id`` names a provider the same distribution registers in the
+``llm_d_lens.telemetry.providers`` entry-point group. Read from a real exporter page.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_d_lens.cli import main
+from llm_d_lens.hardware.conftest import _forget_registry, bundled, fresh_registry, minimal_profile, plugins  # noqa: F401
+from llm_d_lens.monitoring.accelerator.registry import GROUP, TelemetryRegistry, set_telemetry_registry
+
+PAGE = Path(__file__).parent / "testdata" / "amd-cpx-partitions.prom"
+
+DERIVING = """
+class FreeMemory:
+    def derive(self, profile, devices):
+        for device in devices:
+            total, used = device.values.get("memory_total_bytes"), device.values.get("memory_used_bytes")
+            if total is not None and used is not None:
+                device.values["memory_free_bytes"] = total - used
+        return []
+
+
+class Broken:
+    def derive(self, profile, devices):
+        for device in devices:
+            device.values["memory_used_bytes"] = -1.0
+        raise ZeroDivisionError("vendor math")
+"""
+
+
+def acme(provider_id: str) -> dict:
+    telemetry = dict(bundled("amd")["telemetry"], provider_id=provider_id)
+    telemetry.pop("modes", None)  # acme has one access mode
+    return minimal_profile("acme", telemetry=telemetry)
+
+
+@pytest.fixture(autouse=True)
+def _forget_telemetry_registry():
+    yield
+    set_telemetry_registry(None)
+
+
+def install(plugins, provider_id: str) -> None:  # noqa: F811
+    plugins.make("acme-lens", profiles={"acme": [acme(provider_id)]}, module_source=DERIVING,
+                 groups={GROUP: {"acme-free-memory": "acme_lens_lens:FreeMemory", "acme-broken": "acme_lens_lens:Broken"}})
+
+
+def devices(capsys, *extra: str) -> tuple[int, dict, str]:
+    code = main(["telemetry", "devices", "--snapshot", str(PAGE), "--hardware", "acme", *extra, "-o", "json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if code == 0 else {}, captured.err
+
+
+def test_every_built_in_uses_the_declarative_provider():
+    from llm_d_lens.hardware.registry import get_registry
+
+    assert {p.telemetry.provider_id for p in get_registry().profiles() if p.telemetry} == {"declarative"}
+    assert TelemetryRegistry(eps=[]).ids() == ["declarative"]
+
+
+def test_a_plugin_provider_derives_a_quantity(plugins, fresh_registry, capsys):  # noqa: F811
+    install(plugins, "acme-free-memory")
+    fresh_registry()
+    code, report, err = devices(capsys)
+    assert code == 0, err
+    assert report["devices"], "the page has AMD devices"
+    for device in report["devices"]:
+        assert device["derived"] == {"memory_free_bytes": device["memory_total_bytes"] - device["memory_used_bytes"]}
+    declarative = main(["telemetry", "devices", "--snapshot", str(PAGE), "--hardware", "amd", "-o", "json"])
+    assert declarative == 0
+    assert all(d["derived"] == {} for d in json.loads(capsys.readouterr().out)["devices"])
+
+
+def test_a_provider_that_raises_costs_only_its_quantities(plugins, fresh_registry, capsys):  # noqa: F811
+    install(plugins, "acme-broken")
+    fresh_registry()
+    code, report, err = devices(capsys)
+    assert code == 0
+    assert all(d["memory_used_bytes"] >= 0 for d in report["devices"])  # its partial writes are undone
+    assert ("acme: telemetry provider Broken failed in derive(): ZeroDivisionError: vendor math; its quantities are "
+            "left out") in report["warnings"]
+
+
+def test_a_provider_id_nobody_registered_is_refused_naming_the_profile_field_and_value(plugins, fresh_registry, capsys):  # noqa: F811
+    install(plugins, "acme-typo")
+    fresh_registry()
+    code, _, err = devices(capsys)
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith("error: TELEMETRY_PROVIDER_UNKNOWN: profile 'acme': $.telemetry.provider_id names no "
+                          "registered telemetry provider (value: 'acme-typo')")
+    assert "acme-free-memory" in err and "declarative" in err

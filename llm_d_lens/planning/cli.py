@@ -1,0 +1,128 @@
+"""``lens plan``: which model fits on which hardware the cluster has, with what parallelism.
+
+``lens plan --model M`` is the question a platform team asks ("what can I run, where, how many
+times?"), so the group itself answers it; ``lens plan models`` lists the catalogue and
+``lens plan discover`` reads a node tool's output through the profile's parser. ``--context`` is
+the context length in tokens here, so the kubeconfig context is ``--kube-context``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.runner import DEFAULT_TIMEOUT
+
+app = typer.Typer(invoke_without_command=True)
+
+OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml.")
+
+
+@app.callback()
+def plan(
+    ctx: typer.Context,
+    model: str | None = typer.Option(None, "--model", "-m", help="Catalogue name (`lens plan models`), or a config.json or model directory."),
+    context: int = typer.Option(8192, "--context", help="Context length in tokens each sequence may reach."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Sequences served at once by one replica."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Weights dtype: bf16, fp16, fp8, int8, int4, fp4 (default: the model's)."),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default: the activations', bf16 for 8/4-bit weights)."),
+    memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of device memory the engine takes."),
+    overhead_gib: float = typer.Option(2.0, "--overhead-gib", help="Per-device allowance for activations and runtime, GiB."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
+    demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
+    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    isl: int = typer.Option(4000, "--isl", help="AIC: input tokens a request has."),
+    osl: int = typer.Option(1000, "--osl", help="AIC: output tokens a request has."),
+    ttft: float = typer.Option(2000.0, "--ttft", help="AIC: time to first token target, ms."),
+    tpot: float = typer.Option(30.0, "--tpot", help="AIC: time per output token target, ms."),
+    backend: str = typer.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
+    predict: bool = typer.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
+    discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
+    all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """What fits where: per hardware pool, the TP/PP options, headroom, max sequences and replicas."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        raise typer.BadParameter("give --model (a catalogue name from `lens plan models`, or a config.json path)",
+                                 param_hint="--model")
+    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.planning.aic import status
+    from llm_d_lens.planning.catalogue import resolve
+    from llm_d_lens.planning.fit import FitRequest
+    from llm_d_lens.planning.render import plan_renderable
+    from llm_d_lens.planning.service import plan as make_plan
+
+    from llm_d_lens.planning.predictions import Targets
+
+    spec = resolve(model)
+    request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
+    targets = Targets(isl, osl, ttft, tpot, backend).checked()
+    source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
+    result = make_plan(spec, request, source, discover=discover)
+    aic = status()
+    if predict and aic.available:
+        from llm_d_lens.output import console
+        from llm_d_lens.planning.service import start_predictions
+
+        console(stderr=True).print("AIC: searching each matched pool (8-25 s a system)...", highlight=False, markup=False)
+        result.predictions = start_predictions(result, targets).to_dict(wait=True)
+    else:
+        result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
+    emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
+
+
+@app.command("models")
+def models(output: OutputFormat = OutputOption) -> None:
+    """The catalogue: shapes and published parameter counts of common open models."""
+    from llm_d_lens.planning.catalogue import entries, catalogue_spec
+    from llm_d_lens.planning.render import models_renderable
+
+    specs = [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
+    emit(specs, output, models_renderable)
+
+
+@app.command("discover")
+def discover_devices(
+    hardware: str = typer.Option(..., "--hardware", help="Hardware profile id or alias whose planning.discovery to use."),
+    node: str | None = typer.Option(None, "--node", help="Run the discovery command on this node (kubectl exec)."),
+    pod: str | None = typer.Option(None, "--pod", help="namespace/name[:container] to run it in (default: the driver's pod)."),
+    from_file: Path | None = typer.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
+    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Devices a node's vendor tool lists (product, memory, PCI address), read by the profile's parser."""
+    import sys
+
+    from llm_d_lens.hardware.registry import get_profile
+    from llm_d_lens.planning.discovery import parse
+    from llm_d_lens.planning.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
+    from llm_d_lens.planning.node_discovery import PodRef, run_on_node
+    from llm_d_lens.planning.render import devices_renderable
+    from llm_d_lens.runner import CommandRunner
+
+    profile = get_profile(hardware)
+    if (node is None) == (from_file is None):
+        raise typer.BadParameter("give --node (run the command) or --from-file (parse its saved output)", param_hint="--node")
+    if from_file is not None:
+        if profile.planning.discovery is None:
+            raise DiscoveryUnavailable(f"{profile.id}: the profile declares no planning.discovery command",
+                                       details={"profile": profile.id})
+        try:
+            text = sys.stdin.read() if str(from_file) == "-" else from_file.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise DiscoveryOutputInvalid(str(from_file), "file", f"cannot be read: {exc.strerror or exc}") from None
+        discovery = profile.planning.discovery
+        devices, where = parse(text, discovery.parser, discovery.fields, str(from_file)), str(from_file)
+    else:
+        runner = CommandRunner(kubeconfig=kubeconfig, context=kube_context, timeout=timeout)
+        devices, where = run_on_node(profile, node or "", runner, PodRef.parse(pod) if pod else None)
+    document = {"hardware": profile.id, "source": where, "devices": [d.to_dict() for d in devices]}
+    emit(document, output, devices_renderable)

@@ -1,0 +1,87 @@
+"""Errors of the planning domain, each naming the model source, the field path and the value at fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.errors import render_value
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A value as JSON shows it, shortened: the one rendering hardware errors use too."""
+    return render_value(value, limit)
+
+
+class PlanningError(LensError):
+    code = "PLANNING_ERROR"
+
+
+class ModelUnknown(PlanningError):
+    """A model name that is neither in the catalogue nor a file or directory on disk."""
+
+    code = "PLANNING_MODEL_UNKNOWN"
+    http_status = 404
+
+    def __init__(self, name: str, nearest: list[str]):
+        hint = f"nearest catalogue names: {', '.join(nearest)}; " if nearest else ""
+        super().__init__(
+            f"model {name!r} is not in the catalogue ({hint}`lens plan models` lists them all); "
+            "for another model pass its config.json or model directory: --model ./path/to/config.json",
+            details={"model": name, "nearest": nearest},
+        )
+
+
+class ModelConfigNotFound(PlanningError):
+    code = "PLANNING_MODEL_CONFIG_NOT_FOUND"
+    http_status = 404
+
+
+class ModelConfigInvalid(PlanningError):
+    """A config.json (or catalogue entry) field that no real model could have."""
+
+    code = "PLANNING_MODEL_CONFIG_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, path: str, value: Any, reason: str):
+        super().__init__(f"{source}: {path}: {show(value)} {reason}",
+                         details={"source": source, "path": path, "value": show(value, 200), "reason": reason})
+
+
+class RequestInvalid(PlanningError):
+    """A plan request no deployment could serve: context 0, concurrency 10**12, an unknown dtype."""
+
+    code = "PLANNING_REQUEST_INVALID"
+    http_status = 422
+
+    def __init__(self, field: str, value: Any, reason: str):
+        super().__init__(f"{field}: {show(value)} {reason}", details={"field": field, "value": show(value, 200), "reason": reason})
+
+
+class DiscoveryOutputInvalid(PlanningError):
+    """A node discovery tool printed something its profile's parser cannot read."""
+
+    code = "PLANNING_DISCOVERY_OUTPUT_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, where: str, reason: str):
+        super().__init__(f"{source}: {where}: {reason}", details={"source": source, "where": where, "reason": reason})
+
+
+class DiscoveryUnavailable(PlanningError):
+    """A profile declares no discovery command, or no pod on the node can run it."""
+
+    code = "PLANNING_DISCOVERY_UNAVAILABLE"
+    http_status = 409
+
+
+class PredictionsUnavailable(PlanningError):
+    """AIC predictions were asked for but the optional extra is not installed (or failed to load)."""
+
+    code = "PLANNING_AIC_NOT_INSTALLED"
+    http_status = 503
+
+
+class JobNotFound(PlanningError):
+    code = "PLANNING_JOB_NOT_FOUND"
+    http_status = 404

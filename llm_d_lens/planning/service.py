@@ -1,0 +1,133 @@
+"""One call from a model and a cluster source to a plan, shared by the CLI, the API and the benchmark.
+
+The plan lists, for each accelerator pool the inventory finds (live, snapshot or demo), the
+tensor/pipeline parallelisms that fit the model in memory, with headroom, the most concurrent
+sequences at the asked context length, and how many replicas the free devices allow. Each figure
+carries its source: the parameter count (published or computed), the dtype (asked or from the
+config), the device memory (DRA capacity, node label, memory model, or node discovery).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_d_lens.cluster.model import Overview
+from llm_d_lens.planning.architecture import ModelSpec
+from llm_d_lens.planning.fit import ASSUMPTIONS, FORMULAS, FitRequest, Option, fit_pool
+from llm_d_lens.planning.pools import Pool, pools_from_overview
+
+#: the llm-d guide a hand-over to `lens deploy render` names unless the user picks another
+DEFAULT_GUIDE = "optimized-baseline"
+
+
+@dataclass
+class PoolPlan:
+    pool: Pool
+    options: list[Option]
+
+    @property
+    def best(self) -> Option | None:
+        """The narrowest fitting option: the most replicas for the devices."""
+        return next((o for o in self.options if o.fits), None)
+
+    def verdict(self) -> str:
+        best = self.best
+        if best is not None:
+            return (f"fits on {best.width} device(s) (TP={best.tensor_parallel}, PP={best.pipeline_parallel}); "
+                    f"{best.replicas_free} replica(s) on free devices, {best.replicas_total} if the pool were empty")
+        if self.pool.device_memory_bytes is None:
+            return "cannot judge: device memory unknown"
+        feasible = [o for o in self.options if o.feasible]
+        if not feasible:
+            return "nothing fits: no parallelism within one node shards this model"
+        widest = max(feasible, key=lambda o: (o.width, o.max_concurrency))
+        return f"nothing fits, because at the widest ({widest.width} devices): {widest.reason}"
+
+    def hand_off(self, option: Option) -> dict[str, str]:
+        hardware = self.pool.profile_id
+        replicas = max(1, option.replicas_free)
+        return {
+            "deploy": f"lens deploy render --guide {DEFAULT_GUIDE} --hardware {hardware} --count {option.width}",
+            "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            **self.pool.to_dict(),
+            "verdict": self.verdict(),
+            "best": best.to_dict() if best else None,
+            "handOff": self.hand_off(best) if best else None,
+            "options": [o.to_dict() for o in self.options],
+        }
+
+
+@dataclass
+class Plan:
+    model: ModelSpec
+    request: FitRequest
+    source: dict[str, Any]
+    pools: list[PoolPlan]
+    notes: list[str] = field(default_factory=list)
+    predictions: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.to_dict(),
+            "request": self.request.to_dict(),
+            "source": self.source,
+            "pools": [p.to_dict() for p in self.pools],
+            "formulas": dict(FORMULAS),
+            "assumptions": list(ASSUMPTIONS),
+            "notes": list(self.notes),
+            "predictions": self.predictions,
+        }
+
+
+def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview) -> Plan:
+    """The memory fit of ``model`` on every accelerator pool of an inventory already read."""
+    checked = request.checked(model)
+    pools, notes = pools_from_overview(overview)
+    if not pools:
+        notes.append("nothing fits, because the cluster has no accelerator devices "
+                     "(`lens cluster inspect` shows what it found)")
+    plans = [PoolPlan(pool, fit_pool(model, checked, pool)) for pool in pools]
+    plans.sort(key=lambda p: (p.best is None, p.pool.profile_id, p.pool.product))
+    return Plan(model, checked, overview.source, plans, notes)
+
+
+def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:
+    """Read the cluster ``source`` (a :class:`ClusterSource`) and plan ``model`` on it.
+
+    With ``discover``, nodes whose memory the inventory does not know run their profile's
+    discovery command (live clusters only: a snapshot's nodes cannot be asked).
+    """
+    from llm_d_lens.cluster.service import inspect
+
+    request.checked(model)  # refuse a nonsense request before reading any cluster
+    overview = inspect(source, runner)
+    notes: list[str] = []
+    if discover:
+        if getattr(source, "live", False):
+            from llm_d_lens.hardware.registry import get_registry
+            from llm_d_lens.planning.node_discovery import fill_unknown_memory
+
+            profiles = {p.id: p for p in get_registry().profiles()}
+            notes = fill_unknown_memory(overview, profiles, runner or source.runner())
+        else:
+            notes = ["node discovery skipped: it runs on a live cluster's nodes, not on a snapshot or the demo"]
+    result = plan_for_overview(model, request, overview)
+    result.notes[:0] = notes
+    return result
+
+
+def start_predictions(result: Plan, targets: Any, aic_engine: Any = None) -> Any:
+    """Start AIC's search for each pool of a plan it has data for (see :mod:`predictions`)."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.planning import aic
+    from llm_d_lens.planning.predictions import PredictionRun
+
+    profiles = {p.id: p for p in get_registry().profiles()}
+    return PredictionRun(result.model, [p.pool for p in result.pools], profiles, targets.checked(),
+                         aic_engine or aic.engine(), aic.status().version)
