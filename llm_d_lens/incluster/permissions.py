@@ -21,17 +21,21 @@ from llm_d_lens.runner import CommandError, Runner
 
 READ_ROLE = "lens-read"
 INSTALL_ROLE = "lens-installer"
+DISCOVERY_ROLE = "lens-node-discovery"
 
 
 @dataclass(frozen=True)
 class Need:
     role: str
     verb: str
-    resource: str  # kubectl's qualified name: "daemonsets.apps", "pods"
+    resource: str  # kubectl's qualified name: "daemonsets.apps", "pods", or a subresource "pods/exec"
     purpose: str
 
     def argv(self) -> list[str]:
-        return ["kubectl", "auth", "can-i", self.verb, self.resource, "--all-namespaces"]
+        # `can-i get pods/x` would ask about the pod named x: a subresource goes in --subresource
+        resource, slash, subresource = self.resource.partition("/")
+        return ["kubectl", "auth", "can-i", self.verb, resource, *([f"--subresource={subresource}"] if slash else []),
+                "--all-namespaces"]
 
 
 def _needs(role: str, verbs: Sequence[str], resources: Sequence[str], purpose: str) -> list[Need]:
@@ -57,6 +61,12 @@ INSTALL_NEEDS: tuple[Need, ...] = (
                                                        "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
             "preflight: a profile's presence.ensure_refs"),
+)
+
+#: node discovery's kubectl exec into driver pods (the node-discovery overlay)
+DISCOVERY_NEEDS: tuple[Need, ...] = (
+    Need(DISCOVERY_ROLE, "get", "pods", "lens plan --discover: kubectl exec reads the pod first"),
+    *_needs(DISCOVERY_ROLE, ["get", "create"], ["pods/exec"], "lens plan --discover: the vendor tool in the driver pod"),
 )
 
 
@@ -108,9 +118,9 @@ class PermissionReport:
             )
 
 
-async def check(runner: Runner, *, mutations: bool = False) -> PermissionReport:
-    """Ask about every read need, and the installer's too when mutations are on; all at once."""
-    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ())
+async def check(runner: Runner, *, mutations: bool = False, node_discovery: bool = False) -> PermissionReport:
+    """Ask about every read need, the installer's when mutations are on, node discovery's when asked; all at once."""
+    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ()) + (DISCOVERY_NEEDS if node_discovery else ())
     answers = await asyncio.gather(*(_ask(runner, need) for need in needs))
     return PermissionReport(tuple(answers), mutations)
 
