@@ -74,6 +74,7 @@ def test_exec_reads_the_pod_and_opens_its_exec_subresource_both_ways() -> None:
 @pytest.mark.parametrize("argv", [
     ["kubectl", "delete", "pod", "x"],
     ["kubectl", "exec"],
+    ["kubectl", "port-forward", "pod", "8080"],
     ["helm", "uninstall", "plugin"],
     ["helm", "upgrade", "plugin", "chart"],  # an upgrade without --install is not a call Lens makes
     ["kubectl", "get"],
