@@ -28,6 +28,7 @@ from llm_d_lens.deploy.resolve import (
     choose_overlay,
     confirm_identity,
     guide_not_found,
+    refuse_helm_values_layout,
     overlay_statuses,
 )
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
@@ -211,6 +212,8 @@ def describe_guides(
     with open_source(root, revision, runner=runner, env=env) as source:
         catalog = discover(source, registry, guide=guide, profiles=profiles)
         all_guides = guide_names(source)
+        if not catalog.overlays and not discover(source, registry, guide=guide).overlays:
+            refuse_helm_values_layout(source, guide)
         if guide is not None and not catalog.overlays and not catalog.unsupported and guide not in all_guides:
             whole_guide = catalog if profiles is None else discover(source, registry, guide=guide)
             if not whole_guide.overlays and not whole_guide.unsupported:
@@ -229,6 +232,8 @@ def describe_guides(
         guide_contents = [contents(source, g, helpers[g]).to_dict() for g in listed]
         unsupported = []
         for directory in catalog.unsupported:
+            if directory.guide not in all_guides:
+                continue  # a folder of a guide (wide-ep-lws/manifests), not a guide of its own
             found = [(path, reader.inspect(d)) for d, path in kustomizations_below(source, directory.directory)]
             labelled = [(path, i) for path, i in found if i.kind == "Kustomization" and i.accelerator_labels]
             if not labelled:
