@@ -43,10 +43,11 @@ class GuideContents:
     manifests: list[str] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)  # helper Kustomizations: in the guide, or helpers/ it applies
     other: list[str] = field(default_factory=list)  # further Kustomizations of the guide, outside modelserver/
+    shared: list[str] = field(default_factory=list)  # bases and components under modelserver/ of no one hardware
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "router_values": self.router_values, "monitoring": self.monitoring,
-                "manifests": self.manifests, "helpers": self.helpers, "other": self.other}
+                "manifests": self.manifests, "helpers": self.helpers, "other": self.other, "shared": self.shared}
 
 
 def guide_names(source: LlmdSource) -> list[str]:
