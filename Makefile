@@ -50,6 +50,7 @@ demo: $(STAMP)
 	@mkdir -p $(DEMO_OUT); $(BIN)/lens telemetry queries --hardware nvidia --output json > $(DEMO_OUT)/nvidia-queries.json && \
 	echo "lens telemetry queries --hardware nvidia -o json: $$(grep -c '\": \"' $(DEMO_OUT)/nvidia-queries.json) PromQL queries, written to $(DEMO_OUT)/nvidia-queries.json"
 	$(BIN)/lens cluster inspect --demo --nodes
+	$(BIN)/lens plan --model llama-3.1-70b --demo --concurrency 16
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

@@ -65,8 +65,15 @@ def test_helm_reads_and_installs_touch_release_secrets_in_the_release_namespace(
     assert ("", "namespaces", "create") not in {a.grant for a in without.accesses}
 
 
+def test_exec_reads_the_pod_and_opens_its_exec_subresource_both_ways() -> None:
+    found = accesses_of(["kubectl", "exec", "-n", "gpu", "plugin-x", "-c", "plugin", "--", "tool", "-q"])
+    assert {a.grant for a in found.accesses} == {("", "pods", "get"), ("", "pods/exec", "get"), ("", "pods/exec", "create")}
+    assert {a.scope for a in found.accesses} == {"gpu"}
+
+
 @pytest.mark.parametrize("argv", [
     ["kubectl", "delete", "pod", "x"],
+    ["kubectl", "exec"],
     ["kubectl", "port-forward", "pod", "8080"],
     ["helm", "uninstall", "plugin"],
     ["helm", "upgrade", "plugin", "chart"],  # an upgrade without --install is not a call Lens makes
@@ -109,9 +116,3 @@ def test_role_rules_multiply_out_and_compare_names_missing_and_extra() -> None:
 def test_a_wildcard_or_empty_rule_is_refused(rule: dict) -> None:
     with pytest.raises(RoleInvalid):
         grants_of({"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": [rule]})
-
-
-def test_exec_into_a_pod_is_a_get_of_the_pod_and_a_create_on_its_exec_subresource() -> None:
-    found = accesses_of(["kubectl", "exec", "-n", "gpu-operator", "dcgm-abcde", "-c", "toolkit", "--", "nvidia-smi", "-L"])
-    assert {a.grant for a in found.accesses} == {("", "pods", "get"), ("", "pods/exec", "create")}
-    assert {a.scope for a in found.accesses} == {"gpu-operator"}
