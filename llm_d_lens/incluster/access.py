@@ -188,6 +188,8 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
     if verb == "kustomize":
         return CommandAccess(argv, ())
     if verb == "version":
+        if _has(args, "--client"):
+            return CommandAccess(argv, ())  # the client's own version: no request is made
         return CommandAccess(argv, (Access("get", url="/version"),))
     if verb == "exec":
         if len(words) < 2:
@@ -229,6 +231,8 @@ def _helm(argv: tuple[str, ...]) -> CommandAccess:
     verb = words[0] if words else ""
     scope = _namespace_scope(args)
     release_reads = (Access("list", "", "secrets", scope=scope),)
+    if verb == "version":
+        return CommandAccess(argv, ())  # helm's own version: no request is made
     if verb == "list" or (verb == "get" and words[1:2] == ["values"]):
         return CommandAccess(argv, release_reads)
     if verb == "upgrade" and _has(args, "--install", "-i") and len(words) >= 3:

@@ -243,6 +243,16 @@ def check_own_permissions(runner: Recorder) -> None:
     assert asyncio.run(check(runner, mutations=True)).ok
 
 
+def report_versions(runner: Recorder) -> None:
+    """`lens version`: each tool's client version, which reaches no API server."""
+    from llm_d_lens.version import versions
+
+    runner.reply(["kubectl", "version", "--client", "-o", "json"], json_body={"clientVersion": {"gitVersion": "v1.36.1"}})
+    runner.reply(["helm", "version", "--short"], stdout="v3.19.0+g1\n")
+    runner.reply(["kustomize", "version"], stdout="v5.7.1\n")
+    assert versions(runner)["helm"] == "v3.19.0+g1"
+
+
 def discover_node_memory(runner: Recorder) -> None:
     """`lens plan --discover`: each profile's vendor tool, run in its driver pod on the node."""
     from llm_d_lens.planning.node_discovery import run_on_node
@@ -255,7 +265,8 @@ def discover_node_memory(runner: Recorder) -> None:
 
 
 READ: tuple[Callable[[Recorder], None], ...] = (
-    read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions)
+    read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions,
+    report_versions)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
 #: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role
