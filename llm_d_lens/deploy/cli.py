@@ -97,7 +97,7 @@ def _guides_table(report: dict[str, Any]) -> Any:
                 notes.append(Text(f"{row['status']}: {row['path']}: {row['detail']}", style=style.get(row["status"], "yellow")))
         parts.append(table)
     parts += notes
-    if not report["overlays"] and not report["unsupported"]:
+    if not report["overlays"] and not report["unsupported"] and not report.get("contents"):
         parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
                           style="yellow"))
     for guide in report.get("contents", []):
