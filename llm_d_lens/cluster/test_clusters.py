@@ -254,3 +254,24 @@ def test_the_fleet_table_names_the_unreadable_cluster(fleet_file: Path, fakes: d
     assert "3/4 clusters read" in out
     down = next(line for line in out.splitlines() if line.startswith("down "))
     assert "COMMAND_FAILED" in down
+
+
+@pytest.mark.parametrize("argv", [
+    ["cluster", "inspect"],
+    ["cluster", "snapshot", "-o", "{tmp}/s.json"],
+    ["driver", "plan", "--device-class", "gpu.nvidia.com"],
+    ["driver", "status"],
+    ["driver", "install", "--hardware", "cpu", "--dry-run"],
+    ["preflight", "--hardware", "cpu"],
+    ["deploy", "render", "--guide", "g", "--hardware", "nvidia"],
+    ["incluster", "check"],
+    ["plan", "--model", "llama-3.2-1b", "--no-predict"],
+    ["plan", "discover", "--hardware", "nvidia", "--node", "n1"],
+])
+def test_every_command_that_reads_a_cluster_takes_it_by_name(argv: list[str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    clusters = write(tmp_path / "clusters.yaml", "clusters:\n  - {name: lab, demo: true}\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main([*args, "--clusters", str(clusters), "--cluster", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "CLUSTER_NOT_FOUND: no cluster named 'nope'" in err and "known: lab" in err

@@ -88,11 +88,11 @@ async def inventory() -> Panel:
 
 async def driver_status(profile_id: str) -> Panel:
     """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
-    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.cluster.api import cluster_source
 
     source = None
     try:
-        source = ClusterSource.from_env()
+        source = cluster_source()
     except LensError as exc:
         return failed(exc)
     if not source.live:
@@ -101,10 +101,10 @@ async def driver_status(profile_id: str) -> Panel:
                              f"{'the demo' if source.demo else 'a snapshot'} (start it with LENS_KUBE_CONTEXT for a live one)")
 
     async def load() -> Any:
-        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, view_factory
+        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, named_view_factory, view_factory
 
-        return (await drivers_status(hardware=[profile_id], mode=None, context=None, authorization=None,
-                                     views=view_factory()))["modes"]
+        return (await drivers_status(hardware=[profile_id], mode=None, cluster=None, context=None, authorization=None,
+                                     views=view_factory(), named=named_view_factory()))["modes"]
 
     return await guarded(load)
 
@@ -177,7 +177,7 @@ async def devices(profile_id: str, node: str | None) -> Panel:
     async def load() -> Any:
         from llm_d_lens.monitoring.api import devices as route
 
-        return await route(hardware=[profile_id], node=node, mode=None, at=None)
+        return await route(hardware=[profile_id], node=node, mode=None, at=None, cluster=None)
 
     return await guarded(load)
 
@@ -188,7 +188,7 @@ async def pods(profile_id: str, namespace: str | None) -> Panel:
     async def load() -> Any:
         from llm_d_lens.monitoring.api import pods as route
 
-        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None)
+        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None, cluster=None)
 
     return await guarded(load)
 
