@@ -78,23 +78,9 @@ async def fleet_overview(
     runners: Callable[[Cluster], Runner | None] = Depends(cluster_runners),
 ) -> dict[str, Any]:
     """Per hardware, totals across the clusters and each one's share; a cluster that cannot be read is listed with its error."""
-    import asyncio
+    from llm_d_lens.cluster.fleet import fleet_document, gather_members
 
-    from llm_d_lens.cluster.cache import inventory
-    from llm_d_lens.cluster.fleet import Member, fleet_document
-    from llm_d_lens.errors import LensError
-
-    chosen = clusters.select(cluster)
-    timeout = kubectl_timeout()
-
-    async def member(each: Cluster) -> Member:
-        try:
-            found = await run_in_threadpool(inventory, each.source(timeout), runners(each))
-        except LensError as exc:
-            return Member(each, None, exc)
-        return Member(each, found.overview.to_dict(), read_at=found.read_at)
-
-    return fleet_document(await asyncio.gather(*(member(each) for each in chosen)))
+    return fleet_document(await gather_members(clusters.select(cluster), kubectl_timeout(), runners))
 
 
 @router.get("/clusters/overview")

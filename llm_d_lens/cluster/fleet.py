@@ -111,16 +111,23 @@ def _member_dict(member: Member) -> dict[str, Any]:
     return {**described, "ok": True, "readAt": member.read_at, "summary": member.overview["summary"]}
 
 
-def read_members(clusters: Sequence[Cluster], timeout: float, runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:
-    """Each cluster's overview, read one after the other (the CLI); a failure is kept, never raised."""
+def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:
+    """One cluster's overview (see :mod:`.cache`); a failure is kept, never raised."""
     from llm_d_lens.cluster.cache import inventory
 
-    members = []
-    for cluster in clusters:
-        try:
-            found = inventory(cluster.source(timeout), runners(cluster))
-        except LensError as exc:
-            members.append(Member(cluster, None, exc))
-            continue
-        members.append(Member(cluster, found.overview.to_dict(), read_at=found.read_at))
-    return members
+    try:
+        found = inventory(cluster.source(timeout), runner)
+    except LensError as exc:
+        return Member(cluster, None, exc)
+    return Member(cluster, found.overview.to_dict(), read_at=found.read_at)
+
+
+def read_members(clusters: Sequence[Cluster], timeout: float, runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:
+    """Each cluster's overview, read one after the other (the CLI)."""
+    return [read_member(cluster, timeout, runners(cluster)) for cluster in clusters]
+
+
+async def gather_members(clusters: Sequence[Cluster], timeout: float,
+                         runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:
+    """Each cluster's overview in a worker thread, all at once (the server): the event loop stays free."""
+    return list(await asyncio.gather(*(asyncio.to_thread(read_member, c, timeout, runners(c)) for c in clusters)))

@@ -75,15 +75,46 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda t: (t["order"], t["name"].lower(), t["id"]))
 
 
-async def inventory() -> Panel:
-    """The configured cluster's inventory, as ``GET /api/v1/clusters/overview`` reads it, and when it was read."""
+async def inventory(cluster: str | None = None) -> Panel:
+    """A configured cluster's inventory (the first without a name), as ``GET /api/v1/clusters/...`` reads it, and when it was read."""
     from llm_d_lens.cluster.api import cluster_runner, cluster_source, read_inventory
 
     async def load() -> dict[str, Any]:
-        found = await read_inventory(cluster_source(), cluster_runner())
+        if cluster is None:
+            source = cluster_source()
+        else:
+            from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+
+            source = served_clusters().get(cluster).source(kubectl_timeout())
+        found = await read_inventory(source, cluster_runner())
         return {"overview": found.overview.to_dict(), "read_at": found.read_at}
 
     return await guarded(load)
+
+
+async def fleet() -> Panel:
+    """``GET /api/v1/fleet/overview``: every served cluster's share of each hardware, unreadable ones with their error."""
+    from llm_d_lens.cluster.api import cluster_runner
+
+    async def load() -> dict[str, Any]:
+        from llm_d_lens.cluster.fleet import fleet_document, gather_members
+        from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+
+        runner = cluster_runner()
+        return fleet_document(await gather_members(served_clusters().clusters, kubectl_timeout(), lambda _: runner))
+
+    return await guarded(load)
+
+
+def cluster_choices() -> list[dict[str, str]]:
+    """The served clusters for the selector; none when there is only one (or they cannot be read: the page says why)."""
+    from llm_d_lens.cluster.served import served_clusters
+
+    try:
+        found = served_clusters().clusters
+    except LensError:
+        return []
+    return [{"name": c.name, "label": c.display_name} for c in found] if len(found) > 1 else []
 
 
 async def driver_status(profile_id: str) -> Panel:
