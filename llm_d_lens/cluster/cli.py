@@ -42,7 +42,7 @@ def inspect(
 
     if every:
         _inspect_fleet(clusters_file, timeout, output, cluster=cluster, snapshot=snapshot, demo=demo, context=context,
-                       kubeconfig=kubeconfig, nodes=nodes)
+                       kubeconfig=kubeconfig, nodes=nodes, discover=discover)
         return
     named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig)
     if named is not None:
