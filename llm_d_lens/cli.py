@@ -55,6 +55,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             port: int = typer.Option(8080, help="Port to listen on."),
             demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
             strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
+            clusters: str | None = typer.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
         ) -> None:
             """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
             import os
@@ -66,6 +67,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 
             refuse_if_strict(strict)  # also loads the plugins before the first request has to
 
+            if clusters:
+                os.environ["LENS_CLUSTERS"] = clusters
             if demo:
                 _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
@@ -75,7 +78,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 def _demo_environment(env: Any) -> None:
     """``--demo``: the embedded cluster and telemetry, unless the operator pointed the server elsewhere."""
-    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG") if env.get(name)]
+    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_CLUSTERS") if env.get(name)]
     if chosen:
         raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
     env["LENS_CLUSTER_DEMO"] = "1"

@@ -10,7 +10,7 @@ import importlib
 import logging
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from llm_d_lens import __version__
 from llm_d_lens.api.json_body import RepeatedKeyGuard
 from llm_d_lens.api.problems import PROBLEM_JSON, invalid_request, problem
+from llm_d_lens.api.query_params import reject_unknown_query
 from llm_d_lens.errors import LensError
 
 log = logging.getLogger("llm_d_lens.api")
@@ -85,7 +86,9 @@ def create_app() -> FastAPI:
         return {"status": "ready", "version": __version__}
 
     for module in ROUTERS:
-        app.include_router(importlib.import_module(module).router, prefix="/api/v1")
+        # a query parameter a route does not declare is a 400 (see api/query_params.py)
+        app.include_router(importlib.import_module(module).router, prefix="/api/v1",
+                           dependencies=[Depends(reject_unknown_query)])
     _mount_console(app)
     return app
 

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.output import OutputFormat, emit
@@ -128,6 +129,8 @@ _RENDER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("image_policy", ImagePolicy, ImagePolicyOption),
     ("kubeconfig", Path, KubeconfigOption),
     ("context", str, ContextOption),
+    ("cluster", str, ClusterNameOption),
+    ("clusters_file", Path, ClustersFileOption),
 ]
 
 
@@ -157,7 +160,14 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
     if "" in pci_allow:
         # an empty value is almost always an unset shell variable: don't quietly drop the allowlist
         raise typer.BadParameter(f"--pci-allow {', '.join(repr(i) for i in options['pci_allow'])}: an empty PCI address")
-    runner = _runner(options["kubeconfig"], options["context"])
+    from llm_d_lens.cluster.options import live_target
+
+    if options["cluster"] is not None:
+        target = live_target(options["cluster"], options["clusters_file"], options["context"], options["kubeconfig"],
+                             why="deploy (runtime classes, apply)")
+        runner = _runner(Path(target.kubeconfig) if target.kubeconfig else None, target.context)
+    else:
+        runner = _runner(options["kubeconfig"], options["context"])
     known = fetch_runtime_classes(runner) if options["runtime_classes_from_cluster"] else None
     request = RenderRequest(
         guide=options["guide"], hardware=options["hardware"], model_server=options["model_server"],

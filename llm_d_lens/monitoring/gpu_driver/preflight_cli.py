@@ -10,6 +10,7 @@ import typer
 
 from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -21,13 +22,15 @@ def preflight(
     timeout: float | None = typer.Option(None, "--timeout", min=0, help="Seconds to wait (default: presence.timeout_seconds)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
     """Apply the hardware's NFD rules, then wait (bounded) for a node carrying its labels."""
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.clock import SystemClock
 
-    reports = asyncio.run(service.preflight(registry(), hardware, driver_cli.make_view(context, kubeconfig), SystemClock(), timeout))
+    reports = asyncio.run(service.preflight(registry(), hardware, driver_cli.named_view(cluster, clusters_file, context, kubeconfig), SystemClock(), timeout))
     emit([r.to_dict() for r in reports], output, table)
 
 
