@@ -19,7 +19,9 @@ from typing import Any
 
 from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
 from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.errors import limited
 from llm_d_lens.files import write_file
+from llm_d_lens.jsonread import JsonRefused, loads
 
 _GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_SUFFIXES = (".json", ".json.gz")
@@ -59,8 +61,15 @@ def read_json(file: Path) -> Any:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise SnapshotInvalid(source, "is not JSON (nested too deeply)") from None
+    except JsonRefused as exc:
+        raise SnapshotInvalid(source, refused_values(exc)) from None
+
+
+def refused_values(exc: JsonRefused) -> str:
+    """What :func:`llm_d_lens.jsonread.loads` refused, as one line naming each path and value."""
+    if [f.path for f in exc.findings] == ["$"]:
+        return "is not JSON (nested too deeply)"
+    return "holds values Lens does not read: " + limited([str(finding) for finding in exc.findings])
 
 
 @contextlib.contextmanager
@@ -82,9 +91,9 @@ def gc_paused() -> Iterator[None]:
 
 
 def parse_json(data: str | bytes) -> Any:
-    """``json.loads`` with the cyclic garbage collector paused."""
+    """:func:`llm_d_lens.jsonread.loads` (finite numbers only) with the cyclic garbage collector paused."""
     with gc_paused():
-        return json.loads(data)
+        return loads(data)
 
 
 def snapshot_document(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
