@@ -128,7 +128,7 @@ def loads(data: str | bytes, *, reject_repeats: bool = False, max_depth: int | N
         raise JsonRefused(_explain(document))
     depth = None if max_depth is None else _too_deep(document, max_depth)
     if depth is not None:
-        raise JsonRefused([Finding(depth, f"nests deeper than {max_depth} levels", "the value")])
+        raise JsonRefused([Finding(short(depth, 60), f"nests deeper than {max_depth} levels", "the value")])
     return document
 
 

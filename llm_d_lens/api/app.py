@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
+from llm_d_lens.api.body_limit import BodyLimit, max_body_bytes
 from llm_d_lens.api.json_body import RepeatedKeyGuard
 from llm_d_lens.api.problems import PROBLEM_JSON, invalid_request, problem
 from llm_d_lens.errors import LensError
@@ -42,6 +43,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="Lens", version=__version__, description="The hardware layer for llm-d.",
                   docs_url=None, redoc_url=None)
     app.add_middleware(RepeatedKeyGuard)
+    app.add_middleware(BodyLimit, limit=max_body_bytes())  # outside the guard: nothing reads a body over the limit
     app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(LensError)

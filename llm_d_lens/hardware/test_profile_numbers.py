@@ -126,3 +126,17 @@ def test_any_number_in_scale_or_memory_gib_is_refused_or_finite_and_in_bounds(me
     factor = profile.telemetry.device_metric_sources["power"].scale
     assert 0 < gib <= 1024 * 1024 and 0 < factor <= 1e12
     json.dumps(profile.model_dump(mode="json"), allow_nan=False)
+
+
+def test_a_profile_with_thousands_of_problems_lists_a_bounded_number_of_them():
+    from llm_d_lens.errors import MAX_REPORTED
+
+    payload = bundled("nvidia")
+    payload.update({f"unknown_{i}": "x" * 1000 for i in range(2000)})
+    with pytest.raises(ProfileInvalid) as caught:
+        validate_payload(payload, "many.json")
+    assert len(caught.value.issues) == 2000  # all kept for the caller that wants them
+    message = caught.value.message
+    assert message.count("\n") == MAX_REPORTED + 1 and message.endswith(f"... and {2000 - MAX_REPORTED} more")
+    problem = caught.value.to_problem()
+    assert len(json.dumps(problem)) < 60_000
