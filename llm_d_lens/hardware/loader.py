@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,9 @@ def value_issues(payload: Any) -> list[ProfileIssue]:
             if _has_surrogate(value):
                 found.append(ProfileIssue(json_path(location), "is not valid Unicode text (a lone surrogate)",
                                           value, location=location))
+            elif (control := _control(value)) is not None:
+                found.append(ProfileIssue(json_path(location), f"holds the control character U+{ord(control):04X}; "
+                                          "profile text is printable, on one line", value, location=location))
         elif isinstance(value, bool):
             continue
         elif isinstance(value, int):
@@ -74,8 +78,8 @@ def value_issues(payload: Any) -> list[ProfileIssue]:
                 found.append(ProfileIssue(json_path(location), "is not a finite number", str(value), location=location))
         elif isinstance(value, dict):
             for key, item in value.items():
-                if isinstance(key, str) and _has_surrogate(key):
-                    found.append(ProfileIssue(json_path(location), "has a key that is not valid Unicode text (a lone surrogate)",
+                if isinstance(key, str) and (_has_surrogate(key) or _control(key) is not None):
+                    found.append(ProfileIssue(json_path(location), "has a key that is not printable Unicode text (a lone surrogate or a control character)",
                                               key, location=location))
                     continue
                 stack.append(((*location, key), item))
@@ -85,7 +89,9 @@ def value_issues(payload: Any) -> list[ProfileIssue]:
 
 
 def _set_aside(payload: Any, issues: list[ProfileIssue]) -> Any:
-    """A copy of ``payload`` with each value ``issues`` points at replaced by null (a key by nothing)."""
+    """A copy of ``payload`` with each value ``issues`` points at replaced by a plain one of its type (a key
+    dropped), so the schema and the rules still check everything else in the same run; what they find
+    at a path already reported is dropped by :func:`_merged`."""
     rest = copy.deepcopy(payload)
     for issue in issues:
         location = issue.location or ()
@@ -96,11 +102,31 @@ def _set_aside(payload: Any, issues: list[ProfileIssue]) -> Any:
             parent = parent[part]
         if "has a key" in issue.message:
             target = parent[location[-1]]
-            for key in [k for k in target if isinstance(k, str) and _has_surrogate(k)]:
+            for key in [k for k in target if isinstance(k, str) and (_has_surrogate(k) or _control(k) is not None)]:
                 del target[key]
         else:
-            parent[location[-1]] = None
+            parent[location[-1]] = _stand_in(parent[location[-1]])
     return rest
+
+
+def _stand_in(value: Any) -> Any:
+    if isinstance(value, str):
+        return _CONTROL.sub("_", value.encode("utf-8", "replace").decode("utf-8")) or "_"
+    if isinstance(value, float):
+        return 1.0
+    if isinstance(value, int):
+        return 1
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _control(text: str) -> str | None:
+    """The first control character (C0, DEL, C1) in ``text``: a trailing newline in a version or a
+    label, a NUL in a directory name, an escape sequence in a label shown in a terminal."""
+    found = _CONTROL.search(text)
+    return found.group() if found else None
 
 
 def _has_surrogate(text: str) -> bool:

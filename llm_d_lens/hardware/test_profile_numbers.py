@@ -54,7 +54,7 @@ PLUGIN_VALUES = [
     ("lone surrogate in ui.labels", ("ui", "labels", "vendor"), "NVIDIA \udc80", "$.ui.labels.vendor",
      "is not valid Unicode text (a lone surrogate)"),
     ("lone surrogate as a ui.labels key", ("ui", "labels"), {"\ud800": "x"}, "$.ui.labels",
-     "has a key that is not valid Unicode text"),
+     "has a key that is not printable Unicode text"),
     ("lone surrogate in the display name", ("display_name",), "\ud83d", "$.display_name", "lone surrogate"),
 ]
 
