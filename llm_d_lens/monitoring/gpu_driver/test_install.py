@@ -298,3 +298,16 @@ async def test_kustomize_mode_with_that_version_running_is_a_no_op(registry: Any
 def test_kustomize_takes_no_options(registry: Any) -> None:
     with pytest.raises(DriverOptionInvalid):
         resolve_target(kustomize_profile(registry), "plugin", {"a": 1})
+
+
+def test_a_dry_run_in_json_or_yaml_never_prints_a_secret_option(capsys):
+    """`driver install --dry-run -o json` printed `--set-json token=...` whole; the table already redacted it."""
+    from llm_d_lens.cli import main
+
+    for output in ("json", "yaml", "table"):
+        code = main(["driver", "install", "--hardware", "nvidia", "--mode", "plugin", "--dry-run",
+                     "--option", "token=s3cr3t-value", "--option", 'apiKey="k3y-value"', "--option", "image.tag=v1", "-o", output])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "s3cr3t-value" not in out and "k3y-value" not in out
+        assert "token=***" in out and "apiKey=***" in out and 'image.tag=' in out
