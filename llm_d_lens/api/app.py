@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from llm_d_lens import __version__
 from llm_d_lens.api.body_limit import BodyLimit, max_body_bytes
 from llm_d_lens.api.json_body import RepeatedKeyGuard
+from llm_d_lens.api.openapi_problems import declare_problems
 from llm_d_lens.api.problems import PROBLEM_JSON, invalid_request, problem
 from llm_d_lens.errors import LensError
 
@@ -89,6 +90,7 @@ def create_app() -> FastAPI:
     for module in ROUTERS:
         app.include_router(importlib.import_module(module).router, prefix="/api/v1")
     _mount_console(app)
+    declare_problems(app)
     return app
 
 
