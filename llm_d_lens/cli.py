@@ -138,7 +138,10 @@ def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) ->
 
 
 def _report(exc: LensError) -> None:
-    message = exc.message if exc.message.startswith(exc.code) else f"{exc.code}: {exc.message}"
+    from llm_d_lens.errors import MAX_MESSAGE, echo
+
+    text = echo(exc.message, MAX_MESSAGE)  # bounded and printable, whatever value the message quotes
+    message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
     typer.echo(f"error: {message}", err=True)
 
 

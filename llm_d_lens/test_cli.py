@@ -26,3 +26,12 @@ def test_an_argument_that_is_not_utf8_is_refused_naming_it(argv):
     assert stderr.startswith("error: ARGUMENT_INVALID: argument ") and "is not valid UTF-8 text" in stderr
     bad = next(a for a in argv if not a.isascii())
     assert repr(bad)[2:-1] in stderr
+
+
+def test_an_error_quoting_a_huge_value_is_printed_bounded(capsys):
+    from llm_d_lens.cli import main
+
+    code = main(["hardware", "resolve", "--key", "q" * 1_000_000])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ACCELERATOR_NOT_REGISTERED")
+    assert len(err) < 10_000 and "more characters]" in err
