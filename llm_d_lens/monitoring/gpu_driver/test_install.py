@@ -311,3 +311,13 @@ def test_a_dry_run_in_json_or_yaml_never_prints_a_secret_option(capsys):
         assert code == 0
         assert "s3cr3t-value" not in out and "k3y-value" not in out
         assert "token=***" in out and "apiKey=***" in out and 'image.tag=' in out
+
+
+def test_an_option_value_json_cannot_hold_is_kept_as_the_string_typed():
+    from llm_d_lens.monitoring.gpu_driver.target import parse_option
+
+    assert parse_option("a=1e400") == ("a", "1e400")  # not float('inf'), which --set-json cannot carry
+    assert parse_option("b=NaN") == ("b", "NaN")
+    assert parse_option("c=" + "9" * 5000) == ("c", "9" * 5000)  # not the interpreter's digit-limit ValueError
+    assert parse_option("d=" + "[" * 100_000) == ("d", "[" * 100_000)  # not a RecursionError
+    assert parse_option("e=3") == ("e", 3) and parse_option('f="x"') == ("f", "x")
