@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     # Typer may vendor its own click: take the exception classes from Typer itself.
     click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
+    for position, arg in enumerate(args, 1):
+        if not arg.isascii() and not _is_text(arg):  # a byte that is no UTF-8 arrives as a lone surrogate
+            shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
+            typer.echo(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", err=True)
+            return 2
     app = build_app(_group_of(args))
     try:
         return _run(app, args, click_exception)
@@ -108,6 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         from llm_d_lens.hardware.notice import warn_if_problems
 
         warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
+
+
+def _is_text(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
@@ -128,7 +141,10 @@ def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) ->
 
 
 def _report(exc: LensError) -> None:
-    message = exc.message if exc.message.startswith(exc.code) else f"{exc.code}: {exc.message}"
+    from llm_d_lens.errors import MAX_MESSAGE, echo
+
+    text = echo(exc.message, MAX_MESSAGE)  # bounded and printable, whatever value the message quotes
+    message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
     typer.echo(f"error: {message}", err=True)
 
 

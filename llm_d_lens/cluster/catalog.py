@@ -160,7 +160,12 @@ def memory_label_bytes(label: MemoryLabel, value: str) -> int | None:
     scale, suffixes = _LABEL_SUFFIXES[label.unit]
     if match[2] not in suffixes:
         return None
-    return int(float(match[1]) * scale)
+    from decimal import Decimal
+
+    from llm_d_lens.cluster.quantity import MAX_QUANTITY
+
+    size = Decimal(match[1]) * scale
+    return int(size) if size <= MAX_QUANTITY else None  # a 400-digit label is as unreadable as "lots"
 
 
 def attribute_value(raw: Any) -> Any:

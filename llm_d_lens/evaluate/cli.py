@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from pathlib import Path
@@ -56,7 +55,7 @@ def config(
     if out is None:
         sys.stdout.write(text)
         return
-    _write(out, text)
+    _write(out, text, force)
     summary = result.summary()
     how = summary["resource"] or summary["dra_driver"] or "no accelerator"
     typer.echo(f"wrote {out}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
@@ -72,16 +71,16 @@ def _read(path: Path) -> str:
         raise ManifestInvalid(f"{path}: cannot be read: {exc.strerror}") from None
 
 
-def _write(path: Path, text: str) -> None:
-    """Write via a temporary file beside the target, so a failure never leaves half a scenario."""
-    tmp = path.with_name(f".{path.name}.tmp")
+def _write(path: Path, text: str, force: bool) -> None:
+    """Through the one safe writer: no half a scenario, no followed link, nothing replaced without --force."""
+    from llm_d_lens.files import OutputInvalid, write_file
+
+    if not path.parent.is_dir():
+        raise OutputUnwritable(f"cannot write {path}: No such file or directory")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise OutputUnwritable(f"cannot write {path}: {exc.strerror}") from None
+        write_file(path, text.encode("utf-8"), replace=force, exists=OutputExists(f"{path} exists; pass --force to replace it"))
+    except OutputInvalid as exc:
+        raise OutputUnwritable(f"cannot write {exc.message}") from None
 
 
 def parse_time(value: str) -> float:
