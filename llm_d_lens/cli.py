@@ -83,6 +83,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             port: int = typer.Option(8080, help="Port to listen on."),
             demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
             strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
+            clusters: str | None = typer.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
         ) -> None:
             """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
             import os
@@ -94,6 +95,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 
             refuse_if_strict(strict)  # also loads the plugins before the first request has to
 
+            if clusters:
+                os.environ["LENS_CLUSTERS"] = clusters
             if demo:
                 _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
@@ -103,7 +106,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 def _demo_environment(env: Any) -> None:
     """``--demo``: the embedded cluster and telemetry, unless the operator pointed the server elsewhere."""
-    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG") if env.get(name)]
+    chosen = [name for name in ("LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_CLUSTERS") if env.get(name)]
     if chosen:
         raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
     env["LENS_CLUSTER_DEMO"] = "1"
@@ -129,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     # Typer may vendor its own click: take the exception classes from Typer itself.
     click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
+    for position, arg in enumerate(args, 1):
+        if not arg.isascii() and not _is_text(arg):  # a byte that is no UTF-8 arrives as a lone surrogate
+            shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
+            typer.echo(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", err=True)
+            return 2
     app = build_app(_group_of(args))
     try:
         return _run(app, args, click_exception)
@@ -136,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         from llm_d_lens.hardware.notice import warn_if_problems
 
         warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
+
+
+def _is_text(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
@@ -159,7 +175,10 @@ def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) ->
 
 
 def _report(exc: LensError) -> None:
-    message = exc.message if exc.message.startswith(exc.code) else f"{exc.code}: {exc.message}"
+    from llm_d_lens.errors import MAX_MESSAGE, echo
+
+    text = echo(exc.message, MAX_MESSAGE)  # bounded and printable, whatever value the message quotes
+    message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
     typer.echo(f"error: {message}", err=True)
 
 

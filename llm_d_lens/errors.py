@@ -7,7 +7,63 @@ the edges (CLI, API) render them once, as a message with a non-zero exit code or
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+#: problems one error lists; the rest are counted, not shown (a million unknown keys is one finding)
+MAX_REPORTED = 50
+#: characters of one value an error echoes back; a 16 MB value is shown by its start and its length
+MAX_ECHO = 200
+#: characters of an error's whole message (the problem's ``detail``)
+MAX_MESSAGE = 8000
+
+
+def limited(items: list[str], limit: int = MAX_REPORTED, separator: str = "; ") -> str:
+    """``items`` joined, the first ``limit`` of them, then how many more there are."""
+    shown = separator.join(items[:limit])
+    return shown if len(items) <= limit else f"{shown}{separator}... and {len(items) - limit} more"
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to about ``limit`` characters, with a marker saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more characters]"
+
+
+def echo(value: Any, limit: int = MAX_ECHO, depth: int = 8) -> Any:
+    """``value`` made safe to echo in JSON: strings clipped and valid UTF-8, lists and objects cut to
+    :data:`MAX_REPORTED` entries, non-finite floats as text, nesting bounded.
+
+    Whatever a caller sent, the error about it stays small and encodable: an answer that echoed a
+    NaN or a lone surrogate could not be written at all (a 500), and one echoing a 16 MB value three
+    times is a 48 MB answer.
+    """
+    if isinstance(value, str):
+        if not value.isascii():
+            value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return clip(value, limit)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 64 else f"(an integer of {value.bit_length()} bits)"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth <= 0:
+        return "..."
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {echo(str(k), limit): echo(v, limit, depth - 1) for k, v in items[:MAX_REPORTED]}
+        if len(items) > MAX_REPORTED:
+            out["..."] = f"{len(items) - MAX_REPORTED} more entries"
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        entries = list(value)
+        out_list = [echo(v, limit, depth - 1) for v in entries[:MAX_REPORTED]]
+        if len(entries) > MAX_REPORTED:
+            out_list.append(f"... and {len(entries) - MAX_REPORTED} more")
+        return out_list
+    return clip(repr(value), limit)
 
 
 class LensError(Exception):
@@ -33,11 +89,11 @@ class LensError(Exception):
             "type": f"urn:llm-d-lens:error:{self.code}",
             "title": self.code,
             "status": self.http_status,
-            "detail": self.message,
+            "detail": echo(self.message, MAX_MESSAGE),
             "code": self.code,
         }
         if self.details:
-            problem["details"] = self.details
+            problem["details"] = echo(self.details)
         return problem
 
 

@@ -1,9 +1,12 @@
 """Writing a file a user asked for, without ever clobbering one they have or leaving half of one.
 
-Shared by every command with an output file (``lens cluster snapshot -o``, ``lens deploy render -o``):
-the payload goes to a temporary file beside the target and is published in one step, so an
-interrupted write leaves the old file (or none) behind; without ``replace`` a file that exists, or
-appears meanwhile, is refused and left untouched.
+Shared by every command with an output file (``lens cluster snapshot -o``, ``lens deploy render -o``,
+``lens evaluate config -o``, ``lens telemetry dashboard -o``): the payload goes to a temporary file
+created exclusively (``mkstemp``: a random name, ``O_EXCL``, so a planted file or symlink is never
+opened) beside the target, is synced, and is published in one step, so an interrupted write leaves
+the old file (or none) behind and no temporary file; without ``replace`` a file that exists, or
+appears meanwhile, is refused at the moment of publishing (a hard link fails on an existing name)
+and left untouched.
 """
 
 from __future__ import annotations
@@ -46,16 +49,33 @@ def write_file(path: Path, payload: bytes, *, replace: bool, exists: LensError, 
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before it takes the name: a crash leaves the old file or the new
         os.chmod(temporary, mode)
         if replace:
-            os.replace(temporary, path)
+            os.replace(temporary, path)  # replaces a symlink at ``path`` itself, never the file it points to
         else:
             _publish_without_replacing(temporary, path, payload, mode, exists)
+        _sync_directory(path.parent)
     except OSError as exc:
         raise OutputInvalid(f"{path}: cannot be written ({exc.strerror or exc})", details={"path": str(path)}) from None
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the new name durable too; a filesystem that cannot sync a directory is left as it is."""
+    try:
+        handle = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _publish_without_replacing(temporary: str, path: Path, payload: bytes, mode: int, exists: LensError) -> None:

@@ -309,10 +309,14 @@ class CommandResult:
 
     def json(self) -> Any:
         """stdout parsed as JSON; a typed error naming the command if the tool printed something else."""
+        from llm_d_lens.jsonread import JsonRefused, loads
+
         try:
-            return json.loads(self.stdout)
+            return loads(self.stdout)
         except json.JSONDecodeError as exc:
             raise CommandOutputInvalid(self.argv, str(exc)) from None
+        except JsonRefused as exc:
+            raise CommandOutputInvalid(self.argv, f"holds values Lens does not read: {exc}") from None
 
     def check(self) -> CommandResult:
         """Raise :class:`CommandFailed` now for a result obtained with ``check=False``."""

@@ -10,14 +10,17 @@ import importlib
 import logging
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
+from llm_d_lens.api.body_limit import BodyLimit, max_body_bytes
 from llm_d_lens.api.json_body import RepeatedKeyGuard
+from llm_d_lens.api.openapi_problems import declare_problems
 from llm_d_lens.api.problems import PROBLEM_JSON, invalid_request, problem
+from llm_d_lens.api.query_params import reject_unknown_query
 from llm_d_lens.errors import LensError
 
 log = logging.getLogger("llm_d_lens.api")
@@ -42,6 +45,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title="Lens", version=__version__, description="The hardware layer for llm-d.",
                   docs_url=None, redoc_url=None)
     app.add_middleware(RepeatedKeyGuard)
+    app.add_middleware(BodyLimit, limit=max_body_bytes())  # outside the guard: nothing reads a body over the limit
     app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(LensError)
@@ -85,8 +89,11 @@ def create_app() -> FastAPI:
         return {"status": "ready", "version": __version__}
 
     for module in ROUTERS:
-        app.include_router(importlib.import_module(module).router, prefix="/api/v1")
+        # a query parameter a route does not declare is a 400 (see api/query_params.py)
+        app.include_router(importlib.import_module(module).router, prefix="/api/v1",
+                           dependencies=[Depends(reject_unknown_query)])
     _mount_console(app)
+    declare_problems(app)
     return app
 
 

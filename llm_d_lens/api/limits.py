@@ -12,3 +12,6 @@ MAX_ACCELERATORS_PER_POD = 1024
 MAX_REPLICAS = 10_000
 #: seconds a request may ask the server to wait for something on the cluster
 MAX_WAIT_SECONDS = 3600.0
+#: characters of a name a caller sends (hardware, mode, guide, profile, resource): Kubernetes' longest
+#: name (a DNS subdomain) has 253; a longer one names nothing and would only be echoed back
+MAX_NAME_LENGTH = 253

@@ -27,7 +27,9 @@ class Inventory:
 
 
 _lock = threading.Lock()
-_last: tuple[Any, Inventory] | None = None
+#: file key -> inventory, the most recently used last; a fleet of snapshots keeps each of them
+_kept: dict[Any, Inventory] = {}
+KEEP = 8
 
 
 def _file_key(source: ClusterSource) -> Any:
@@ -50,21 +52,22 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     """The source's overview and when it was read; a file-backed source's is reused while the file is unchanged."""
     from llm_d_lens.cluster.service import inspect
 
-    global _last
     key = _file_key(source) if runner is None else None
     if key is not None:
         with _lock:
-            if _last is not None and _last[0] == key:
-                return _last[1]
+            if key in _kept:
+                _kept[key] = _kept.pop(key)
+                return _kept[key]
     found = Inventory(inspect(source, runner), time.time())
     if key is not None:
         with _lock:
-            _last = (key, found)
+            _kept[key] = found
+            while len(_kept) > KEEP:
+                _kept.pop(next(iter(_kept)))
     return found
 
 
 def forget() -> None:
-    """Drop the kept inventory (tests, and a server told to re-read)."""
-    global _last
+    """Drop the kept inventories (tests, and a server told to re-read)."""
     with _lock:
-        _last = None
+        _kept.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 import typer
 
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OUTPUT_FILE, OutputFormat, console, emit
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
@@ -22,6 +23,9 @@ def inspect(
     demo: bool = typer.Option(False, "--demo", help="Inspect the embedded demo cluster."),
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
+    every: bool = typer.Option(False, "--all", help="Every cluster of the clusters file (or kubeconfig): the fleet, totals per hardware."),
     nodes: bool = typer.Option(False, "--nodes", help="Also print one row per node (JSON/YAML always include nodes)."),
     discover: bool = typer.Option(False, "--discover", help="Read unknown VRAM with the profiles' discovery tools (live only)."),
     timeout: float = TimeoutOption,
@@ -29,17 +33,26 @@ def inspect(
 ) -> None:
     """Accelerators per hardware profile: devices, partitions, VRAM, allocated and available.
 
-    Reads the cluster kubectl's current context points at unless --snapshot, --demo or --context says otherwise.
+    Reads the cluster kubectl's current context points at unless --cluster, --snapshot, --demo or --context says otherwise.
     """
+    from llm_d_lens.cluster.options import named_cluster
     from llm_d_lens.cluster.render import overview_renderable
     from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
 
     from llm_d_lens.progress import progress
 
-    source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
-    live = snapshot is None and not demo
-    with progress(_reading(context), for_people=live and output.is_table):
+    if every:
+        _inspect_fleet(clusters_file, timeout, output, cluster=cluster, snapshot=snapshot, demo=demo, context=context,
+                       kubeconfig=kubeconfig, nodes=nodes, discover=discover)
+        return
+    named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig)
+    if named is not None:
+        source = named.source(timeout)
+    else:
+        source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
+    live = getattr(source, "snapshot", None) is None and not getattr(source, "demo", False)
+    with progress(_reading(context or cluster), for_people=live and output.is_table):
         overview = inspect_cluster(source)
         if discover:
             from llm_d_lens.planning.node_discovery import discover_into
@@ -53,6 +66,8 @@ def snapshot(
     out: Path = typer.Option(..., OUTPUT_FILE, metavar="FILE", help="File to write; gzipped when it ends in .gz."),
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     force: bool = typer.Option(False, "--force", help="Replace the file if it exists."),
     timeout: float = TimeoutOption,
 ) -> None:
@@ -65,11 +80,13 @@ def snapshot(
 
     exists = SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
     check_output_path(out, replace=force, exists=exists)  # refuse before asking the cluster anything
-    source = ClusterSource(context=context, kubeconfig=kubeconfig, timeout=timeout)
+    from llm_d_lens.cluster.options import live_target
     from llm_d_lens.progress import progress
 
+    target = live_target(cluster, clusters_file, context, kubeconfig, why="a snapshot")
+    source = ClusterSource(context=target.context, kubeconfig=target.kubeconfig, timeout=timeout)
     with gc_paused():
-        with progress(_reading(context)):
+        with progress(_reading(target.context)):
             objects = source.load()
         written = write_snapshot(snapshot_document(objects.all_items()), out, force=force)
         counts = ", ".join(f"{count} {kind}" for kind, count in objects.counts().items())
@@ -80,3 +97,48 @@ def snapshot(
 
 def _reading(context: str | None) -> str:
     return f"reading nodes, pods and DRA objects with kubectl (context {context or 'current'})"
+
+
+@app.command("list")
+def list_clusters(
+    clusters_file: Path | None = ClustersFileOption,
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without a clusters file: the kubeconfig whose contexts are listed."),
+    timeout: float = typer.Option(5.0, "--timeout", min=1, help="Seconds each cluster may take to answer."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """The clusters --cluster can name, from the clusters file or else the kubeconfig's contexts, with reachability."""
+    import asyncio
+
+    from llm_d_lens.cluster.fleet import probe_all
+    from llm_d_lens.cluster.options import user_clusters
+
+    found = user_clusters(clusters_file, kubeconfig)
+    rows = [r.to_dict() for r in asyncio.run(probe_all(found.clusters, timeout=timeout))]
+    emit({"origin": found.origin, "clusters": rows}, output, _list_table)
+
+
+def _list_table(data: dict[str, object]) -> object:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, title=f"clusters from {data['origin']}", title_justify="left")
+    for column in ("NAME", "KIND", "LABELS", "REACHABLE"):
+        table.add_column(column, overflow="fold")
+    for row in data["clusters"]:  # type: ignore[attr-defined]
+        labels = ",".join(f"{k}={v}" for k, v in row["labels"].items()) or "-"
+        name = row["name"] if row["displayName"] == row["name"] else f"{row['name']}\n[dim]{row['displayName']}[/dim]"
+        state = ("[green]yes[/green] " if row["reachable"] else "[red]no[/red] ") + row["detail"]
+        table.add_row(name, row["kind"], labels, state)
+    return table
+
+
+def _inspect_fleet(clusters_file: Path | None, timeout: float, output: OutputFormat, **others: object) -> None:
+    from llm_d_lens.cluster.fleet import fleet_document, read_members
+    from llm_d_lens.cluster.options import user_clusters
+    from llm_d_lens.cluster.render import fleet_renderable
+    from llm_d_lens.cluster.source import SourceConflict
+
+    chosen = [f"--{flag}" for flag, value in others.items() if value]
+    if chosen:
+        raise SourceConflict(f"--all reads every configured cluster; drop {', '.join(chosen)}")
+    found = user_clusters(clusters_file)
+    emit(fleet_document(read_members(found.clusters, timeout)), output, fleet_renderable)

@@ -232,7 +232,7 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
             if not isinstance(result, dict) or result.get("adminAccess"):
                 continue  # admin access (monitoring) shares a device without holding it
             where = f"status.allocation.devices.results[{index}]"
-            key = tuple(string_at(claim, f"{where}.{part}", result.get(part)) or "" for part in ("driver", "pool", "device"))
+            key = tuple(_result_part(claim, f"{where}.{part}", result.get(part)) for part in ("driver", "pool", "device"))
             device = dra.devices.get(key)
             if device is None:
                 profile_id = catalog.driver(key[0])
@@ -252,6 +252,14 @@ def apply_claims(dra: DraDevices, claims: Iterable[dict[str, Any]], catalog: Cat
             if device.dynamic:
                 for parent in dra.parents_of(device):
                     parent.occupied = True
+
+
+def _result_part(claim: dict[str, Any], path: str, value: Any) -> str:
+    """driver, pool and device of an allocation result: required, or which device is held is unknown."""
+    text = string_at(claim, path, value)
+    if not text:
+        raise ObjectInvalid(claim, path, value, "is missing; an allocation result names its driver, pool and device")
+    return text
 
 
 def _pending_claim(dra: DraDevices, claim: dict[str, Any], catalog: Catalog) -> None:
@@ -319,11 +327,15 @@ def _capacity_bytes(item: Any, path: str, raw: Any) -> int:
 
 
 def _capacity_quantity(item: Any, path: str, raw: Any) -> Decimal:
+    """A capacity or an amount consumed of it: a quantity, never negative (a total cannot shrink by it)."""
     value = _capacity_raw(raw)
     try:
-        return parse_quantity(value)
+        quantity = parse_quantity(value)
     except QuantityError as exc:
         raise ObjectInvalid(item, path, value, exc.reason) from None
+    if quantity < 0:
+        raise ObjectInvalid(item, path, value, "is not a capacity (negative)")
+    return quantity
 
 
 def _quote(name: str) -> str:

@@ -70,3 +70,24 @@ class ObjectInvalid(LensError):
 
     def at(self, source: str) -> ObjectInvalid:
         return ObjectInvalid(self.item, self.path, self.value, self.reason, source)
+
+
+class ClustersFileInvalid(LensError):
+    """The clusters file cannot be used: details name the file, the field path and the value."""
+
+    code = "CLUSTERS_FILE_INVALID"
+    http_status = 422
+
+
+class ClusterUnknown(LensError):
+    """A cluster name that is not among the configured clusters."""
+
+    code = "CLUSTER_NOT_FOUND"
+    http_status = 404
+
+
+class LiveClusterNeeded(LensError):
+    """An operation that reads or changes workloads asked for a snapshot or the demo."""
+
+    code = "LIVE_CLUSTER_NEEDED"
+    http_status = 409

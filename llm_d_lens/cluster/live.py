@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_d_lens.cluster.objects import ClusterObjects, Document
-from llm_d_lens.cluster.snapshot import parse_json
+from llm_d_lens.cluster.snapshot import parse_json, refused_values
+from llm_d_lens.jsonread import JsonRefused
 from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, Runner, format_command
 
 #: What kubectl prints when the API server does not know a resource type.
@@ -67,6 +68,6 @@ async def _get(runner: Runner, query: Query, timeout: float | None) -> Document 
         body = parse_json(result.stdout)
     except json.JSONDecodeError as exc:
         raise CommandOutputInvalid(result.argv, str(exc)) from None
-    except RecursionError:
-        raise CommandOutputInvalid(result.argv, "JSON nested too deeply") from None
+    except JsonRefused as exc:
+        raise CommandOutputInvalid(result.argv, refused_values(exc)) from None
     return Document(f"`{format_command(result.argv)}`", body)

@@ -28,6 +28,10 @@ _QUANTITY = re.compile(
 # The API server refuses exponents this large; refusing them here keeps "1e999999999" from
 # turning into a number with a billion digits.
 _MAX_EXPONENT = 1000
+#: The largest quantity Lens reads: a Kubernetes quantity's ``Value()`` is an int64, and so is every
+#: count the API server keeps; 10^400 allocatable GPUs is a broken object, not a cluster.
+MAX_QUANTITY = Decimal(2**63 - 1)
+_TOO_LARGE = "is out of range (over 2^63-1, the largest value Kubernetes stores)"
 # Enough digits that no quantity the API server accepts is rounded.
 _CONTEXT = decimal.Context(prec=80, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
@@ -45,6 +49,16 @@ def parse_quantity(value: object) -> Decimal:
     """The exact value of a quantity string (or a JSON number a hand-written file may hold)."""
     if isinstance(value, bool):
         raise QuantityError(value, "is not a quantity")
+    return _bounded(value, _exact(value))
+
+
+def _bounded(value: object, quantity: Decimal) -> Decimal:
+    if abs(quantity) > MAX_QUANTITY:
+        raise QuantityError(value, _TOO_LARGE)
+    return quantity
+
+
+def _exact(value: object) -> Decimal:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
@@ -78,9 +92,9 @@ def parse_count(value: object) -> int:
     (``8Gi``), a fraction (``500m``) or a negative number where a count belongs is a mistake in the
     object, and the caller names the object and field.
     """
-    if type(value) is str and value.isdigit() and value.isascii():
+    if type(value) is str and value.isdigit() and value.isascii() and len(value) < 19:
         return int(value)
-    if type(value) is int and value >= 0:
+    if type(value) is int and 0 <= value <= MAX_QUANTITY:
         return value
     quantity = parse_quantity(value)
     if isinstance(value, str) and value.endswith(tuple(_BINARY)):

@@ -140,3 +140,35 @@ def _nodes_table(nodes: list[dict[str, Any]], *, wide: bool = False) -> Any:
                      "VRAM (GiB)": _gib(hw["vram"]), "HELD BY": holders}
             table.add_row(*(cells[header] for header in shown))
     return table
+
+
+def fleet_renderable(data: dict[str, Any]) -> Any:
+    """``lens cluster inspect --all``: per hardware the fleet total, then each cluster's share; then the clusters."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    hardware = Table(box=None, pad_edge=False, title="fleet, per hardware", title_justify="left")
+    for column in ("HARDWARE", "CLUSTER", "DEVICES", "ALLOC", "FREE", "VRAM"):
+        hardware.add_column(column, overflow="fold", justify="left" if column in ("HARDWARE", "CLUSTER") else "right")
+    for row in data["hardware"]:
+        if not row["accelerator"] and not row["devices"]:
+            continue
+        hardware.add_row(row["profileId"], "(all)", str(row["devices"]), str(row["allocated"]), str(row["available"]),
+                         f"{row['vramGiB']:,.1f} GiB" if row["vramBytes"] else "-")
+        for share in row["clusters"]:
+            hardware.add_row("", share["cluster"], str(share["devices"]), str(share["allocated"]), str(share["available"]),
+                             f"{share['vramBytes'] / GIB:,.1f} GiB" if share["vramBytes"] else "-")
+    clusters = Table(box=None, pad_edge=False, title="clusters", title_justify="left")
+    for column in ("NAME", "KIND", "STATE"):
+        clusters.add_column(column, overflow="fold")
+    for member in data["clusters"]:
+        if member["ok"]:
+            state = f"[green]read[/green] {member['summary']['totalGpuCount']} devices, {member['summary']['nodes']} nodes"
+        else:
+            state = f"[red]{member['error']['code']}[/red] {member['error']['message']}"
+        clusters.add_row(member["name"], member["kind"], state)
+    totals = data["totals"]
+    line = Text(f"{totals['clustersRead']}/{totals['clusters']} clusters read: {totals['devices']} devices, "
+                f"{totals['allocated']} allocated, {totals['available']} free, {totals['vramGiB']:,.1f} GiB VRAM")
+    return Group(hardware, Text(""), clusters, line)

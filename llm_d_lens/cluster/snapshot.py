@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
+import io
 import json
 import os
 import zlib
@@ -19,7 +20,9 @@ from typing import Any
 
 from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
 from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.errors import limited
 from llm_d_lens.files import write_file
+from llm_d_lens.jsonread import JsonRefused, loads
 
 _GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_SUFFIXES = (".json", ".json.gz")
@@ -43,14 +46,13 @@ def read_json(file: Path) -> Any:
     """A JSON file, gunzipped first when it is gzip data."""
     source = str(file)
     try:
+        if file.stat().st_size > MAX_SNAPSHOT_BYTES:
+            raise SnapshotInvalid(source, f"is over {MAX_SNAPSHOT_BYTES} bytes, more than Lens reads of one snapshot file")
         data = file.read_bytes()
     except OSError as exc:
         raise SnapshotInvalid(source, f"cannot be read ({exc.strerror or exc})") from None
     if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
+        data = _gunzip(data, source)
     if data[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in data[:512]:  # `tar czf` of a directory; JSON has no NUL
         raise SnapshotInvalid(source, "is a tar archive; extract it and pass the directory")
     try:
@@ -59,8 +61,44 @@ def read_json(file: Path) -> Any:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SnapshotInvalid(source, f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise SnapshotInvalid(source, "is not JSON (nested too deeply)") from None
+    except JsonRefused as exc:
+        raise SnapshotInvalid(source, refused_values(exc)) from None
+
+
+#: bytes of JSON one snapshot file may hold (after gunzip): a 5,000-node cluster with its pods is a few
+#: hundred MiB; parsing takes several times the text's size in memory, so more would exhaust it
+MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024
+#: how much larger than its gzip file a snapshot may inflate, once past MIN_RATIO_CHECK: kubectl's JSON
+#: compresses 10-30 times; a file a hundred times smaller than its content is built to exhaust memory
+MAX_GZIP_RATIO = 100
+MIN_RATIO_CHECK = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _gunzip(data: bytes, source: str) -> bytes:
+    """gzip data inflated chunk by chunk, refused as soon as it passes the size or ratio limit."""
+    limit = min(MAX_SNAPSHOT_BYTES, max(MIN_RATIO_CHECK, MAX_GZIP_RATIO * len(data)))
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            while chunk := stream.read(_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise SnapshotInvalid(
+                        source, f"inflates past {limit} bytes ({len(data)} compressed): over the limit of "
+                        f"{MAX_SNAPSHOT_BYTES} bytes or {MAX_GZIP_RATIO} times its gzip size")
+                parts.append(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SnapshotInvalid(source, f"is not a valid gzip file ({exc})") from None
+    return b"".join(parts)
+
+
+def refused_values(exc: JsonRefused) -> str:
+    """What :func:`llm_d_lens.jsonread.loads` refused, as one line naming each path and value."""
+    if [f.path for f in exc.findings] == ["$"]:
+        return "is not JSON (nested too deeply)"
+    return "holds values Lens does not read: " + limited([str(finding) for finding in exc.findings])
 
 
 @contextlib.contextmanager
@@ -82,9 +120,9 @@ def gc_paused() -> Iterator[None]:
 
 
 def parse_json(data: str | bytes) -> Any:
-    """``json.loads`` with the cyclic garbage collector paused."""
+    """:func:`llm_d_lens.jsonread.loads` (finite numbers only) with the cyclic garbage collector paused."""
     with gc_paused():
-        return json.loads(data)
+        return loads(data)
 
 
 def snapshot_document(items: Iterable[dict[str, Any]]) -> dict[str, Any]:

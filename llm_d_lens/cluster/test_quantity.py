@@ -102,7 +102,12 @@ _SUFFIX_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2
 
 @given(st.integers(min_value=0, max_value=10**12), st.sampled_from(sorted(_SUFFIX_SCALE)))
 def test_an_integer_with_any_suffix_means_integer_times_scale(number: int, suffix: str) -> None:
-    assert parse_quantity(f"{number}{suffix}") == number * _SUFFIX_SCALE[suffix]
+    value = number * _SUFFIX_SCALE[suffix]
+    if value > 2**63 - 1:  # beyond the int64 Kubernetes stores: refused, never read as a larger number
+        with pytest.raises(QuantityError, match="out of range"):
+            parse_quantity(f"{number}{suffix}")
+    else:
+        assert parse_quantity(f"{number}{suffix}") == value
 
 
 @given(st.integers(min_value=0, max_value=10**9), st.integers(min_value=-6, max_value=6))

@@ -75,24 +75,55 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda t: (t["order"], t["name"].lower(), t["id"]))
 
 
-async def inventory() -> Panel:
-    """The configured cluster's inventory, as ``GET /api/v1/clusters/overview`` reads it, and when it was read."""
+async def inventory(cluster: str | None = None) -> Panel:
+    """A configured cluster's inventory (the first without a name), as ``GET /api/v1/clusters/...`` reads it, and when it was read."""
     from llm_d_lens.cluster.api import cluster_runner, cluster_source, read_inventory
 
     async def load() -> dict[str, Any]:
-        found = await read_inventory(cluster_source(), cluster_runner())
+        if cluster is None:
+            source = cluster_source()
+        else:
+            from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+
+            source = served_clusters().get(cluster).source(kubectl_timeout())
+        found = await read_inventory(source, cluster_runner())
         return {"overview": found.overview.to_dict(), "read_at": found.read_at}
 
     return await guarded(load)
 
 
+async def fleet() -> Panel:
+    """``GET /api/v1/fleet/overview``: every served cluster's share of each hardware, unreadable ones with their error."""
+    from llm_d_lens.cluster.api import cluster_runner
+
+    async def load() -> dict[str, Any]:
+        from llm_d_lens.cluster.fleet import fleet_document, gather_members
+        from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+
+        runner = cluster_runner()
+        return fleet_document(await gather_members(served_clusters().clusters, kubectl_timeout(), lambda _: runner))
+
+    return await guarded(load)
+
+
+def cluster_choices() -> list[dict[str, str]]:
+    """The served clusters for the selector; none when there is only one (or they cannot be read: the page says why)."""
+    from llm_d_lens.cluster.served import served_clusters
+
+    try:
+        found = served_clusters().clusters
+    except LensError:
+        return []
+    return [{"name": c.name, "label": c.display_name} for c in found] if len(found) > 1 else []
+
+
 async def driver_status(profile_id: str) -> Panel:
     """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
-    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.cluster.api import cluster_source
 
     source = None
     try:
-        source = ClusterSource.from_env()
+        source = cluster_source()
     except LensError as exc:
         return failed(exc)
     if not source.live:
@@ -101,10 +132,10 @@ async def driver_status(profile_id: str) -> Panel:
                              f"{'the demo' if source.demo else 'a snapshot'} (start it with LENS_KUBE_CONTEXT for a live one)")
 
     async def load() -> Any:
-        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, view_factory
+        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, named_view_factory, view_factory
 
-        return (await drivers_status(hardware=[profile_id], mode=None, context=None, authorization=None,
-                                     views=view_factory()))["modes"]
+        return (await drivers_status(hardware=[profile_id], mode=None, cluster=None, context=None, authorization=None,
+                                     views=view_factory(), named=named_view_factory()))["modes"]
 
     return await guarded(load)
 
@@ -177,7 +208,7 @@ async def devices(profile_id: str, node: str | None) -> Panel:
     async def load() -> Any:
         from llm_d_lens.monitoring.api import devices as route
 
-        return await route(hardware=[profile_id], node=node, mode=None, at=None)
+        return await route(hardware=[profile_id], node=node, mode=None, at=None, cluster=None)
 
     return await guarded(load)
 
@@ -188,7 +219,7 @@ async def pods(profile_id: str, namespace: str | None) -> Panel:
     async def load() -> Any:
         from llm_d_lens.monitoring.api import pods as route
 
-        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None)
+        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None, cluster=None)
 
     return await guarded(load)
 

@@ -68,9 +68,10 @@ def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.
 
 
 @router.get("/", response_class=HTMLResponse)
-async def overview_page() -> HTMLResponse:
+async def overview_page(cluster: str | None = Query(None)) -> HTMLResponse:
     tabs, failures, registry = _registry_state()
-    inventory = await data.inventory()
+    inventory = await data.inventory(cluster or None)
+    clusters = data.cluster_choices()
     cards, bars, chart = [], [], None
     if inventory.ok:
         buckets = {v["profileId"]: v for v in inventory.data["overview"]["vendors"]}
@@ -81,7 +82,14 @@ async def overview_page() -> HTMLResponse:
                 bars.append((tab["name"], bucket["allocated"], max(bucket["allocatable"] - bucket["allocated"], 0)))
         chart = capacity_bars(bars) if bars else None
     return render("overview.html", page="overview", tabs=tabs, failures=failures, registry=registry,
-                  inventory=inventory, cards=cards, chart=chart)
+                  inventory=inventory, cards=cards, chart=chart, clusters=clusters,
+                  cluster=cluster or (clusters[0]["name"] if clusters else None))
+
+
+@router.get("/fleet", response_class=HTMLResponse)
+async def fleet_page() -> HTMLResponse:
+    tabs, failures, registry = _registry_state()
+    return render("fleet.html", page="fleet", tabs=tabs, failures=failures, registry=registry, fleet=await data.fleet())
 
 
 @router.get("/accelerators", response_class=HTMLResponse)

@@ -20,7 +20,7 @@ from llm_d_lens.console.tables import paginate
 from llm_d_lens.hardware.conftest import minimal_profile
 from llm_d_lens.testing.prometheus import free_port
 
-SERVER_ENV = ("LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_PROMETHEUS_URL",
+SERVER_ENV = ("LENS_CLUSTERS", "LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_PROMETHEUS_URL",
               "LENS_TELEMETRY_DEMO", "LENS_CLUSTER_OBJECTS", "LLM_D_ROOT", "LENS_LLM_D_ROOT")
 
 
@@ -215,3 +215,50 @@ def test_an_unknown_model_on_the_plan_page_is_its_coded_error(server, monkeypatc
     monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
     page = server.get("/plan", params={"model": "gpt-17"}).text
     assert 'data-code="PLANNING_MODEL_UNKNOWN"' in page and "gpt-17" in page
+
+
+def test_the_cluster_selector_shows_each_served_cluster_by_name(server, monkeypatch, tmp_path: Path):
+    for name, gpus in (("east", 8), ("west", 3)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(as_list(node(f"{name}-1", resources={"amd.com/gpu": str(gpus)}))))
+    (tmp_path / "clusters.yaml").write_text("clusters:\n  - {name: east, snapshot: east.json, display_name: East region}\n"
+                                            "  - {name: west, snapshot: west.json}\n")
+    monkeypatch.setenv("LENS_CLUSTERS", str(tmp_path / "clusters.yaml"))
+    first = server.get("/").text
+    form = first[first.index('id="cluster-form"'):first.index("</form>", first.index('id="cluster-form"'))]
+    assert re.findall(r'<option value="([^"]+)"', form) == ["east", "west"]
+    assert '<option value="east" selected>East region</option>' in form
+    assert re.search(r'data-field="totalGpuCount">8<', first) and "east.json" in first
+    west = server.get("/", params={"cluster": "west"}).text
+    assert re.search(r'data-field="totalGpuCount">3<', west) and '<option value="west" selected>' in west
+    unknown = server.get("/", params={"cluster": "nope"})
+    assert unknown.status_code == 200 and 'id="inventory-problem"' in unknown.text
+    assert "CLUSTER_NOT_FOUND" in unknown.text and "known: east, west" in text_of(unknown.text)
+
+
+def test_a_single_cluster_has_no_selector(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    assert 'id="cluster-form"' not in server.get("/").text
+
+
+def test_the_fleet_page_shows_each_hardware_per_cluster_and_the_unreadable_one(server, monkeypatch, tmp_path: Path):
+    (tmp_path / "east.json").write_text(json.dumps(as_list(node("e1", resources={"amd.com/gpu": "8"}),
+                                                           pod("a", "e1", limits={"amd.com/gpu": "2"}))))
+    (tmp_path / "clusters.yaml").write_text("clusters:\n  - {name: east, snapshot: east.json, labels: {region: us-east}}\n"
+                                            "  - {name: demo, demo: true}\n  - {name: gone, context: no-such-context}\n")
+    monkeypatch.setenv("LENS_CLUSTERS", str(tmp_path / "clusters.yaml"))
+    from llm_d_lens.cluster import api as cluster_api
+    from llm_d_lens.runner import FakeRunner
+
+    broken = FakeRunner().reply(["kubectl", ...], returncode=1, stderr="error: context was not found for specified context\n")
+    server.app.dependency_overrides[cluster_api.cluster_runners] = lambda: (lambda c: broken if c.live else None)
+    api = server.get("/api/v1/fleet/overview").json()
+    monkeypatch.setattr(cluster_api, "cluster_runner", lambda: broken)  # the console reads through the same seam
+    page = server.get("/fleet").text
+    amd = next(h for h in api["hardware"] if h["profileId"] == "amd")
+    total = page[page.index('data-hardware="amd" data-cluster=""'):]
+    assert f'data-field="devices">{amd["devices"]}<' in total[:total.index("</tr>")]
+    east = page[page.index('data-hardware="amd" data-cluster="east"'):]
+    assert 'data-field="devices">8<' in east[:east.index("</tr>")] and 'data-field="allocated">2<' in east[:east.index("</tr>")]
+    gone = page[page.index('<tr data-cluster="gone"'):]
+    assert "COMMAND_FAILED" in gone[:gone.index("</tr>")]
+    assert "2 of 3 clusters read" in text_of(page) and "region=us-east" in page

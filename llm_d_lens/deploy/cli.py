@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
@@ -65,37 +66,44 @@ def guides(
     from llm_d_lens.deploy.service import describe_guides
 
     report = describe_guides(root=llm_d_root, revision=revision, guide=guide, hardware=hardware, runner=_runner(None, None))
-    emit(report, output, functools.partial(_guides_table, guide=guide, hardware=hardware))
+    emit(report, output, functools.partial(_guides_table, only_guide=guide, only_hardware=hardware))
 
 
-def _guides_table(report: dict[str, Any], guide: str | None = None, hardware: str | None = None) -> Any:
+def _guides_table(report: dict[str, Any], only_guide: str | None = None, only_hardware: str | None = None) -> Any:
+    """One table per guide, in 80 columns: labels, directories and engines' directories are in -o json/yaml."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     source = report["source"]
     where = source["root"] + (f" at {source['revision']} ({(source['commit'] or '')[:12]})" if source["revision"] else "")
-    table = Table(title=f"{len(report['overlays'])} overlays in {where}")
-    for column in ("guide", "hardware", "server", "overlay", "labels (variant/vendor)", "status", "directory"):
-        table.add_column(column)
     style = {"ok": "green", "broken": "red", "label-mismatch": "red", "unsafe": "red"}
+    parts: list[Any] = [Text(f"{len(report['overlays'])} overlays in {where}", style="bold")]
     notes: list[Any] = []
-    for row in report["overlays"]:
-        labels = row["labels"]
-        pair = f"{labels.get('llm-d.ai/accelerator-variant', '-')}/{labels.get('llm-d.ai/accelerator-vendor', '-')}"
-        guide_dir = f"guides/{row['guide']}/"
-        directory = row["path"][len(guide_dir):] if row["path"].startswith(guide_dir) else row["path"]
-        table.add_row(row["guide"], row["hardware"], row["model_server"] or "-", row["overlay"], pair,
-                      f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", directory)
-        if row["detail"]:
-            notes.append(Text(f"{row['status']}: {row['detail']}", style=style.get(row["status"], "yellow")))
-    parts: list[Any] = [table, *notes]
-    filters = [f"{flag} {value}" for flag, value in (("--guide", guide), ("--hardware", hardware)) if value]
+    for guide in report["guides"]:
+        rows = [row for row in report["overlays"] if row["guide"] == guide]
+        if not rows:
+            continue
+        table = Table(title=f"guide {guide}", box=box.SIMPLE, title_justify="left", pad_edge=False)
+        table.add_column("hardware", max_width=11, overflow="fold")
+        table.add_column("server", max_width=6, overflow="fold")
+        table.add_column("overlay", max_width=26, overflow="fold")
+        table.add_column("status", max_width=14, overflow="fold")
+        table.add_column("model", max_width=12, overflow="fold")
+        for row in rows:
+            table.add_row(row["hardware"], row["model_server"] or "-", row["overlay"],
+                          f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", row.get("model") or "-")
+            if row["detail"]:
+                notes.append(Text(f"{row['status']}: {row['path']}: {row['detail']}", style=style.get(row["status"], "yellow")))
+        parts.append(table)
+    parts += notes
+    filters = [f"{flag} {value}" for flag, value in (("--guide", only_guide), ("--hardware", only_hardware)) if value]
     if not report["overlays"] and not report["unsupported"] and filters:
         # the checkout is fine: the filter matched nothing, so say which filter to drop
         parts.append(Text(f"no overlays match {' '.join(filters)} in {source['root']}; drop {' or '.join(f.split()[0] for f in filters)} "
                           f"to list every overlay", style="yellow"))
-    elif not report["overlays"] and not report["unsupported"]:
+    elif not report["overlays"] and not report["unsupported"] and not report.get("contents"):
         parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)? "
                           f"Pass --llm-d-root or set LENS_LLM_D_ROOT", style="yellow"))
     for guide in report.get("contents", []):
@@ -126,6 +134,8 @@ _RENDER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("image_policy", ImagePolicy, ImagePolicyOption),
     ("kubeconfig", Path, KubeconfigOption),
     ("context", str, ContextOption),
+    ("cluster", str, ClusterNameOption),
+    ("clusters_file", Path, ClustersFileOption),
 ]
 
 
@@ -155,7 +165,14 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
     if "" in pci_allow:
         # an empty value is almost always an unset shell variable: don't quietly drop the allowlist
         raise typer.BadParameter(f"--pci-allow {', '.join(repr(i) for i in options['pci_allow'])}: an empty PCI address")
-    runner = _runner(options["kubeconfig"], options["context"])
+    from llm_d_lens.cluster.options import live_target
+
+    if options["cluster"] is not None:
+        target = live_target(options["cluster"], options["clusters_file"], options["context"], options["kubeconfig"],
+                             why="deploy (runtime classes, apply)")
+        runner = _runner(Path(target.kubeconfig) if target.kubeconfig else None, target.context)
+    else:
+        runner = _runner(options["kubeconfig"], options["context"])
     known = fetch_runtime_classes(runner) if options["runtime_classes_from_cluster"] else None
     request = RenderRequest(
         guide=options["guide"], hardware=options["hardware"], model_server=options["model_server"],

@@ -202,6 +202,10 @@ class _Walker:
                         target = self._inside(entry.path)
                         if target is None:
                             self._skip(entry.path, "a symlink pointing outside the llm-d source")
+                        elif real == target or real.startswith(target + os.sep):
+                            # it leads back up: everything beside it would be listed again beneath it,
+                            # other hardware's overlays under this one's directory
+                            self._skip(entry.path, "a symlink loop (it points at a directory that contains it)")
                         else:
                             subdirs.append((name, entry.path, target))
                     elif entry.is_symlink() and self._inside(entry.path) is None:

@@ -194,8 +194,13 @@ def refuse_helm_values_layout(source: LlmdSource, guide: str | None) -> None:
 
 def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile, guide: str) -> None:
     in_guide: Catalog = discover(source, registry, guide=guide)
-    if not in_guide.overlays:
+    if not in_guide.overlays and not discover(source, registry).overlays:  # no overlay anywhere: before the overlays?
         refuse_helm_values_layout(source, guide)
+    if not in_guide.overlays and guide in guide_names(source):
+        raise OverlayNotFound(
+            f"guide {guide} has no model-server overlays in llm-d source {source.describe()}; "
+            f"`lens deploy guides --guide {guide}` lists what it holds",
+            details={"guide": guide, "hardware": profile.id, "source": source.to_dict()})
     if in_guide.overlays or in_guide.unsupported:
         others = sorted({o.hardware for o in in_guide.overlays})
         raise OverlayNotFound(

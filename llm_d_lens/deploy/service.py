@@ -212,12 +212,12 @@ def describe_guides(
     with open_source(root, revision, runner=runner, env=env) as source:
         catalog = discover(source, registry, guide=guide, profiles=profiles)
         all_guides = guide_names(source)
-        if not catalog.overlays and not discover(source, registry, guide=guide).overlays:
+        if not catalog.overlays and not discover(source, registry).overlays:  # no overlay anywhere: before the overlays?
             refuse_helm_values_layout(source, guide)
-        if guide is not None and not catalog.overlays and not catalog.unsupported and guide not in all_guides:
+        if guide is not None and guide not in all_guides and not catalog.overlays:
             whole_guide = catalog if profiles is None else discover(source, registry, guide=guide)
-            if not whole_guide.overlays and not whole_guide.unsupported:
-                raise guide_not_found(source, registry, guide)  # a typo, not an empty guide
+            if not whole_guide.overlays:
+                raise guide_not_found(source, registry, guide)  # a typo, recipes or a folder of a guide, not a guide
         reader = KustomizationReader(source)
         found = with_engines(catalog.overlays, reader.engine)
         statuses, _ = overlay_statuses(source, found, reader, resolver)

@@ -240,9 +240,15 @@ def test_an_empty_filtered_listing_names_the_filter_not_the_checkout() -> None:
     from llm_d_lens.testing.tables import render
 
     empty = {"source": {"root": "/src/llm-d", "revision": None, "commit": None},
-             "overlays": [], "unsupported": [], "skipped": [], "contents": []}
-    filtered = render(_guides_table(empty, hardware="intel-gaudi"), 120)
+             "guides": [], "overlays": [], "unsupported": [], "skipped": [], "contents": []}
+    filtered = render(_guides_table(empty, only_hardware="intel-gaudi"), 120)
     assert "no overlays match --hardware intel-gaudi in /src/llm-d; drop --hardware to list every overlay" in filtered
     assert "llm-d checkout" not in filtered
     unfiltered = render(_guides_table(empty), 200)
     assert "is /src/llm-d an llm-d checkout" in unfiltered and "--llm-d-root or set LENS_LLM_D_ROOT" in unfiltered
+def test_guides_table_fits_80_columns(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(" ") and ("ok" in line or "hardware" in line)]
+    assert rows and max(len(line.rstrip()) for line in rows) <= 80
+    assert "guide demo" in out and "guide flat-tpu" in out  # one table per guide

@@ -79,3 +79,16 @@ def test_a_symlink_cycle_does_not_loop(tree: Path) -> None:
     catalog = discover(LlmdSource(tree.resolve(), str(tree)), get_registry(), guide="demo")
     names = {o.name for o in catalog.overlays if o.hardware == "nvidia" and o.model_server == "vllm"}
     assert names == {"base", "gke", "broken"}  # the link leads back to a directory already walked
+
+
+def test_a_symlink_loop_lists_no_other_hardware_under_this_one(tree: Path) -> None:
+    """A link back up (``gpu/loop -> ..``) used to list amd's, xpu's and tpu's overlays as nvidia's."""
+    expected = {("nvidia", "sglang", "."), ("nvidia", "vllm", "base"), ("nvidia", "vllm", "broken"), ("nvidia", "vllm", "gke")}
+    for link, target in [("guides/demo/modelserver/gpu/loop", ".."), ("guides/demo/modelserver/gpu/vllm/up", "../.."),
+                         ("guides/demo/modelserver/gpu/vllm/base/again", "../../..")]:
+        os.symlink(target, tree / link)
+        catalog = discover(LlmdSource(tree.resolve(), str(tree)), get_registry(), guide="demo")
+        assert {(o.hardware, o.model_server, o.name) for o in catalog.overlays if o.hardware == "nvidia"} == expected
+        assert (link, "a symlink loop (it points at a directory that contains it)") in [(s.path, s.reason) for s in catalog.skipped]
+        assert {o.hardware for o in catalog.overlays} == {"amd", "nvidia", "intel-xpu", "google-tpu"}
+        os.unlink(tree / link)

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
+from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_NAME_LENGTH, MAX_REPLICAS
 
 router = APIRouter(tags=["evaluate"])
 
@@ -21,11 +21,11 @@ class ConfigRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    hardware: str | None = Field(default=None, description="Hardware id or any alias.")
-    mode: str | None = Field(default=None, description="Access mode; the hardware's first when absent.")
-    resource: str | None = Field(default=None, description="Extended resource, for a mode that requests several.")
-    guide: str | None = Field(default=None, description="llm-d guide the scenario is named after.")
-    profile: str | None = Field(default=None, description="A built-in workload profile giving model, pools, parallelism.")
+    hardware: str | None = Field(default=None, max_length=MAX_NAME_LENGTH, description="Hardware id or any alias.")
+    mode: str | None = Field(default=None, max_length=MAX_NAME_LENGTH, description="Access mode; the hardware's first when absent.")
+    resource: str | None = Field(default=None, max_length=MAX_NAME_LENGTH, description="Extended resource, for a mode that requests several.")
+    guide: str | None = Field(default=None, max_length=MAX_NAME_LENGTH, description="llm-d guide the scenario is named after.")
+    profile: str | None = Field(default=None, max_length=MAX_NAME_LENGTH, description="A built-in workload profile giving model, pools, parallelism.")
     tensor_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD, description="Without a profile: accelerators per pod.")
     replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS, description="Without a profile: pods in the single pool.")
     manifest: str | None = Field(default=None, description="A rendered multi-document YAML manifest to infer from.")

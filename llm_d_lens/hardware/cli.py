@@ -146,22 +146,23 @@ def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
         profile = load_profile_file(path)
     except ProfileInvalid as exc:
         return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues]}
-    conflict = _conflict_with_registered(profile, path, together)
-    if conflict is not None:
-        issue = {"path": "$", "message": conflict.message, "value": conflict.details.get("value")}
-        return {"file": str(path), "valid": False, "id": profile.id, "issues": [issue]}
+    conflicts = _conflicts_with_registered(profile, path, together)
+    if conflicts:
+        issues = [{"path": path_of, "message": c.message, "value": c.details.get("value")} for path_of, c in conflicts]
+        return {"file": str(path), "valid": False, "id": profile.id, "issues": issues}
     return {"file": str(path), "valid": True, "id": profile.id, "issues": []}
 
 
-def _conflict_with_registered(profile: Any, path: Path, together: list[Any]) -> RegistrationConflict | None:
-    """Would this profile collide with installed hardware, or with the files checked before it?
+def _conflicts_with_registered(profile: Any, path: Path, together: list[Any]) -> list[tuple[str, RegistrationConflict]]:
+    """Every collision with installed hardware or with the files checked before it, each with its JSON path.
 
     A new version of installed hardware never collides with its old self; once it passes, it
     joins ``together`` so the next files are checked against it as well.
     """
+    from llm_d_lens.hardware.conflicts import FIELD_PATHS, all_clashes
     from llm_d_lens.hardware.discovery import DiscoveredProfile, canonical
     from llm_d_lens.hardware.errors import ProfileOrigin
-    from llm_d_lens.hardware.registry import Registry, get_registry
+    from llm_d_lens.hardware.registry import get_registry
 
     try:
         installed = get_registry()
@@ -173,12 +174,20 @@ def _conflict_with_registered(profile: Any, path: Path, together: list[Any]) -> 
         for p in (installed.profiles() if installed is not None else []) if p.id not in replaced
     ]
     candidate = DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), [ProfileOrigin("file", str(path))])
-    try:
-        Registry([*others, *together, candidate])
-    except RegistrationConflict as exc:
-        return exc
-    together.append(candidate)
-    return None
+    from llm_d_lens.hardware.conflicts import Clash
+
+    found = []
+    same_id = [Clash("id", profile.id, entry, candidate) for entry in together
+               if entry.profile.id == profile.id and entry.canonical != candidate.canonical][:1]
+    for clash in [*same_id, *all_clashes(candidate, [*others, *together])]:
+        value = list(clash.value) if isinstance(clash.value, tuple) else clash.value
+        owner = clash.first
+        conflict = RegistrationConflict(clash.field, value, (owner.profile.id, ", ".join(map(str, owner.origins))),
+                                        (profile.id, str(path)))
+        found.append((FIELD_PATHS[clash.field], conflict))
+    if not found:
+        together.append(candidate)
+    return found
 
 
 @app.command("resolve")

@@ -77,6 +77,22 @@ def _first_clash(entry: DiscoveredProfile, owners: dict[tuple[str, Any], Discove
     return None
 
 
+def all_clashes(entry: DiscoveredProfile, others: list[DiscoveredProfile]) -> list[Clash]:
+    """Every identity ``entry`` shares with ``others`` (not only the first): ``lens hardware validate``
+    reports them all in one run."""
+    owners, prefixes = _index([other for other in others if other.profile.id != entry.profile.id])
+    found: list[Clash] = []
+    for claim in dict.fromkeys(exact_claims(entry.profile)):
+        owner = owners.get(claim)
+        if owner is not None:
+            found.append(Clash(claim[0], claim[1], owner, entry))
+    for prefix in entry.profile.resource_prefixes:
+        for other, owner in prefixes:
+            if prefixes_overlap(prefix, other):
+                found.append(Clash("resource prefix", [other, prefix] if other != prefix else prefix, owner, entry))
+    return found
+
+
 def _index(entries: list[DiscoveredProfile]) -> tuple[dict[tuple[str, Any], DiscoveredProfile], list[tuple[str, DiscoveredProfile]]]:
     owners: dict[tuple[str, Any], DiscoveredProfile] = {}
     prefixes: list[tuple[str, DiscoveredProfile]] = []

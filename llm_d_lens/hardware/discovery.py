@@ -19,7 +19,7 @@ from typing import Any
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
 from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
-from llm_d_lens.hardware.loader import validate_payload
+from llm_d_lens.hardware.loader import parse_profile_text, validate_payload
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_own, normalize_dist
 
@@ -151,7 +151,7 @@ def discover(
     if include_bundled:
         for name, text, origin in _bundled_payloads():
             try:
-                payload = json.loads(text)
+                payload = parse_profile_text(text, str(origin))
                 profile = check(payload, str(origin))
             except (ValueError, LensError) as exc:
                 found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc), kind="invalid"))

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.errors import LensError
+from llm_d_lens.errors import MAX_REPORTED, LensError
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ class ProfileInvalid(LensError):
         self.profile_id = profile_id
         who = f"profile {profile_id!r} from {source}" if profile_id else source
         lines = [f"{who}: {len(issues)} problem{'s' if len(issues) != 1 else ''}"]
-        lines += [f"  {issue}" for issue in issues]
+        lines += [f"  {issue}" for issue in issues[:MAX_REPORTED]]
+        if len(issues) > MAX_REPORTED:
+            lines.append(f"  ... and {len(issues) - MAX_REPORTED} more")
         super().__init__("\n".join(lines), details={"source": source, "issues": [i.to_dict() for i in issues]})
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +30,119 @@ def validate_payload(payload: Any, source: str) -> HardwareProfile:
     from pydantic import ValidationError
 
     profile_id = payload.get("id") if isinstance(payload, dict) and isinstance(payload.get("id"), str) else None
+    unreadable = value_issues(payload)
+    if unreadable:
+        payload = _set_aside(payload, unreadable)  # later passes then neither choke on them nor echo them
     try:
         profile = HardwareProfile.model_validate(payload, strict=True)
     except ValidationError as exc:
-        issues = schema_issues(payload) or _pydantic_issues(exc)
+        issues = schema_issues(payload) or ([] if unreadable else _pydantic_issues(exc))
         issues += _rule_issues_beside(payload, issues)
-        raise ProfileInvalid(source, issues, profile_id) from None
+        raise ProfileInvalid(source, _merged(unreadable, issues), profile_id) from None
     issues = rules.check(profile)
-    if issues:
-        raise ProfileInvalid(source, issues, profile_id)
+    if issues or unreadable:
+        raise ProfileInvalid(source, _merged(unreadable, issues), profile_id)
     return profile
+
+
+#: the largest integer a profile may hold: JSON readers elsewhere (Go's, the API server's) stop at int64
+MAX_PROFILE_INTEGER = 2**63 - 1
+
+
+def value_issues(payload: Any) -> list[ProfileIssue]:
+    """Values no profile field can mean, wherever they sit: checked before the schema, which cannot say it.
+
+    A plugin hands Lens Python objects, not JSON text, so ``float("nan")``, ``10**5000`` or a lone
+    surrogate (``"\\udc80"``) arrive untouched by the JSON reader; the last validated, then made
+    ``/api/v1/hardware/capabilities`` fail to encode its answer.
+    """
+    found: list[ProfileIssue] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), payload)]
+    while stack:
+        location, value = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                found.append(ProfileIssue(json_path(location), "is not valid Unicode text (a lone surrogate)",
+                                          value, location=location))
+            elif (control := _control(value)) is not None:
+                found.append(ProfileIssue(json_path(location), f"holds the control character U+{ord(control):04X}; "
+                                          "profile text is printable, on one line", value, location=location))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_PROFILE_INTEGER:
+                found.append(ProfileIssue(json_path(location), "is out of range (a profile integer is at most 2^63-1)",
+                                          f"(an integer of {value.bit_length()} bits)", location=location))
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                found.append(ProfileIssue(json_path(location), "is not a finite number", str(value), location=location))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and (_has_surrogate(key) or _control(key) is not None):
+                    found.append(ProfileIssue(json_path(location), "has a key that is not printable Unicode text (a lone surrogate or a control character)",
+                                              key, location=location))
+                    continue
+                stack.append(((*location, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*location, index), item) for index, item in enumerate(value))
+    return sorted(found, key=lambda issue: issue.path)
+
+
+def _set_aside(payload: Any, issues: list[ProfileIssue]) -> Any:
+    """A copy of ``payload`` with each value ``issues`` points at replaced by a plain one of its type (a key
+    dropped), so the schema and the rules still check everything else in the same run; what they find
+    at a path already reported is dropped by :func:`_merged`."""
+    rest = copy.deepcopy(payload)
+    for issue in issues:
+        location = issue.location or ()
+        if not location:
+            return None
+        parent: Any = rest
+        for part in location[:-1]:
+            parent = parent[part]
+        if "has a key" in issue.message:
+            target = parent[location[-1]]
+            for key in [k for k in target if isinstance(k, str) and (_has_surrogate(k) or _control(k) is not None)]:
+                del target[key]
+        else:
+            parent[location[-1]] = _stand_in(parent[location[-1]])
+    return rest
+
+
+def _stand_in(value: Any) -> Any:
+    if isinstance(value, str):
+        return _CONTROL.sub("_", value.encode("utf-8", "replace").decode("utf-8")) or "_"
+    if isinstance(value, float):
+        return 1.0
+    if isinstance(value, int):
+        return 1
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _control(text: str) -> str | None:
+    """The first control character (C0, DEL, C1) in ``text``: a trailing newline in a version or a
+    label, a NUL in a directory name, an escape sequence in a label shown in a terminal."""
+    found = _CONTROL.search(text)
+    return found.group() if found else None
+
+
+def _has_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _merged(first: list[ProfileIssue], second: list[ProfileIssue]) -> list[ProfileIssue]:
+    """Both lists, without a second report of a path already reported."""
+    seen = {issue.path for issue in first}
+    return first + [issue for issue in second if issue.path not in seen]
 
 
 def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue]) -> list[ProfileIssue]:
@@ -91,14 +196,23 @@ def read_profile_file(path: str | Path) -> Any:
         raise ProfileInvalid(str(path), [ProfileIssue("$", f"cannot read the file ({exc.strerror})", has_value=False)]) from None
     except UnicodeDecodeError:
         raise ProfileInvalid(str(path), [ProfileIssue("$", "is not UTF-8 text", has_value=False)]) from None
+    return parse_profile_text(text, str(path))
+
+
+def parse_profile_text(text: str, source: str) -> Any:
+    """A profile's JSON text read under :mod:`llm_d_lens.jsonread`'s policy: finite numbers, no repeated keys."""
+    from llm_d_lens.jsonread import MAX_DEPTH, JsonRefused, loads
+
     try:
-        return json.loads(text)
+        return loads(text, reject_repeats=True, max_depth=MAX_DEPTH)
     except json.JSONDecodeError as exc:
         raise ProfileInvalid(
-            str(path), [ProfileIssue("$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", has_value=False)]
+            source, [ProfileIssue("$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", has_value=False)]
         ) from None
-    except RecursionError:
-        raise ProfileInvalid(str(path), [ProfileIssue("$", "not valid JSON: nested too deeply", has_value=False)]) from None
+    except JsonRefused as exc:
+        issues = [ProfileIssue(f.path, "not valid JSON: nested too deeply", has_value=False) if "nest" in f.message
+                  else ProfileIssue(f.path, f.message, f.value) for f in exc.findings]
+        raise ProfileInvalid(source, issues) from None
 
 
 def load_profile_file(path: str | Path) -> HardwareProfile:

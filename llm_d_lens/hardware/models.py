@@ -31,6 +31,11 @@ Quantity = Literal[
     "pcie_throughput", "link_throughput", "link_errors",
 ]
 
+#: a telemetry scale converts units (mW to W is 1e-3); twelve orders of magnitude either way is
+#: beyond any unit pair, and a bound keeps an infinite or 1e400 factor out of every reading
+MAX_SCALE = 1e12
+#: one device's memory; the largest accelerators carry a few hundred GiB, so 1 PiB is no real limit
+MAX_MEMORY_GIB = 1024.0 * 1024.0
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
 
@@ -211,7 +216,8 @@ class FallbackSource(Contract):
     combine: Literal["first", "sum", "divide"] = Field(default="first", description="As in the quantity's own source.")
     matchers: list[str] = Field(default_factory=list, description="PromQL label matchers for these metrics.")
     unit: SourceUnit = Field(description="Unit these metrics are reported in; converted to the quantity's output_unit.")
-    scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
+    scale: float = Field(default=1.0, strict=False, gt=0, le=MAX_SCALE, allow_inf_nan=False,
+                         description="Extra factor applied after the unit conversion (positive, at most 1e12).")
     aggregation: Aggregation = Field(default="max", description="How series of one device (or tile) are collapsed.")
     note: str | None = Field(
         default=None, min_length=1,
@@ -229,7 +235,8 @@ class MetricSource(Contract):
     )
     matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
     unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
-    scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
+    scale: float = Field(default=1.0, strict=False, gt=0, le=MAX_SCALE, allow_inf_nan=False,
+                         description="Extra factor applied after the unit conversion (positive, at most 1e12).")
     output_unit: OutputUnit = Field(
         description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), "
         "code (the last event's code, 0 for none) or B/s."
@@ -334,7 +341,8 @@ class DiscoveryCommand(Contract):
 
 
 class MemoryModel(Contract):
-    memory_gib: float = Field(gt=0, strict=False)
+    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, strict=False, allow_inf_nan=False,
+                              description="Memory of one device in GiB (at most 1 PiB).")
 
 
 class AicSystem(Contract):

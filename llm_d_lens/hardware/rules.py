@@ -7,12 +7,20 @@ from collections.abc import Iterator
 
 from llm_d_lens.hardware.errors import ProfileIssue
 from llm_d_lens.hardware.models import DriverRelease, Exporter, FallbackSource, HardwareProfile, MetricSource
+from llm_d_lens.hardware.regex_safety import backtracking_problem
 
-PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
-KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
+# \Z, not $ (which also matches before a trailing newline), and ASCII, so \d is 0-9 and not any script's digits
+PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?\Z", re.ASCII)
+KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?\Z", re.ASCII)
 #: A helm value path the default provider can pass with --set-json: names joined by dots, no escapes or indexes.
-HELM_VALUE_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
-PROM_MATCHER = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"$')
+HELM_VALUE_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\Z", re.ASCII)
+PROM_MATCHER = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\Z', re.ASCII)
+#: a ref a remote kustomization may pin: a release tag (v1.2.3, 1.2.3-rc.1) or a commit (7 to 40 hex digits);
+#: a branch such as develop moves, so what is installed would change under the same profile
+PINNED_REF = re.compile(r"(v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?|[0-9a-f]{7,40})\Z", re.ASCII)
+_SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")  # git@github.com:org/repo
+#: one directory name: what {variant} is replaced with in a path template
+DIRECTORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z", re.ASCII)
 OVERLAY_PLACEHOLDERS = {"guide", "variant", "model_server"}
 FLOATING_REFS = {"latest", "main", "master", "head", "stable", "nightly"}
 UNIT_DIMENSION = {
@@ -31,8 +39,8 @@ QUANTITY_UNITS = {
     "pcie_replays": "count", "critical_event": "code",
     "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
 }
-PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z", re.ASCII)
+PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z", re.ASCII)
 # What a PromQL expression holds besides metric names: strings, matcher blocks, ranges, label lists.
 _PROMQL_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _PROMQL_BRACES = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
@@ -44,7 +52,7 @@ _PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "o
 
 def check(profile: HardwareProfile) -> list[ProfileIssue]:
     """Every rule violation in a profile that already passed the schema."""
-    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _identity, _regexes, _overlay_root, _telemetry, _aic_systems)
+    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _names, _identity, _regexes, _overlay_root, _telemetry, _aic_systems)
     return [issue for rule in checks for issue in rule(profile)]
 
 
@@ -148,16 +156,41 @@ def _release_issues(base: str, release: DriverRelease, installer: str) -> Iterat
             yield ProfileIssue(f"{base}.repo", "a helm driver must name its chart repository", release.repo)
     if release.chart_version is not None and not PINNED_VERSION.match(release.chart_version):
         yield ProfileIssue(f"{base}.chart_version", "must be a pinned release version such as 1.2.3 (no latest, no ranges)", release.chart_version)
-    if installer == "kustomize" and ("://" in release.manifest_ref or release.manifest_ref.startswith("github.com/")):
-        ref = re.search(r"[?&]ref=([^&]+)", release.manifest_ref)
-        if not ref or ref.group(1).lower() in FLOATING_REFS:
-            yield ProfileIssue(f"{base}.manifest_ref", "a remote kustomize ref must pin ?ref= to a release", release.manifest_ref)
+    if installer == "kustomize" and is_remote_ref(release.manifest_ref):
+        refs = re.findall(r"[?&]ref=([^&#]*)", release.manifest_ref)
+        if len(refs) != 1 or not PINNED_REF.match(refs[0]) or refs[0].lower() in FLOATING_REFS:
+            yield ProfileIssue(f"{base}.manifest_ref", "a remote kustomize ref must pin ?ref= to a release tag "
+                               "(such as v1.2.3) or a commit", release.manifest_ref)
     if installer == "helm":
         for key in release.options:
             if not HELM_VALUE_KEY.match(key):
                 yield ProfileIssue(f"{base}.options", "a helm option key is a dotted path of names, e.g. gfd.enabled", key)
     if release.min_kubernetes_version is not None and not KUBE_VERSION.match(release.min_kubernetes_version):
         yield ProfileIssue(f"{base}.min_kubernetes_version", "is not a Kubernetes version such as 1.32.0", release.min_kubernetes_version)
+
+
+def is_remote_ref(ref: str) -> bool:
+    """Whether a kustomize ref is fetched from elsewhere: a URL, an scp-like git address, or a path whose
+    first segment is a host name (github.com/..., GitHub.com/..., gitlab.example.org/...)."""
+    if "://" in ref or _SCP_LIKE.match(ref):
+        return True
+    first = ref.split("/", 1)[0]
+    return "." in first.strip(".") and "/" in ref
+
+
+def _names(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """Names other profiles and the cluster are matched by: never empty (an empty alias matches nothing, or all)."""
+    for field in ("accelerator_keys", "device_classes"):
+        for i, name in enumerate(getattr(p, field)):
+            if not name.strip():
+                yield ProfileIssue(f"$.{field}[{i}]", "is empty; give a name or leave the entry out", name)
+    for field in ("benchmark_profile", "evaluation_profile"):
+        value = getattr(p, field)
+        if value is not None and not value.strip():
+            yield ProfileIssue(f"$.{field}", "is empty; give a name or null", value)
+    for i, name in enumerate(p.inventory.dra_drivers):
+        if not name.strip():
+            yield ProfileIssue(f"$.inventory.dra_drivers[{i}]", "is empty; give a name or leave the entry out", name)
 
 
 def _identity(p: HardwareProfile) -> Iterator[ProfileIssue]:
@@ -192,8 +225,12 @@ def _regexes(p: HardwareProfile) -> Iterator[ProfileIssue]:
     for path, pattern in _regex_fields(p):
         try:
             compiled = re.compile(pattern)
+            slow = backtracking_problem(pattern)
         except re.error as exc:
             yield ProfileIssue(path, f"is not a valid regular expression ({exc})", pattern)
+            continue
+        if slow is not None:
+            yield ProfileIssue(path, f"is refused: it {slow} (see docs/limits.md)", pattern)
             continue
         if path.endswith("resource_id_pattern") and "pci" not in compiled.groupindex:
             yield ProfileIssue(path, "must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+)", pattern)
@@ -214,7 +251,7 @@ def _aic_systems(p: HardwareProfile) -> Iterator[ProfileIssue]:
 
 def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
     # {variant} is filled with upstream_variant: one directory, or the template could leave the source
-    if "/" in p.upstream_variant or "\\" in p.upstream_variant or p.upstream_variant in (".", ".."):
+    if not DIRECTORY_NAME.match(p.upstream_variant) or p.upstream_variant in (".", ".."):
         yield ProfileIssue("$.upstream_variant", "must be one directory name under modelserver/ (no /, . or ..)", p.upstream_variant)
     templates = [("$.deployment.overlay_root", p.deployment.overlay_root)]
     templates += [(f"$.deployment.extra_overlay_roots[{i}]", t) for i, t in enumerate(p.deployment.extra_overlay_roots)]

@@ -8,7 +8,8 @@ least-privilege test before someone decides which role grants it.
 Facts the mapping rests on (kubectl 1.32, helm 3):
 
 - ``kubectl get TYPE`` without a name is a ``list``; ``-A``/``--all-namespaces`` lists across
-  namespaces. ``kubectl version`` is ``GET /version``. ``kubectl kustomize`` is local.
+  namespaces. ``kubectl version`` is ``GET /version``. ``kubectl kustomize`` and
+  ``kubectl config get-contexts`` are local.
 - ``kubectl apply`` (client-side) GETs each object, then ``create``\\ s or ``patch``\\ es it;
   ``--dry-run=server`` is authorised exactly like the real write.
 - helm keeps releases in Secrets of the release's namespace (the default ``secret`` storage
@@ -185,7 +186,7 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
     args = argv[1:]
     words = _positionals(args, _KUBECTL_VALUE_FLAGS)
     verb = words[0] if words else ""
-    if verb == "kustomize":
+    if verb == "kustomize" or words[:2] == ["config", "get-contexts"]:  # local: the kubeconfig file only
         return CommandAccess(argv, ())
     if verb == "version":
         if _has(args, "--client"):

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -19,13 +20,18 @@ def check(
     node_discovery: bool = typer.Option(False, "--node-discovery", help="Also check kubectl exec into driver pods (lens plan --discover)."),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
     kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
 ) -> None:
     """One `kubectl auth can-i` per permission; exits 1 naming what is missing and what it breaks."""
     from llm_d_lens.incluster.permissions import check as ask
     from llm_d_lens.runner import CommandRunner
 
-    runner = CommandRunner(kubeconfig=str(kubeconfig) if kubeconfig else None, context=context)
+    from llm_d_lens.cluster.options import live_target
+
+    target = live_target(cluster, clusters_file, context, kubeconfig, why="a permission check")
+    runner = CommandRunner(kubeconfig=target.kubeconfig, context=target.context)
     report = asyncio.run(ask(runner, mutations=installer, node_discovery=node_discovery))
     emit(report.to_dict(), output, table)
     report.raise_if_missing()

@@ -236,6 +236,14 @@ def deploy_apply_every_overlay(runner: Recorder) -> None:
     assert rendered >= 10, f"only {rendered} overlays of the llm-d tree rendered"
 
 
+def list_kubeconfig_clusters(runner: Recorder) -> None:
+    """``lens cluster list`` without a clusters file: the kubeconfig's contexts, a local read."""
+    from llm_d_lens.cluster.clusters import CONTEXTS_ARGV, from_kubeconfig
+
+    runner.reply(list(CONTEXTS_ARGV), stdout="east\nwest\n")
+    assert from_kubeconfig(runner).names() == ["east", "west"]
+
+
 def check_own_permissions(runner: Recorder) -> None:
     from llm_d_lens.incluster.permissions import check
 
@@ -266,7 +274,7 @@ def discover_node_memory(runner: Recorder) -> None:
 
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions,
-    report_versions)
+    list_kubeconfig_clusters, report_versions)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
 #: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role

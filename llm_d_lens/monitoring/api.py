@@ -15,8 +15,16 @@ from fastapi import APIRouter, Query
 router = APIRouter(tags=["telemetry"])
 
 
-async def _context() -> tuple[Any, Any]:
-    """The server's Prometheus URL and cluster objects; anything wrong with them is a 503, never the caller's 4xx."""
+#: the ``cluster`` query parameter of the routes that join devices with a cluster's objects
+CLUSTER_QUERY = Query(default=None, description="A configured cluster (GET /api/v1/clusters) whose objects the joins use "
+                                                "(default: LENS_CLUSTER_OBJECTS).")
+
+
+async def _context(cluster_name: str | None = None) -> tuple[Any, Any]:
+    """The server's Prometheus URL and cluster objects; anything wrong with them is a 503, never the caller's 4xx.
+
+    With ``cluster_name`` the objects are that configured cluster's (an unknown name is a 404).
+    """
     from llm_d_lens.monitoring.accelerator.k8s import load
     from llm_d_lens.monitoring.settings import KUBECTL, TelemetrySettings
     from llm_d_lens.prometheus.client import normalise_url
@@ -37,6 +45,8 @@ async def _context() -> tuple[Any, Any]:
             normalise_url(settings.prometheus_url)
     except LensError as exc:
         raise _misconfigured("LENS_PROMETHEUS_URL", exc) from None
+    if cluster_name is not None:
+        return settings, await asyncio.to_thread(named_cluster_objects, cluster_name)
     sources = list(settings.cluster_objects)
     try:
         cluster = await asyncio.to_thread(load, sources) if sources else None
@@ -45,6 +55,21 @@ async def _context() -> tuple[Any, Any]:
             raise  # kubectl's own failure (502/504) says what the cluster did
         raise _misconfigured("LENS_CLUSTER_OBJECTS", exc) from None
     return settings, cluster
+
+
+def named_cluster_objects(name: str) -> Any:
+    """A configured cluster's pods, nodes, claims and slices, read as the cluster API reads them, for the joins."""
+    from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+    from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
+
+    cluster = served_clusters().get(name)
+    objects = cluster.source(kubectl_timeout()).load(named_cluster_runner(cluster))
+    return ClusterObjects.from_documents([(f"cluster {name}", {"kind": "List", "items": list(objects.all_items())})])
+
+
+def named_cluster_runner(cluster: Any) -> Any:
+    """None: the cluster's source builds its CommandRunner; tests replace this with a FakeRunner."""
+    return None
 
 
 def _misconfigured(variable: str, exc: Any) -> Exception:
@@ -65,19 +90,20 @@ async def devices(
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
     at: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
                              description="Evaluation time, Unix seconds (default: now)."),
+    cluster: str | None = CLUSTER_QUERY,
 ) -> dict[str, Any]:
     """Every device of the selected hardware with its common quantities and attribution."""
     from llm_d_lens.monitoring.accelerator.service import read_devices, select
     from llm_d_lens.prometheus.client import PrometheusClient
 
     selection = select(hardware)
-    settings, cluster = await _context()
+    settings, objects = await _context(cluster)
     if settings.demo and not settings.prometheus_url:
         from llm_d_lens.monitoring.demo import demo_devices
 
-        return demo_devices(selection, at=at, node=node, cluster=cluster, mode=mode).to_dict()
+        return demo_devices(selection, at=at, node=node, cluster=objects, mode=mode).to_dict()
     async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
-        report = await read_devices(client, selection, at=at, node=node, cluster=cluster, mode=mode)
+        report = await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode)
     return report.to_dict()
 
 
@@ -156,6 +182,7 @@ async def pods(
     mode: str | None = Query(default=None, description="Join every node with this access mode."),
     at: float | None = Query(default=None, allow_inf_nan=False, ge=0, le=LATEST_TIME,
                              description="Evaluation time, Unix seconds (default: now)."),
+    cluster: str | None = CLUSTER_QUERY,
 ) -> dict[str, Any]:
     """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
     from llm_d_lens.hardware.registry import get_registry
@@ -166,7 +193,7 @@ async def pods(
     selection = select(hardware, require_sources=False)
     registry = get_registry()
     pod_profiles = [registry.get(h) for h in hardware] if hardware else registry.profiles()
-    settings, cluster = await _context()
+    settings, objects = await _context(cluster)
     if settings.demo and not settings.prometheus_url:
         from llm_d_lens.errors import ServerNotConfigured
 
@@ -174,5 +201,5 @@ async def pods(
                                   "(start the server with LENS_PROMETHEUS_URL set)")
     async with PrometheusClient(settings.require_url(), timeout=settings.timeout) as client:
         report = await read_pod_report(client, selection, pod_profiles, at=at, namespace=namespace, pod=pod,
-                                       cluster=cluster, mode=mode)
+                                       cluster=objects, mode=mode)
     return report.to_dict()

@@ -88,9 +88,11 @@ def test_unknown_hardware_is_not_found(api, monkeypatch):
 
 
 def test_the_prometheus_url_is_not_a_request_parameter(api):
-    # the server asks only the Prometheus it is configured with; a caller cannot point it elsewhere
+    # the server asks only the Prometheus it is configured with; a caller cannot point it elsewhere,
+    # and the attempt is refused by name rather than ignored
     answer = api.get("/api/v1/telemetry/devices", params={"prometheus": "http://169.254.169.254"})
-    assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
+    assert answer.status_code == 400 and answer.json()["code"] == "QUERY_PARAMETER_UNKNOWN"
+    assert answer.json()["details"]["unknown"] == ["prometheus"]
 
 
 @pytest.mark.parametrize("path", ["/api/v1/telemetry/devices", "/api/v1/telemetry/pods"])

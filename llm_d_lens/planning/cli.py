@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OutputFormat, emit
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
@@ -34,6 +35,8 @@ def plan(
     demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
     isl: int = typer.Option(4000, "--isl", help="AIC: input tokens a request has."),
     osl: int = typer.Option(1000, "--osl", help="AIC: output tokens a request has."),
@@ -63,7 +66,13 @@ def plan(
     spec = resolve(model)
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
     targets = Targets(isl, osl, ttft, tpot, backend).checked()
-    source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
+    from llm_d_lens.cluster.options import named_cluster
+
+    named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, kube_context=kube_context, kubeconfig=kubeconfig)
+    if named is not None:
+        source = named.source(timeout)
+    else:
+        source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
     result = make_plan(spec, request, source, discover=discover)
     aic = status()
     if predict and aic.available:
@@ -100,6 +109,8 @@ def discover_devices(
     from_file: Path | None = typer.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
     output: OutputFormat = OutputOption,
 ) -> None:
@@ -127,7 +138,10 @@ def discover_devices(
         discovery = profile.planning.discovery
         devices, where = parse(text, discovery.parser, discovery.fields, str(from_file)), str(from_file)
     else:
-        runner = CommandRunner(kubeconfig=kubeconfig, context=kube_context, timeout=timeout)
+        from llm_d_lens.cluster.options import live_target
+
+        target = live_target(cluster, clusters_file, kube_context, kubeconfig, why="node discovery")
+        runner = CommandRunner(kubeconfig=target.kubeconfig, context=target.context, timeout=timeout)
         devices, where = run_on_node(profile, node or "", runner, PodRef.parse(pod) if pod else None)
     document = {"hardware": profile.id, "source": where, "devices": [d.to_dict() for d in devices]}
     emit(document, output, devices_renderable)

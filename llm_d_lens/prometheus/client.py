@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
-from llm_d_lens.errors import LensError
+from llm_d_lens.errors import LensError, clip
 from llm_d_lens.prometheus.errors import (
     PrometheusBadQuery,
     PrometheusQueryFailed,
@@ -175,8 +175,13 @@ class PrometheusClient:
 
     def _data(self, response: httpx.Response, promql: str) -> Any:
         """The ``data`` of a successful answer; every other answer is the coded error that says why."""
+        from llm_d_lens.jsonread import MAX_DEPTH, JsonRefused, loads
+
         try:
-            body = response.json()
+            body = loads(response.content, max_depth=MAX_DEPTH)
+        except JsonRefused as exc:
+            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered JSON Lens does not read: "
+                              f"{clip(str(exc))}", promql, status_code=response.status_code) from None
         except ValueError:
             body = None
         if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
@@ -205,12 +210,19 @@ def _samples(data: Any) -> list[Sample]:
     try:
         if kind == "vector":
             # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
-            return [Sample(item["metric"], float(item["value"][1])) for item in result]
+            return [Sample(_labels(item["metric"]), float(item["value"][1])) for item in result]
         if kind == "scalar":
             return [Sample({}, float(result[1]))]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise ValueError(f"a malformed {kind} ({exc})") from None
     raise ValueError(f"a {kind!r} result; Lens asks for instant vectors")
+
+
+def _labels(metric: Any) -> Mapping[str, str]:
+    """A series' labels: an object of names to strings, as Prometheus writes them; TypeError otherwise."""
+    if type(metric) is not dict or not all(type(k) is str and type(v) is str for k, v in metric.items()):
+        raise TypeError(f"a metric that is not an object of label names to strings: {clip(repr(metric), 80)}")
+    return metric
 
 
 def _series(data: Any) -> list[Series]:
@@ -222,7 +234,7 @@ def _series(data: Any) -> list[Series]:
         raise ValueError(f"a {kind!r} result where a range query gives a matrix")
     try:
         return [
-            Series(item["metric"], tuple((float(t), float(v)) for t, v in item["values"]))
+            Series(_labels(item["metric"]), tuple((float(t), float(v)) for t, v in item["values"]))
             for item in result
         ]
     except (KeyError, IndexError, TypeError, ValueError) as exc:

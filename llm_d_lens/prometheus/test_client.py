@@ -208,3 +208,52 @@ def test_a_failing_query_cancels_its_siblings_before_the_error_comes_back():
             assert sorted(cancelled) == ["slow_a", "slow_b"]
 
     asyncio.run(run())
+
+
+def _vector(metric) -> dict:
+    return {"status": "success", "data": {"resultType": "vector", "result": [{"metric": metric, "value": [0, "1"]}]}}
+
+
+def _matrix(metric) -> dict:
+    return {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": metric, "values": [[0, "1"]]}]}}
+
+
+ODD_ANSWERS = [
+    ("metric is a list", lambda: httpx.Response(200, json=_vector([])), "not an object of label names to strings"),
+    ("metric is null", lambda: httpx.Response(200, json=_vector(None)), "not an object of label names to strings"),
+    ("a label value is a number", lambda: httpx.Response(200, json=_vector({"gpu": 0})), "not an object of label names"),
+    ("nested past the recursion limit", lambda: httpx.Response(200, content=b'{"status": "success", "data": '
+                                                                + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+     "nested too deeply"),
+    ("nested deeper than Lens reads", lambda: httpx.Response(200, content=b'{"status": "success", "data": '
+                                                            + b"[" * 500 + b"]" * 500 + b"}"), "nests deeper than 200"),
+    ("a bare NaN", lambda: httpx.Response(200, content=b'{"status": "success", "data": NaN}'), "NaN is not a finite number"),
+    ("an integer over the digit limit", lambda: httpx.Response(200, content=b'{"status": "success", "data": '
+                                                              + b"9" * 5000 + b"}"), "integer literal over 100 digits"),
+]
+
+
+@pytest.mark.parametrize("name,answer,expected", ODD_ANSWERS, ids=[a[0] for a in ODD_ANSWERS])
+@pytest.mark.parametrize("kind", ["query", "query_range"])
+def test_an_answer_of_an_odd_shape_is_a_coded_error_not_a_traceback(name, answer, expected, kind):
+    def handler(request: httpx.Request) -> httpx.Response:
+        response = answer()
+        if kind == "query_range" and b'"vector"' in response.content:
+            response = httpx.Response(200, json=_matrix(_vector_metric(response)))
+        return response
+
+    async def run():
+        async with PrometheusClient("http://prometheus.test:9090", transport=mocked(handler)) as client:
+            if kind == "query":
+                return await client.query("up", 0)
+            return await client.query_range("up", 0, 60, 15)
+
+    with pytest.raises(PrometheusResponseInvalid) as caught:
+        asyncio.run(run())
+    assert expected in caught.value.message and "(query: up)" in caught.value.message
+
+
+def _vector_metric(response: httpx.Response):
+    import json
+
+    return json.loads(response.content)["data"]["result"][0]["metric"]

@@ -140,10 +140,15 @@ class ClusterObjects:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise ClusterObjectsInvalid(str(path), "$", f"cannot read the file ({exc.strerror})") from None
+            from llm_d_lens.jsonread import JsonRefused, loads
+
             try:
-                documents.append((str(path), json.loads(text)))
+                documents.append((str(path), loads(text)))
             except json.JSONDecodeError as exc:
                 raise ClusterObjectsInvalid(str(path), "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            except JsonRefused as exc:
+                first = exc.findings[0]
+                raise ClusterObjectsInvalid(str(path), first.path, f"{first.value} {first.message}") from None
         return cls.from_documents(documents)
 
     def pod(self, namespace: str, name: str) -> PodInfo | None:

@@ -4,9 +4,11 @@ Status is read-only and always on. Install and preflight change the cluster (pre
 rules), so they are off unless an API token is configured (``LENS_API_TOKEN``), and then every
 call must carry ``Authorization: Bearer <token>``.
 
-The cluster is the server's: ``LENS_KUBE_CONTEXT`` / ``LENS_KUBECONFIG``, as for the cluster API.
-A request may pick another context of the server's kubeconfig only with the token, so an
-anonymous status call can't read every cluster the server can reach.
+The cluster is the server's: ``LENS_KUBE_CONTEXT`` / ``LENS_KUBECONFIG``, as for the cluster API,
+or with ``LENS_CLUSTERS`` its first configured cluster. A request may name any configured cluster
+(``cluster``) without the token; it may pick another context of the server's kubeconfig
+(``context``) only with the token, so an anonymous status call can't read every cluster the server
+can reach. Providers receive the cluster's name as ``cluster_id``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,39 @@ def view_factory() -> Callable[[str | None], ClusterView]:
     return lambda context: ClusterView(CommandRunner(kubeconfig=kubeconfig, context=context or server_context))
 
 
+def named_view_factory() -> Callable[[Any], ClusterView]:
+    """A configured cluster's view, its name the providers' cluster_id; overridden in tests with a FakeRunner."""
+    from llm_d_lens.runner import CommandRunner
+
+    return lambda cluster: ClusterView(CommandRunner(kubeconfig=cluster.kubeconfig, context=cluster.context),
+                                       cluster_id=cluster.name)
+
+
+class ClusterAndContext(LensError):
+    code = "CLUSTER_SOURCE_CONFLICT"
+    http_status = 400
+
+
+def choose_view(cluster: str | None, context: str | None, views: Callable[[str | None], ClusterView],
+                named: Callable[[Any], ClusterView]) -> ClusterView:
+    """The view a request asks for: a configured cluster by name, a context (token checked by the caller), or the default."""
+    from llm_d_lens.cluster.clusters import CLUSTERS_ENV
+    from llm_d_lens.cluster.errors import LiveClusterNeeded
+    from llm_d_lens.cluster.served import served_clusters
+
+    if cluster is not None and context is not None:
+        raise ClusterAndContext("give cluster (a configured cluster) or context, not both")
+    if cluster is None and (context is not None or not os.environ.get(CLUSTERS_ENV)):
+        return views(context)
+    clusters = served_clusters()
+    chosen = clusters.get(cluster) if cluster is not None else clusters.clusters[0]
+    if not chosen.live:
+        raise LiveClusterNeeded(f"cluster {chosen.name!r} is {'the demo' if chosen.demo else 'a snapshot'}; "
+                                "drivers are read and installed on a live cluster",
+                                details={"cluster": chosen.name, "kind": chosen.kind})
+    return named(chosen)
+
+
 def clock() -> Clock:
     return SystemClock()
 
@@ -89,6 +124,7 @@ class InstallRequest(BaseModel):
     classes: list[dict[str, Any]] = Field(default_factory=list)
     external: list[str] = Field(default_factory=list)
     dry_run: bool = False
+    cluster: str | None = None
     context: str | None = None
 
 
@@ -96,6 +132,7 @@ class PreflightRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     hardware: list[str] = Field(min_length=1)
     timeout_seconds: float | None = Field(default=None, ge=0, le=MAX_WAIT_SECONDS)
+    cluster: str | None = None
     context: str | None = None
 
 
@@ -103,9 +140,11 @@ class PreflightRequest(BaseModel):
 async def drivers_status(
     hardware: list[str] = Query(default=[]),
     mode: str | None = None,
-    context: str | None = None,
+    cluster: str | None = Query(default=None, description="A configured cluster (GET /api/v1/clusters); no token needed."),
+    context: str | None = Query(default=None, description="Another context of the server's kubeconfig; needs the token."),
     authorization: str | None = Header(default=None),
     views: Callable[[str | None], ClusterView] = Depends(view_factory),
+    named: Callable[[Any], ClusterView] = Depends(named_view_factory),
 ) -> dict[str, Any]:
     from llm_d_lens.monitoring.gpu_driver import service
 
@@ -117,19 +156,20 @@ async def drivers_status(
                 f"context {context!r}: choosing a cluster needs the API token ({TOKEN_ENV} on the server and "
                 "'Authorization: Bearer <token>'); without it the server reads its own (LENS_KUBE_CONTEXT)"
             ) from None
-    found = await service.status(_registry(), hardware, mode, views(context))
+    found = await service.status(_registry(), hardware, mode, choose_view(cluster, context, views, named))
     return {"modes": [s.to_dict() for s in found]}
 
 
 @router.post("/drivers/install", dependencies=[Depends(require_token)])
 async def drivers_install(
-    request: InstallRequest, views: Callable[[str | None], ClusterView] = Depends(view_factory)
+    request: InstallRequest, views: Callable[[str | None], ClusterView] = Depends(view_factory),
+    named: Callable[[Any], ClusterView] = Depends(named_view_factory),
 ) -> dict[str, Any]:
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.claims import parse_claims
     from llm_d_lens.monitoring.gpu_driver.errors import ClaimsInvalid
 
-    view = views(request.context)
+    view = choose_view(request.cluster, request.context, views, named)
     registry = _registry()
     if request.hardware is not None:
         if request.classes:
@@ -151,9 +191,11 @@ async def drivers_install(
 async def preflight(
     request: PreflightRequest,
     views: Callable[[str | None], ClusterView] = Depends(view_factory),
+    named: Callable[[Any], ClusterView] = Depends(named_view_factory),
     wait: Clock = Depends(clock),
 ) -> dict[str, Any]:
     from llm_d_lens.monitoring.gpu_driver import service
 
-    reports = await service.preflight(_registry(), request.hardware, views(request.context), wait, request.timeout_seconds)
+    view = choose_view(request.cluster, request.context, views, named)
+    reports = await service.preflight(_registry(), request.hardware, view, wait, request.timeout_seconds)
     return {"reports": [r.to_dict() for r in reports]}

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -22,6 +23,16 @@ def make_view(context: str | None, kubeconfig: Path | None) -> Any:
     from llm_d_lens.runner import CommandRunner
 
     return ClusterView(CommandRunner(context=context, kubeconfig=kubeconfig))
+
+
+def named_view(cluster: str | None, clusters_file: Path | None, context: str | None, kubeconfig: Path | None) -> Any:
+    """The view of ``--cluster NAME`` (or of --context/--kubeconfig); its providers receive the name as cluster_id."""
+    from llm_d_lens.cluster.options import live_target
+
+    target = live_target(cluster, clusters_file, context, kubeconfig, why="the driver commands")
+    view = make_view(target.context, Path(target.kubeconfig) if target.kubeconfig else None)
+    view.cluster_id = target.cluster_id
+    return view
 
 
 def registry() -> Any:
@@ -62,6 +73,8 @@ def plan_command(
     offline: bool = typer.Option(False, "--offline", help="Do not read the cluster: no versions, no current releases."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
     """Which drivers the claimed devices need; refuses unsupported or impossible claims. Changes nothing."""
@@ -70,7 +83,7 @@ def plan_command(
     classes, declared = _claims(claims_file, device_class, resource, dra_driver, hardware, external)
     if offline and from_cluster:
         raise typer.BadParameter("--from-cluster reads the cluster; it cannot be combined with --offline")
-    view = None if offline else make_view(context, kubeconfig)
+    view = None if offline else named_view(cluster, clusters_file, context, kubeconfig)
     built = asyncio.run(service.plan(registry(), classes, declared, view, from_cluster=from_cluster))
     emit(built.to_dict(), output, plan_table)
 
@@ -107,12 +120,14 @@ def status_command(
     mode: str | None = typer.Option(None, "--mode", help="One access mode (default: all)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
     """The DaemonSets each driver mode runs as: desired/ready, version, hardware nodes without it."""
     from llm_d_lens.monitoring.gpu_driver import service
 
-    found = asyncio.run(service.status(registry(), hardware, mode, make_view(context, kubeconfig)))
+    found = asyncio.run(service.status(registry(), hardware, mode, named_view(cluster, clusters_file, context, kubeconfig)))
     emit([s.to_dict() for s in found], output, status_table)
 
 
@@ -146,13 +161,15 @@ def install_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact commands and run none."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
     """Install pinned drivers: one hardware (--hardware), or exactly what the claims need."""
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.target import parse_option
 
-    view = make_view(context, kubeconfig)
+    view = named_view(cluster, clusters_file, context, kubeconfig)
     options = dict(parse_option(text) for text in option)
     claimed = claims_file is not None or device_class or resource or dra_driver or from_cluster
     if hardware is not None and claimed:

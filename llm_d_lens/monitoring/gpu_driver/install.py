@@ -19,7 +19,7 @@ from llm_d_lens.monitoring.gpu_driver.errors import KubernetesTooOld, ReleaseCon
 from llm_d_lens.monitoring.gpu_driver.kube import VERSION_ARGV, ClusterView, parse_version
 from llm_d_lens.monitoring.gpu_driver.status import matching_daemonsets
 from llm_d_lens.monitoring.gpu_driver.target import DriverTarget, nested_values
-from llm_d_lens.runner import CommandNotFound
+from llm_d_lens.runner import CommandNotFound, redact
 
 Action = Literal["install", "upgrade", "reconfigure", "repair", "none", "dry-run"]
 #: Extra values a provider derives from the cluster (e.g. a RuntimeClass it finds); the profile's win.
@@ -56,8 +56,9 @@ class InstallResult:
             "current_version": self.current.version,
             "current_status": self.current.status,
             "server_version": self.server_version,
-            "commands": self.commands,
-            "checks": self.checks,
+            # shown, never run from here: secret values (a --set-json token=...) redacted as in every message
+            "commands": [redact(argv) for argv in self.commands],
+            "checks": [redact(argv) for argv in self.checks],
             "ran": self.ran,
             "message": self.message,
         }

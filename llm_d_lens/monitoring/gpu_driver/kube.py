@@ -63,6 +63,8 @@ class ClusterView:
     """Lazily fetched, cached reads of one cluster, shared by status and presence in one request."""
 
     runner: Runner
+    #: the cluster's name (``--cluster`` / ``cluster``), which providers receive as ``cluster_id``
+    cluster_id: str | None = None
     _version: tuple[tuple[int, int, int], str] | None = None
     _daemonsets: list[dict[str, Any]] | None = None
     _nodes: list[dict[str, Any]] | None = None

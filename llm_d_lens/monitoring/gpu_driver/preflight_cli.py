@@ -11,6 +11,7 @@ import typer
 from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
 from llm_d_lens.errors import LensError
+from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -22,6 +23,8 @@ def preflight(
     timeout: float | None = typer.Option(None, "--timeout", min=0, help="Seconds to wait (default: presence.timeout_seconds)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
+    cluster: str | None = ClusterNameOption,
+    clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
     """Apply the hardware's NFD rules, then wait (bounded) for a node carrying its labels."""
@@ -30,7 +33,7 @@ def preflight(
     from llm_d_lens.progress import progress
 
     hardware_registry = registry()
-    view = driver_cli.make_view(context, kubeconfig)
+    view = driver_cli.named_view(cluster, clusters_file, context, kubeconfig)
 
     async def wait_for_each() -> list[Any]:
         reports = []

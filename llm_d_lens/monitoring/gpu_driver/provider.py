@@ -4,8 +4,8 @@ The contract (``hardware/providers/base.py``) is only the guide's section 5: ``p
 ``ensure_presence(*, cluster_id)``, ``driver_status(access_mode, *, cluster_id)`` and
 ``install_driver(access_mode, *, cluster_id)``. A provider may implement any of them, and
 whichever it does not is done here from the profile alone (the default behaviour lives in this
-domain, not in the contract). A provider method gets ``cluster_id`` (the kubeconfig context in
-use) and, only if its signature asks for them, the extras Lens has at hand (``view``, ``runner``,
+domain, not in the contract). A provider method gets ``cluster_id`` (the cluster's name from the
+clusters file, else the kubeconfig context in use) and, only if its signature asks for them, the extras Lens has at hand (``view``, ``runner``,
 ``clock``, ``timeout_seconds``, ``dry_run``, ``options``). One optional hook is read too:
 ``extra_install_options(target, view)``, values derived from the cluster at install time.
 
@@ -50,8 +50,9 @@ def _accepted(method: Callable[..., Any], offered: Mapping[str, Any]) -> dict[st
 
 
 def cluster_id_of(view: ClusterView) -> str | None:
-    """The kubeconfig context the view's runner targets (None: the kubeconfig's current one)."""
-    return getattr(view.runner, "context", None)
+    """The cluster's name when one was chosen by name, else the kubeconfig context the view's runner targets
+    (None: the kubeconfig's current one)."""
+    return getattr(view, "cluster_id", None) or getattr(view.runner, "context", None)
 
 
 class DriverOps:

@@ -169,8 +169,10 @@ def parse_option(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise DriverOptionInvalid(f"option {text!r}: expected KEY=VALUE", details={"option": text})
+    from llm_d_lens.jsonread import loads
+
     try:
-        value: Any = json.loads(raw)
+        value: Any = loads(raw)  # NaN, 1e400, 5,000 digits or deep nesting are no JSON value here: the string
     except ValueError:
         value = raw
     return key, value

@@ -298,3 +298,26 @@ async def test_kustomize_mode_with_that_version_running_is_a_no_op(registry: Any
 def test_kustomize_takes_no_options(registry: Any) -> None:
     with pytest.raises(DriverOptionInvalid):
         resolve_target(kustomize_profile(registry), "plugin", {"a": 1})
+
+
+def test_a_dry_run_in_json_or_yaml_never_prints_a_secret_option(capsys):
+    """`driver install --dry-run -o json` printed `--set-json token=...` whole; the table already redacted it."""
+    from llm_d_lens.cli import main
+
+    for output in ("json", "yaml", "table"):
+        code = main(["driver", "install", "--hardware", "nvidia", "--mode", "plugin", "--dry-run",
+                     "--option", "token=s3cr3t-value", "--option", 'apiKey="k3y-value"', "--option", "image.tag=v1", "-o", output])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "s3cr3t-value" not in out and "k3y-value" not in out
+        assert "token=***" in out and "apiKey=***" in out and 'image.tag=' in out
+
+
+def test_an_option_value_json_cannot_hold_is_kept_as_the_string_typed():
+    from llm_d_lens.monitoring.gpu_driver.target import parse_option
+
+    assert parse_option("a=1e400") == ("a", "1e400")  # not float('inf'), which --set-json cannot carry
+    assert parse_option("b=NaN") == ("b", "NaN")
+    assert parse_option("c=" + "9" * 5000) == ("c", "9" * 5000)  # not the interpreter's digit-limit ValueError
+    assert parse_option("d=" + "[" * 100_000) == ("d", "[" * 100_000)  # not a RecursionError
+    assert parse_option("e=3") == ("e", 3) and parse_option('f="x"') == ("f", "x")

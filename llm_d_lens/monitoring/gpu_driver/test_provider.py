@@ -63,6 +63,22 @@ def test_the_cli_uses_a_guide_provider_and_passes_the_context_as_cluster_id(guid
     assert guide_plugin() == [("driver_status", None, "lab-east"), ("ensure_presence", "lab-west")]
 
 
+def test_a_cluster_by_name_reaches_the_provider_as_its_cluster_id(guide_plugin, capsys, tmp_path, monkeypatch):
+    from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
+
+    clusters = tmp_path / "clusters.yaml"
+    clusters.write_text("clusters:\n  - {name: east, context: lab-east}\n  - {name: lab, demo: true}\n")
+    contexts = []
+    monkeypatch.setattr(driver_cli, "make_view", lambda context, kubeconfig: contexts.append(context) or ClusterView(FakeRunner()))
+    assert main(["driver", "status", "--hardware", "acme", "--clusters", str(clusters), "--cluster", "east", "-o", "json"]) == 0
+    assert main(["preflight", "--hardware", "acme", "--clusters", str(clusters), "--cluster", "east", "-o", "json"]) == 0
+    assert guide_plugin() == [("driver_status", None, "east"), ("ensure_presence", "east")]
+    assert contexts == ["lab-east", "lab-east"]  # kubectl runs on the cluster's context; the provider hears its name
+    capsys.readouterr()
+    assert main(["driver", "status", "--hardware", "acme", "--clusters", str(clusters), "--cluster", "lab"]) == 1
+    assert "LIVE_CLUSTER_NEEDED: cluster 'lab' is the demo" in capsys.readouterr().err
+
+
 def test_a_failing_provider_is_a_coded_error_naming_it(guide_plugin, capsys):
     code = main(["driver", "install", "--hardware", "acme", "--dry-run", "--context", "lab-east"])
     err = capsys.readouterr().err

@@ -1,0 +1,59 @@
+"""``--cluster NAME`` and ``--clusters FILE``: the options every command that reads a cluster shares.
+
+A name picks one of the user's clusters (see :mod:`.clusters`); it stands for ``--context`` /
+``--kubeconfig`` (a live cluster) or a snapshot or the demo, so giving both is a conflict, never a
+silent choice of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from llm_d_lens.cluster.clusters import Cluster, Clusters
+from llm_d_lens.cluster.source import SourceConflict
+
+ClusterNameOption = typer.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
+ClustersFileOption = typer.Option(
+    None, "--clusters", help="Clusters file (default: $LENS_CLUSTERS, else ~/.config/lens/clusters.yaml, else the kubeconfig's contexts).")
+
+
+def user_clusters(clusters_file: Path | None, kubeconfig: str | Path | None = None) -> Clusters:
+    from llm_d_lens.cluster import clusters
+
+    return clusters.load(clusters_file, kubeconfig=str(kubeconfig) if kubeconfig else None)
+
+
+def named_cluster(name: str | None, clusters_file: Path | None, **given: object) -> Cluster | None:
+    """The cluster ``--cluster`` names (None without it); a conflict when another source option is given too."""
+    if name is None:
+        return None
+    chosen = [f"--{flag.replace('_', '-')}" for flag, value in given.items() if value]
+    if chosen:
+        raise SourceConflict(f"--cluster {name} names a cluster; drop {', '.join(chosen)} (or --cluster)")
+    return user_clusters(clusters_file).get(name)
+
+
+@dataclass(frozen=True)
+class LiveTarget:
+    """The kubeconfig context and file a live command runs kubectl with, and the cluster's name for providers."""
+
+    context: str | None
+    kubeconfig: str | None
+    cluster_id: str | None
+
+
+def live_target(name: str | None, clusters_file: Path | None, context: str | None,
+                kubeconfig: str | Path | None, *, why: str) -> LiveTarget:
+    """``--cluster`` for a command that needs a live cluster (``why`` says what it reads)."""
+    from llm_d_lens.cluster.errors import LiveClusterNeeded
+
+    cluster = named_cluster(name, clusters_file, context=context, kubeconfig=kubeconfig)
+    if cluster is None:
+        return LiveTarget(context, str(kubeconfig) if kubeconfig else None, context)
+    if not cluster.live:
+        raise LiveClusterNeeded(f"cluster {cluster.name!r} is {'the demo' if cluster.demo else 'a snapshot'}; {why} needs a live cluster",
+                                details={"cluster": cluster.name, "kind": cluster.kind})
+    return LiveTarget(cluster.context, cluster.kubeconfig, cluster.name)

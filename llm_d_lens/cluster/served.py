@@ -1,0 +1,65 @@
+"""The clusters a server reads: its ``LENS_CLUSTERS`` file, else the one cluster its environment sets.
+
+A server never reads clusters a client invents: a request names one of these, and only these are
+readable without the API token. Without ``LENS_CLUSTERS`` the server does *not* expose every context
+of its kubeconfig (that would let an anonymous caller read each cluster the server can reach);
+it serves the one cluster ``LENS_CLUSTER_SNAPSHOT``, ``LENS_CLUSTER_DEMO`` or ``LENS_KUBE_CONTEXT`` /
+``LENS_KUBECONFIG`` sets, as before, named ``demo``, ``snapshot``, the context, or ``default``.
+The first cluster is the one ``/api/v1/clusters/overview`` and the console read by default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters, load_file
+from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.errors import LensError, ServerNotConfigured
+
+#: what the CLI's words for a source are on the server: the environment variables that set them
+SERVER_SETTINGS = {"--context": "LENS_KUBE_CONTEXT", "--kubeconfig": "LENS_KUBECONFIG",
+                   "a snapshot": "a snapshot (LENS_CLUSTER_SNAPSHOT)", "the demo": "the demo (LENS_CLUSTER_DEMO)"}
+SINGLE_SETTINGS = ("LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG")
+ORIGIN_ENV = "the server's environment"
+ORIGIN_FILE = "the server's clusters (LENS_CLUSTERS)"
+
+
+def served_clusters(env: Mapping[str, str] | None = None) -> Clusters:
+    """The server's clusters; anything wrong with their configuration is the server's 503, not the caller's 4xx."""
+    env = os.environ if env is None else env
+    path = env.get(CLUSTERS_ENV, "").strip()
+    if path:
+        chosen = [name for name in SINGLE_SETTINGS if env.get(name, "").strip() and env.get(name, "").strip() != "0"]
+        if chosen:
+            raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {CLUSTERS_ENV} names the "
+                                      f"server's clusters, but {', '.join(chosen)} is set too; unset one of them")
+        try:
+            found = load_file(Path(os.path.expanduser(path)))
+        except LensError as exc:
+            raise ServerNotConfigured(f"the cluster API is misconfigured on the server ({CLUSTERS_ENV}): {exc.message}",
+                                      details={"cause": exc.code, **exc.details}) from None
+        return Clusters(found.clusters, ORIGIN_FILE)  # a caller is not told where the file lives
+    source = server_source(env)
+    name = "demo" if source.demo else "snapshot" if source.snapshot is not None else source.context or "default"
+    single = Cluster(name=name, display_name=name, context=source.context, kubeconfig=source.kubeconfig,
+                     snapshot=source.snapshot, demo=source.demo)
+    return Clusters((single,), ORIGIN_ENV)
+
+
+def server_source(env: Mapping[str, str] | None = None) -> ClusterSource:
+    """:meth:`ClusterSource.from_env`, its errors worded for the operator (variables, not flags)."""
+    from llm_d_lens.api.request_fields import reword
+
+    try:
+        return ClusterSource.from_env(env)
+    except LensError as exc:
+        message = reword(exc, SERVER_SETTINGS).message
+        raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {message}") from None
+
+
+def kubectl_timeout(env: Mapping[str, str] | None = None) -> float:
+    """``LENS_KUBECTL_TIMEOUT`` for every served cluster."""
+    return server_source({k: v for k, v in (os.environ if env is None else env).items()
+                          if k == "LENS_KUBECTL_TIMEOUT"}).timeout
