@@ -56,12 +56,15 @@ def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 
 
 def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
-    """(tabs, plugin failures for the banner, the capabilities panel); a registry that cannot load is shown, not raised."""
+    """(tabs, the banner's problems as /readyz lists them, the capabilities panel); a registry that cannot load is shown, not raised."""
+    from llm_d_lens.api.readiness import problems
+
     try:
         document = data.capabilities()
+        found = problems()  # exactly what /readyz reports
     except LensError as exc:
         return [], [], data.failed(exc)
-    return data.tabs(document), document.get("failures", []), data.Panel(document)
+    return data.tabs(document), found, data.Panel(document)
 
 
 @router.get("/", response_class=HTMLResponse)

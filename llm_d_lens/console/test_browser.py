@@ -107,6 +107,16 @@ def test_a_plugin_that_fails_to_load_is_a_banner_on_every_page_and_stops_nothing
         assert "lens-broken" in banner.inner_text() and "acme SDK" in banner.inner_text()
     assert "lens-broken" in v.page.locator("#failures").inner_text()
     assert v.page.locator("#doctor-bad").count() == 1
+    # the banner lists what /readyz lists
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(lens + "/readyz", timeout=30)
+    assert caught.value.code == 503
+    ready = json.load(caught.value)
+    v.go("/")
+    banner = v.page.locator("#plugin-banner .failure")
+    assert banner.count() == len(ready["problems"]) and {p["distribution"].split()[0] for p in ready["problems"]} == {"lens-broken"}
 
 
 def test_the_overview_shows_the_apis_numbers(lens, visit):

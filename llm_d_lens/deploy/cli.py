@@ -69,33 +69,40 @@ def guides(
 
 
 def _guides_table(report: dict[str, Any]) -> Any:
+    """One table per guide, in 80 columns: labels, directories and engines' directories are in -o json/yaml."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     source = report["source"]
     where = source["root"] + (f" at {source['revision']} ({(source['commit'] or '')[:12]})" if source["revision"] else "")
-    table = Table(title=f"{len(report['overlays'])} overlays in {where}")
-    for column in ("guide", "hardware", "server", "overlay", "labels (variant/vendor)", "status", "directory"):
-        table.add_column(column)
     style = {"ok": "green", "broken": "red", "label-mismatch": "red", "unsafe": "red"}
+    parts: list[Any] = [Text(f"{len(report['overlays'])} overlays in {where}", style="bold")]
     notes: list[Any] = []
-    for row in report["overlays"]:
-        labels = row["labels"]
-        pair = f"{labels.get('llm-d.ai/accelerator-variant', '-')}/{labels.get('llm-d.ai/accelerator-vendor', '-')}"
-        guide_dir = f"guides/{row['guide']}/"
-        directory = row["path"][len(guide_dir):] if row["path"].startswith(guide_dir) else row["path"]
-        table.add_row(row["guide"], row["hardware"], row["model_server"] or "-", row["overlay"], pair,
-                      f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", directory)
-        if row["detail"]:
-            notes.append(Text(f"{row['status']}: {row['detail']}", style=style.get(row["status"], "yellow")))
-    parts: list[Any] = [table, *notes]
-    if not report["overlays"] and not report["unsupported"]:
+    for guide in report["guides"]:
+        rows = [row for row in report["overlays"] if row["guide"] == guide]
+        if not rows:
+            continue
+        table = Table(title=f"guide {guide}", box=box.SIMPLE, title_justify="left", pad_edge=False)
+        table.add_column("hardware", max_width=11, overflow="fold")
+        table.add_column("server", max_width=6, overflow="fold")
+        table.add_column("overlay", max_width=26, overflow="fold")
+        table.add_column("status", max_width=14, overflow="fold")
+        table.add_column("model", max_width=12, overflow="fold")
+        for row in rows:
+            table.add_row(row["hardware"], row["model_server"] or "-", row["overlay"],
+                          f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", row.get("model") or "-")
+            if row["detail"]:
+                notes.append(Text(f"{row['status']}: {row['path']}: {row['detail']}", style=style.get(row["status"], "yellow")))
+        parts.append(table)
+    parts += notes
+    if not report["overlays"] and not report["unsupported"] and not report.get("contents"):
         parts.append(Text(f"no overlays found: is {source['root']} an llm-d checkout (with guides/<guide>/modelserver/)?",
                           style="yellow"))
     for guide in report.get("contents", []):
         held = [f"{key.replace('_', ' ')}: {', '.join(Path(p).name for p in guide[key])}"
-                for key in ("router_values", "monitoring", "manifests", "helpers", "other") if guide[key]]
+                for key in ("router_values", "monitoring", "manifests", "helpers", "other", "shared") if guide.get(key)]
         if held:
             parts.append(Text(f"guide {guide['guide']} also holds {'; '.join(held)}"))
     for row in report["unsupported"]:

@@ -116,3 +116,14 @@ def test_the_explanation_of_a_render_names_body_fields_not_cli_flags(client: Tes
     assert "overlay base: the plain one (others: broken, gke; set overlay)" in body["explanation"]
     assert body["count_sources"] == {"Deployment/decode": "count"}
     assert not [line for line in body["explanation"] if "--" in line]
+
+
+@needs_kustomize
+def test_image_policy_is_a_body_field_and_the_answer_lists_the_images(client: TestClient) -> None:
+    kept = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "rocm"}).json()
+    assert [(i["action"], i["image"]) for i in kept["images"]] == [("kept", "ghcr.io/llm-d/llm-d-rocm:v0.0.1")]
+    replaced = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "rocm", "image_policy": "profile"}).json()
+    assert [(i["action"], i["image"]) for i in replaced["images"]] == [("replaced", "ghcr.io/llm-d/llm-d-rocm:v0.7.0")]
+    bad = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "rocm", "image_policy": "newest"})
+    assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"
+    assert "image_policy" in bad.text

@@ -214,3 +214,11 @@ def test_image_policy_keeps_pins_by_default_and_replaces_managed_images_when_ask
         "replaced", "ghcr.io/llm-d/llm-d-rocm:v0.0.1", "ghcr.io/llm-d/llm-d-rocm:v0.7.0")
     assert main([*args, "--image-policy", "newest"]) == 2
     assert "--image-policy" in capsys.readouterr().err
+
+
+def test_guides_table_fits_80_columns(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["deploy", "guides", "--llm-d-root", str(tree)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(" ") and ("ok" in line or "hardware" in line)]
+    assert rows and max(len(line.rstrip()) for line in rows) <= 80
+    assert "guide demo" in out and "guide flat-tpu" in out  # one table per guide

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llm_d_lens.deploy.conftest import FILES, GPU_LIMITS, needs_kustomize, overlay, write_tree
-from llm_d_lens.deploy.errors import DeployRequestInvalid, OverlayAmbiguous
+from llm_d_lens.deploy.errors import DeployRequestInvalid, GuideNotFound, OverlayAmbiguous, OverlayNotFound
 from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
 from llm_d_lens.deploy.source import LlmdSource
 from llm_d_lens.deploy.guides import guide_names
@@ -70,6 +70,17 @@ def test_a_guide_without_model_server_overlays_is_listed_not_guide_not_found(gui
     assert contents["other"] == ["guides/autoscaling/config"]
 
 
+def test_recipes_and_a_guide_without_overlays_are_told_apart(guide_tree: Path) -> None:
+    with pytest.raises(GuideNotFound):
+        describe_guides(root=guide_tree, guide="recipes")  # the shared library, not a guide
+    with pytest.raises(OverlayNotFound) as raised:
+        render(RenderRequest(guide="autoscaling", hardware="nvidia"), root=guide_tree)
+    assert raised.value.message.startswith("guide autoscaling has no model-server overlays")
+    # values files of a guide today are not the Helm-values era: other guides have overlays
+    (guide_tree / "guides/autoscaling/config/adapter-values.yaml").write_text("{}\n")
+    assert describe_guides(root=guide_tree, guide="autoscaling")["overlays"] == []
+
+
 def test_the_listing_says_what_a_guide_holds_besides_its_overlays(guide_tree: Path) -> None:
     report = describe_guides(root=guide_tree, guide="cache")
     (contents,) = report["contents"]
@@ -80,6 +91,7 @@ def test_the_listing_says_what_a_guide_holds_besides_its_overlays(guide_tree: Pa
         "manifests": ["guides/cache/manifests/pvc.yaml"],
         "helpers": [f"{G}/kv/fs/kv-client", "helpers/kv-master/base"],
         "other": [],
+        "shared": [],
     }
     rows = {r["overlay"]: r for r in report["overlays"]}
     assert rows["kv/fs/kv-client"]["status"] == "helper"  # never an alternative overlay

@@ -225,8 +225,9 @@ def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
         segments = root.split("/")
         if root.startswith("/") or ".." in segments or "" in segments or "." in segments:
             yield ProfileIssue(path, "must be a relative path inside the llm-d source", root)
-        if any("*" in segment and segment != "*" for segment in segments):
-            yield ProfileIssue(path, "* must be a whole path segment", root)
+        if any("*" in segment and segment != "*" and not ("{variant}" in segment and segment.count("*") == 1)
+               for segment in segments):
+            yield ProfileIssue(path, "* must be a whole path segment, or follow {variant} as in {variant}-*", root)
 
 
 def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:
