@@ -121,7 +121,6 @@ async def driver_status(profile_id: str) -> Panel:
     """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
     from llm_d_lens.cluster.api import cluster_source
 
-    source = None
     try:
         source = cluster_source()
     except LensError as exc:

@@ -27,16 +27,22 @@ class ExpositionSample:
 
 def parse_exposition(text: str, source: str) -> list[ExpositionSample]:
     """Every sample on an exposition page; :class:`SnapshotInvalid` names ``source`` when it does not parse."""
+    return [sample for _, sample in timed_samples(text, source)]
+
+
+def timed_samples(text: str, source: str) -> list[tuple[float | None, ExpositionSample]]:
+    """Every sample with its timestamp in seconds (None when the line carries none), in page order."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    samples: list[ExpositionSample] = []
+    samples: list[tuple[float | None, ExpositionSample]] = []
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 names = {sample.name}
                 if family.type == "counter" and sample.name == f"{family.name}_total":
                     names.add(family.name)
-                samples.append(ExpositionSample(frozenset(names), dict(sample.labels), float(sample.value)))
+                at = float(sample.timestamp) if sample.timestamp is not None else None
+                samples.append((at, ExpositionSample(frozenset(names), dict(sample.labels), float(sample.value))))
     except (ValueError, TypeError, IndexError) as exc:
         raise SnapshotInvalid(f"{source}: not Prometheus exposition text ({exc})", details={"source": source}) from None
     return samples

@@ -22,7 +22,7 @@ from llm_d_lens.monitoring.accelerator.readings import assemble
 from llm_d_lens.monitoring.accelerator.service import Selected
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import SnapshotInvalid
-from llm_d_lens.monitoring.exposition import ExpositionSample
+from llm_d_lens.monitoring.exposition import ExpositionSample, timed_samples
 from llm_d_lens.prometheus.client import PrometheusClient, Sample, Series, gather_all
 
 #: Points per series a range is cut into when the caller gives no step: enough for a smooth line,
@@ -191,21 +191,13 @@ class History:
 
 def parse_history(text: str, source: str) -> History:
     """Exposition text whose samples carry timestamps, grouped by timestamp; an untimed sample is an error."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     by_time: dict[float, list[ExpositionSample]] = defaultdict(list)
-    try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.timestamp is None:
-                    raise SnapshotInvalid(f"{source}: sample {sample.name} has no timestamp; a history needs one on every sample",
-                                          details={"source": source, "metric": sample.name})
-                names = {sample.name}
-                if family.type == "counter" and sample.name == f"{family.name}_total":
-                    names.add(family.name)
-                by_time[float(sample.timestamp)].append(ExpositionSample(frozenset(names), dict(sample.labels), float(sample.value)))
-    except (ValueError, TypeError, IndexError) as exc:
-        raise SnapshotInvalid(f"{source}: not Prometheus exposition text ({exc})", details={"source": source}) from None
+    for at, sample in timed_samples(text, source):
+        if at is None:
+            name = min(sample.names, key=len)
+            raise SnapshotInvalid(f"{source}: sample {name} has no timestamp; a history needs one on every sample",
+                                  details={"source": source, "metric": name})
+        by_time[at].append(sample)
     return History(source, tuple((t, tuple(by_time[t])) for t in sorted(by_time)))
 
 

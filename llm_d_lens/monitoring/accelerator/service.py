@@ -21,7 +21,7 @@ from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, 
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
-from llm_d_lens.monitoring.exposition import parse_exposition, with_target_label
+from llm_d_lens.monitoring.exposition import ExpositionSample, parse_exposition, with_target_label
 from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
 
 
@@ -170,10 +170,23 @@ def snapshot_devices(
     mode: str | None = None,
 ) -> DeviceReport:
     """Devices read from one exporter page; ``target`` (``host:port``) stands in for Prometheus' ``instance``."""
-    _check_mode(selection, mode)
     samples = parse_exposition(text, source)
     if target:
         samples = with_target_label(samples, target)
+    return samples_devices(samples, source, selection, node=node, cluster=cluster, mode=mode)
+
+
+def samples_devices(
+    samples: Sequence[ExpositionSample],
+    source: str,
+    selection: Sequence[Selected],
+    *,
+    node: str | None = None,
+    cluster: ClusterObjects | None = None,
+    mode: str | None = None,
+) -> DeviceReport:
+    """Devices evaluated from parsed exposition samples (one page, or one instant of a recorded history)."""
+    _check_mode(selection, mode)
     rows = {s.profile.id: evaluate(s.plan, samples) for s in selection}
     report = _finish(selection, rows, cluster, mode, node)
     report.source = source

@@ -38,16 +38,11 @@ def history(now: float | None = None) -> History:
 def demo_devices(selection: Sequence[Selected], *, at: float | None = None, node: str | None = None,
                  cluster: Any = None, mode: str | None = None) -> DeviceReport:
     """Devices as the demo history has them at ``at`` (default: its latest instant), like one exporter page."""
-    from llm_d_lens.monitoring.accelerator.service import _check_mode, _finish
-    from llm_d_lens.monitoring.accelerator.snapshot import evaluate
+    from llm_d_lens.monitoring.accelerator.service import samples_devices
 
-    _check_mode(selection, mode)
     recorded = history()
     chosen = recorded.instants[-1][1]
     if at is not None:
         earlier = [samples for t, samples in recorded.instants if t <= at]
         chosen = earlier[-1] if earlier else ()
-    rows = {s.profile.id: evaluate(s.plan, chosen) for s in selection}
-    report = _finish(selection, rows, cluster, mode, node)
-    report.source = SOURCE
-    return report
+    return samples_devices(chosen, SOURCE, selection, node=node, cluster=cluster, mode=mode)
