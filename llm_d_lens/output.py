@@ -48,7 +48,10 @@ def to_jsonable(data: Any) -> Any:
 
 
 def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
-    """Print ``data`` as JSON or YAML, or render the Rich renderable ``table(data)`` returns."""
+    """Print ``data`` as JSON or YAML, or render the Rich renderable ``table(data)`` returns.
+
+    A renderer that takes a ``wide`` keyword is called with ``wide=True`` for ``-o wide``.
+    """
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
     elif output is OutputFormat.yaml:
@@ -56,12 +59,74 @@ def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
 
         sys.stdout.write(yaml.safe_dump(to_jsonable(data), sort_keys=False, allow_unicode=True))
     else:
-        console(wide=output is OutputFormat.wide).print(table(data))
+        wide = output is OutputFormat.wide
+        console(wide=wide).print(table(data, wide=wide) if _takes_wide(table) else table(data))
+
+
+def _takes_wide(renderer: Callable[..., Any]) -> bool:
+    """Whether a table renderer shows more for ``-o wide`` (it takes a ``wide`` keyword)."""
+    import inspect
+
+    try:
+        return "wide" in inspect.signature(renderer).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def console(stderr: bool = False, *, wide: bool = False) -> Any:
-    """A terminal's own width; piped, 160 columns, or as wide as it takes for ``-o wide`` (never cut)."""
+    """A terminal's own width (``$COLUMNS`` when set); piped, 160 columns, or 400 for ``-o wide`` (never cut).
+
+    ``$COLUMNS`` wins even when piped, so ``COLUMNS=80 lens ... | less`` shows what an 80-column terminal
+    would, and the tests render every command at a width they choose.
+    """
     from rich.console import Console
 
-    piped = 400 if wide else 160
-    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else piped)
+    width = _columns()
+    if width is None and not sys.stdout.isatty():
+        width = 400 if wide else 160
+    return Console(stderr=stderr, soft_wrap=False, width=width)
+
+
+def _columns() -> int | None:
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def terminal_width() -> int | None:
+    """The width lines should keep to: ``$COLUMNS``, else the terminal's; ``None`` when piped (no limit)."""
+    import shutil
+
+    if (columns := _columns()) is not None:
+        return columns
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+class Column:
+    """One column of a command's table: its header (units in it), alignment, and whether only ``-o wide`` shows it."""
+
+    __slots__ = ("header", "numeric", "wide_only")
+
+    def __init__(self, header: str, *, numeric: bool = False, wide_only: bool = False) -> None:
+        self.header, self.numeric, self.wide_only = header, numeric, wide_only
+
+
+def columns_table(columns: list[Column], rows: list[list[Any]], *, wide: bool = False, **table: Any) -> Any:
+    """A Rich table of the columns ``-o table`` (or, with ``wide``, ``-o wide``) shows, never hiding a value.
+
+    Long values fold onto a second line instead of ending in an ellipsis (``allocat…`` twice reads
+    as one column), and each column is at least as wide as its header's longest word, so a header
+    wraps between words but is never cut. Numbers are right-aligned.
+    """
+    from rich.table import Table
+
+    shown = [i for i, column in enumerate(columns) if wide or not column.wide_only]
+    result = Table(**table)
+    for i in shown:
+        column = columns[i]
+        result.add_column(column.header, justify="right" if column.numeric else "left", overflow="fold",
+                          min_width=max(len(word) for word in column.header.split()))
+    for row in rows:
+        result.add_row(*(row[i] for i in shown))
+    return result

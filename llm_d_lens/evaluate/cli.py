@@ -108,15 +108,15 @@ def coverage(
 
     def table(report: Any) -> Any:
         from rich.console import Group
-        from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=f"who did work ({report.metric}, profile {report.profile})")
-        for column in ("participant", "reported", "required"):
-            t.add_column(column)
-        t.add_row("hosts", str(len(report.hosts)), str(report.required["hosts"]))
-        t.add_row("GPUs (by PCI bus id)", str(report.gpus), str(report.required["gpus"]))
-        t.add_row("communicators", str(len(report.communicators)), str(report.required["communicators"]))
+        from llm_d_lens.output import Column, columns_table
+
+        t = columns_table([Column("PARTICIPANT"), Column("REPORTED", numeric=True), Column("REQUIRED", numeric=True)], [
+            ["hosts", str(len(report.hosts)), str(report.required["hosts"])],
+            ["GPUs (by PCI bus id)", str(report.gpus), str(report.required["gpus"])],
+            ["communicators", str(len(report.communicators)), str(report.required["communicators"])],
+        ], title=f"who did work ({report.metric}, profile {report.profile})")
         parts: list[Any] = [t]
         for host, gpus in report.gpus_by_host.items():
             parts.append(Text(f"  {host}: {', '.join(gpus) or '(no GPU identity)'}"))

@@ -26,17 +26,16 @@ def list_command(profile_dir: list[str] = ProfileDirOption, output: OutputFormat
 
     rows = listing(SearchPath.of(profile_dir))
 
-    def table(rows: list[dict[str, Any]]) -> Any:
-        from rich.table import Table
+    def table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
+        from llm_d_lens.output import Column, columns_table
 
-        t = Table(title=f"{len(rows)} workload profiles")
-        for column in ("name", "description", "deployment", "file"):
-            t.add_column(column)
+        columns = [Column("NAME"), Column("DEPLOYMENT"), Column("DESCRIPTION"), Column("FILE", wide_only=True)]
+        shown = []
         for r in rows:
             description = r["description"] if r["valid"] else f"[red]invalid: {r['problems']} problem(s)[/red]"
             where = r["path"] + "".join(f"\n[dim]overrides {p}[/dim]" for p in r["overrides"])
-            t.add_row(r["name"], description, r.get("deployment", "-"), where)
-        return t
+            shown.append([r["name"], r.get("deployment", "-"), description, where])
+        return columns_table(columns, shown, wide=wide, title=f"{len(rows)} workload profiles")
 
     emit(rows, output, table)
 

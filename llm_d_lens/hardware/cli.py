@@ -49,20 +49,18 @@ def list_profiles(output: OutputFormat = OutputOption) -> None:
     failed = [_failure_row(f) for f in registry.failures]
     notice.shown = True
 
-    def table(rows: list[dict[str, Any]]) -> Any:
+    def table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
         from rich.console import Group
-        from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=f"{len(registry)} hardware profiles (registry {registry.version_hash()})")
-        for column in ("id", "name", "request model / access modes", "llm-d variant/vendor", "benchmark", "from"):
-            t.add_column(column)
-        for r in rows:
-            if r["status"] != "registered":
-                continue
-            modes = ", ".join(f"{m} ({rm})" for m, rm in r["access_modes"].items())
-            t.add_row(r["id"], r["display_name"], modes, ", ".join(r["upstream"]),
-                      r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"]))
+        from llm_d_lens.output import Column, columns_table
+
+        columns = [Column("ID"), Column("NAME"), Column("ACCESS MODES"), Column("REQUEST MODELS", wide_only=True),
+                   Column("LLM-D VARIANT"), Column("BENCHMARK"), Column("FROM", wide_only=True)]
+        shown = [[r["id"], r["display_name"], ", ".join(r["access_modes"]), ", ".join(dict.fromkeys(r["access_modes"].values())),
+                  ", ".join(r["upstream"]), r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"])]
+                 for r in rows if r["status"] == "registered"]
+        t = columns_table(columns, shown, wide=wide, title=f"{len(registry)} hardware profiles (registry {registry.version_hash()})")
         parts: list[Any] = [t]
         for f in failed:
             parts.append(Text(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}", style="red"))
@@ -217,20 +215,20 @@ def resolve(
     if not results:
         raise typer.BadParameter("give at least one of --device-class, --resource, --label, --key, --aic-system, --dra-driver")
 
-    def table(results: list[dict[str, Any]]) -> Any:
-        from rich.table import Table
+    def table(results: list[dict[str, Any]], wide: bool = False) -> Any:
+        from llm_d_lens.output import Column, columns_table
 
-        t = Table()
-        for column in ("query", "key", "status", "id", "matched by", "detail"):
-            t.add_column(column)
+        columns = [Column("QUERY"), Column("KEY"), Column("STATUS"), Column("ID"), Column("MATCHED BY", wide_only=True),
+                   Column("DETAIL")]
         style = {"supported": "green", "unsupported": "yellow", "ambiguous": "red"}
+        rows = []
         for r in results:
             detail = r["detail"] or (f"{r['matched_value']}" if r["matched_value"] else "")
             if r["status"] == "ambiguous":
                 detail = f"{detail} (candidates: {', '.join(r['candidates'])})"
-            t.add_row(r["query"], r["key"], f"[{style[r['status']]}]{r['status']}[/]", r["id"] or "-",
-                      r["matched_by"] or "-", detail)
-        return t
+            rows.append([r["query"], r["key"], f"[{style[r['status']]}]{r['status']}[/]", r["id"] or "-",
+                         r["matched_by"] or "-", detail])
+        return columns_table(columns, rows, wide=wide)
 
     emit(results, output, table)
 
@@ -291,15 +289,14 @@ def doctor(output: OutputFormat = OutputOption) -> None:
 
     def table(report: dict[str, Any]) -> Any:
         from rich.console import Group
-        from rich.table import Table
         from rich.text import Text
 
+        from llm_d_lens.output import Column, columns_table
+
         parts: list[Any] = []
-        t = Table(title=f"{len(report['profiles'])} hardware profiles registered")
-        for column in ("id", "provider", "from"):
-            t.add_column(column)
-        for p in report["profiles"]:
-            t.add_row(p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"]))
+        columns = [Column("ID"), Column("PROVIDER"), Column("FROM")]
+        t = columns_table(columns, [[p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"])]
+                                    for p in report["profiles"]], title=f"{len(report['profiles'])} hardware profiles registered")
         parts.append(t)
         for f in report["failures"]:
             parts.append(Text(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))

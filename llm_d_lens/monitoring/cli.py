@@ -376,22 +376,24 @@ def _devices_table(report: dict[str, Any], wide: bool = False) -> Any:
     return t
 
 
-def _pods_table(report: dict[str, Any]) -> Any:
-    from rich.table import Table
+def _pods_table(report: dict[str, Any], wide: bool = False) -> Any:
+    from llm_d_lens.output import Column, columns_table
 
-    t = Table(title=f"{len(report['pods'])} pods from {report['source']} ({report['queries']} queries)")
-    for column in ("pod", "model", "KV cache", "running", "waiting", "devices", "power W", "mem used GiB"):
-        t.add_column(column, overflow="fold")
+    columns = [Column("POD"), Column("MODEL"), Column("KV CACHE %", numeric=True), Column("RUNNING", numeric=True),
+               Column("WAITING", numeric=True), Column("DEVICES"), Column("POWER W", numeric=True),
+               Column("MEM USED GiB", numeric=True)]
+    rows = []
     for p in report["pods"]:
         figures = p["devices"]
         if figures["status"] in (None, "attributed"):
             held = str(len(figures["devices"])) if figures["status"] else "-"
         else:
             held = f"[red]{figures['status']}[/red]: {figures['reason']}"
-        t.add_row(
+        rows.append([
             f"{p['namespace'] or '-'}/{p['pod'] or '-'}", p["model"] or "-",
-            _number(p["kv_cache_usage_ratio"], 0.01, 1, "%"), _number(p["requests_running"], digits=0),
+            _number(p["kv_cache_usage_ratio"], 0.01, 1), _number(p["requests_running"], digits=0),
             _number(p["requests_waiting"], digits=0), held,
             _number(figures["power_watts"]), _number(figures["memory_used_bytes"], 2**30),
-        )
-    return t
+        ])
+    return columns_table(columns, rows, wide=wide,
+                         title=f"{len(report['pods'])} pods from {report['source']} ({report['queries']} queries)")

@@ -21,20 +21,20 @@ def _best(pool: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    from llm_d_lens.output import Column, columns_table
 
     model, request = data["model"], data["request"]
     title = (f"{model['name']}: {request['dtype']} weights, {request['kvDtype']} KV, "
              f"{request['concurrency']} x {request['context']:,} tokens")
-    table = Table(title=title, title_justify="left")
-    for column, justify in (("pool", "left"), ("GiB/dev", "right"), ("free/all", "right"), ("TPxPP", "right"),
-                            ("headroom", "right"), ("max seq", "right"), ("replicas", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    columns = [Column("POOL"), *(Column(header, numeric=True) for header in (
+        "GiB/DEV", "FREE/ALL", "TPxPP", "HEADROOM GiB", "MAX SEQ", "REPLICAS"))]
+    rows = []
     for pool in data["pools"]:
         memory = f"{pool['deviceMemoryGiB']:,.1f}" if pool["deviceMemoryGiB"] else "?"
-        table.add_row(pool["pool"], memory, f"{pool['freeDevices']}/{pool['devices']}", *_best(pool))
-    parts: list[Any] = [table]
+        rows.append([pool["pool"], memory, f"{pool['freeDevices']}/{pool['devices']}", *_best(pool)])
+    parts: list[Any] = [columns_table(columns, rows, title=title, title_justify="left")]
     lines = [f"model: {model['parameters'] / 1e9:,.2f}B parameters ({model['parameterSource']}); "
              f"dtype from {model['dtypeSource']}; KV {model['kvValuesPerToken']:,} values/token = {model['kvFormula']}"]
     predictions = data.get("predictions") or {}
@@ -109,12 +109,10 @@ def models_renderable(specs: list[dict[str, Any]]) -> Any:
 
 
 def devices_renderable(data: dict[str, Any]) -> Any:
-    from rich.table import Table
+    from llm_d_lens.output import Column, columns_table
 
-    table = Table(title=f"{data['hardware']}: {len(data['devices'])} device(s) from {data['source']}", title_justify="left")
-    for column in ("product", "memory GiB", "PCI", "id"):
-        table.add_column(column, justify="right" if column == "memory GiB" else "left")
-    for d in data["devices"]:
-        memory = f"{d['memoryBytes'] / 2**30:,.2f}" if d["memoryBytes"] else "unknown"
-        table.add_row(d["product"] or "unknown", memory, d["pciBusId"] or "-", d["uuid"] or d["serial"] or "-")
-    return table
+    columns = [Column("PRODUCT"), Column("MEMORY GiB", numeric=True), Column("PCI"), Column("ID")]
+    rows = [[d["product"] or "unknown", f"{d['memoryBytes'] / 2**30:,.2f}" if d["memoryBytes"] else "unknown",
+             d["pciBusId"] or "-", d["uuid"] or d["serial"] or "-"] for d in data["devices"]]
+    return columns_table(columns, rows, title=f"{data['hardware']}: {len(data['devices'])} device(s) from {data['source']}",
+                         title_justify="left")

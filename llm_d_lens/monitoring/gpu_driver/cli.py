@@ -88,22 +88,24 @@ def plan_command(
     emit(built.to_dict(), output, plan_table)
 
 
-def plan_table(data: dict[str, Any]) -> Any:
+def plan_table(data: dict[str, Any], wide: bool = False) -> Any:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    steps = Table(title="install steps" + ("" if data["cluster_checked"] else " (cluster not read)"))
-    for column in ("hardware", "mode", "action", "chart", "version", "release", "for classes"):
-        steps.add_column(column)
+    from llm_d_lens.output import Column, columns_table
+
+    columns = [Column("HARDWARE"), Column("MODE"), Column("ACTION"), Column("CHART"), Column("VERSION"),
+               Column("RELEASE", wide_only=True), Column("FOR CLASSES", wide_only=True)]
+    rows: list[list[Any]] = []
     preconditions: list[str] = []
     for s in [each for main in data["steps"] for each in (*main["prerequisites"], main)]:
         where = f"{s['namespace']}/{s['release']}" if s["release"] else "-"
         version = s["version"] if not s["current_version"] else f"{s['current_version']} → {s['version']}"
         mode = s["mode"] + (" (prerequisite)" if s["prerequisite"] else "")
-        steps.add_row(s["hardware"], mode, s["action"], s["chart"], version or "-", where, ", ".join(s["classes"]))
+        rows.append([s["hardware"], mode, s["action"], s["chart"], version or "-", where, ", ".join(s["classes"])])
         preconditions += [f"{s['chart']} needs {need}" for need in s["preconditions"]]
-    parts: list[Any] = [steps]
+    title = "install steps" + ("" if data["cluster_checked"] else " (cluster not read)")
+    parts: list[Any] = [columns_table(columns, rows, wide=wide, title=title)]
     parts += [Text(f"• precondition, not installed by Lens: {line}", style="yellow") for line in dict.fromkeys(preconditions)]
     for p in data["provided"]:
         parts.append(Text(f"• {p['hardware']} {p['mode']}: not installed by Lens ({p['reason']})"))
@@ -131,20 +133,17 @@ def status_command(
     emit([s.to_dict() for s in found], output, status_table)
 
 
-def status_table(rows: list[dict[str, Any]]) -> Any:
-    from rich.table import Table
+def status_table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
+    from llm_d_lens.output import Column, columns_table
 
-    t = Table(title="driver status")
-    for column in ("hardware", "mode", "state", "ready/desired", "version", "daemonsets", "nodes missing it"):
-        t.add_column(column)
+    columns = [Column("HARDWARE"), Column("MODE"), Column("STATE"), Column("READY", numeric=True), Column("VERSION"),
+               Column("DAEMONSETS", wide_only=True), Column("NODES WITHOUT IT")]
     style = {"ready": "green", "degraded": "yellow", "not-installed": "red", "no-matchers": "dim"}
-    for r in rows:
-        managed = "" if r["managed"] else " (unmanaged)"
-        t.add_row(r["hardware"], r["mode"] + managed, f"[{style[r['state']]}]{r['state']}[/]",
-                  f"{r['ready']}/{r['desired']}", ", ".join(r["versions"]) or "-",
-                  "\n".join(f"{d['namespace']}/{d['name']}" for d in r["daemonsets"]) or "-",
-                  ", ".join(r["missing_nodes"]) or "-")
-    return t
+    shown = [[r["hardware"], r["mode"] + ("" if r["managed"] else " (unmanaged)"), f"[{style[r['state']]}]{r['state']}[/]",
+              f"{r['ready']}/{r['desired']}", ", ".join(r["versions"]) or "-",
+              "\n".join(f"{d['namespace']}/{d['name']}" for d in r["daemonsets"]) or "-",
+              ", ".join(r["missing_nodes"]) or "-"] for r in rows]
+    return columns_table(columns, shown, wide=wide, title="driver status")
 
 
 @app.command("install")
@@ -203,18 +202,51 @@ def install_command(
 
 
 def print_install(rows: list[dict[str, Any]]) -> None:
-    """Plain lines, not Rich: a command must print whole, unwrapped, so it can be copied as shown."""
-    from llm_d_lens.runner import format_command
+    """Plain lines, not Rich: on a terminal a long command breaks with shell continuations, so it still copies and runs."""
+    import textwrap
 
+    from llm_d_lens.output import terminal_width
+
+    width = terminal_width() or 10**6  # piped: each command on one line, for a script to find
     if not rows:
         typer.echo("nothing to install")
     for r in [each for row in rows for each in (*row["prerequisites"], row)]:
         before = f" prerequisite {r['chart']}" if r["prerequisite"] else ""
-        typer.echo(f"{r['hardware']} {r['mode']}{before}: {r['action']} - {r['message']}")
+        typer.echo(textwrap.fill(f"{r['hardware']} {r['mode']}{before}: {r['action']} - {r['message']}", width,
+                                 subsequent_indent="  ", break_on_hyphens=False, break_long_words=False))
         for need in r["preconditions"]:
             typer.echo(f"  needs (Lens does not install it): {need}")
         for argv in r["commands"]:
-            typer.echo(("  would run: " if r["action"] == "dry-run" else "  ran: ") + format_command(argv))
+            typer.echo(command_lines(("  would run: " if r["action"] == "dry-run" else "  ran: "), argv, width))
         if r["action"] == "dry-run":
             for argv in r["checks"]:
-                typer.echo("  would first check: " + format_command(argv))
+                typer.echo(command_lines("  would first check: ", argv, width))
+
+
+def command_lines(prefix: str, argv: list[str], width: int) -> str:
+    """``prefix`` and the shell-quoted command, broken before an option with `` \\`` where a line would pass ``width``.
+
+    An option's value stays on its option's line when both fit; a word longer than a line stays whole.
+    """
+    from llm_d_lens.runner import format_command, redact
+
+    words = [format_command([arg]) for arg in redact(argv)]  # redacted as a whole: a secret may follow its flag
+    lines, line = [], prefix.rstrip() + " " + (words[0] if words else "")
+    indent = " " * (len(prefix) - len(prefix.lstrip()) + 4)
+    i = 1
+    while i < len(words):
+        group = [words[i]]
+        if words[i].startswith("-") and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            group.append(words[i + 1])  # an option and its value move together
+        piece = " ".join(group)
+        if len(line) + 1 + len(piece) + 2 <= width or line == indent.rstrip():
+            line = f"{line} {piece}"
+        elif len(indent) + len(piece) + 2 > width and len(group) == 2:
+            lines.append(line + " \\")
+            lines.append(indent + group[0] + " \\")
+            line = indent + group[1]
+        else:
+            lines.append(line + " \\")
+            line = indent + piece
+        i += len(group)
+    return "\n".join([*lines, line])
