@@ -31,6 +31,8 @@ GROUPS: dict[str, tuple[str, str]] = {
     "plan": ("llm_d_lens.planning.cli", "Which model fits on which hardware pool, with what parallelism and replicas."),
 }
 
+#: another name -> the group it runs: the API's spelling (/api/v1/drivers); hidden in help, listed in docs/cli.md
+ALIASES: dict[str, str] = {"drivers": "driver"}
 
 #: ``-h`` is ``--help`` on every command: click hands a group's context settings to its subcommands.
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -74,6 +76,8 @@ def build_app(only: str | None = None) -> typer.Typer:
             continue
         group = importlib.import_module(module).app
         app.add_typer(group, name=name, help=help_text)
+        for alias in (a for a, target in ALIASES.items() if target == name):
+            app.add_typer(group, name=alias, help=f"Same as `lens {name}`.", hidden=True)
 
     if only is None or only == "serve":
 
@@ -124,6 +128,7 @@ def _group_of(argv: list[str]) -> str | None:
         if arg == "--version":
             return "version"
         if not arg.startswith("-"):
+            arg = ALIASES.get(arg, arg)
             return arg if arg in GROUPS or arg in ("serve", "version") else None
     return None
 

@@ -31,6 +31,11 @@ while this file is out of date, so what it says is what the commands do.
 
 - `-o/--output` is the output **format**: `table` (fits 80 columns), `wide` (every column), `json`,
   `yaml`; commands whose result is a document (manifests, a scenario) take `yaml` or `json`.
+  List commands also take `name`: one name a line, plain (`nvidia`, not kubectl's `hardware/nvidia`),
+  as `lens hardware show`, `--cluster` or `--guide` take it. Commands that print one line for a
+  shell (`profiles flags`, `profiles compose-file`) default to `text`, that line as it is.
+- JSON and YAML keys are snake_case on every command and endpoint; Kubernetes names and label
+  keys inside values stay as Kubernetes spells them.
 - A command that writes a file takes `--output-file FILE` and never replaces an existing file
   without `--force`.
 - `-h` is `--help`. `lens --version` prints the version; `lens version -o json` adds Python,
@@ -76,8 +81,20 @@ def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str,
     if path and getattr(command, "invoke_without_command", False):
         found.append((path, command))  # a group that does something itself (`lens preflight`)
     for name in sorted(subs):
-        found += _commands(subs[name], (*path, name))
+        if not getattr(subs[name], "hidden", False):  # an alias: listed once, under "Aliases"
+            found += _commands(subs[name], (*path, name))
     return found
+
+
+def _aliases(command: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """One line per hidden alias: its name and its help, which says what it is the same as."""
+    lines: list[str] = []
+    for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+        if getattr(sub, "hidden", False):
+            lines.append(f"- `{' '.join(('lens', *path, name))}`: {(sub.help or '').strip()}")
+        else:
+            lines += _aliases(sub, (*path, name))
+    return lines
 
 
 def _section(path: tuple[str, ...], command: Any, ctx: Any) -> tuple[list[str], set[str]]:
@@ -122,7 +139,9 @@ def render() -> str:
         every_env |= env
     env_lines = ["### Environment variables named by some command", "",
                  *(f"- `{name}`" for name in sorted(every_env)), ""]
-    return "\n".join([HEADER, *env_lines, *body]).rstrip() + "\n"
+    alias_lines = ["### Aliases", "", "Other names that match the API's paths; `lens --help` does not list them.", "",
+                   *_aliases(root), ""]
+    return "\n".join([HEADER, *env_lines, *alias_lines, *body]).rstrip() + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,40 @@ class OutputFormat(str, Enum):
         return self in (OutputFormat.table, OutputFormat.wide)
 
 
+class ListFormat(str, Enum):
+    """For commands that list named things: the table formats, and ``name``, one name a line.
+
+    Plain names rather than kubectl's ``kind/name``: each is what the matching ``lens ... show`` or
+    ``--cluster``/``--guide`` option takes, so ``lens hardware list -o name | xargs -n1 lens hardware show``
+    works as it reads.
+    """
+
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+    name = "name"
+
+    @property
+    def is_table(self) -> bool:
+        return self in (ListFormat.table, ListFormat.wide)
+
+
+def list_output_option() -> Any:
+    """``-o/--output`` for a list command (the table formats plus ``name``)."""
+    import typer
+
+    return typer.Option(ListFormat.table, "--output", "-o", help="table, wide, json, yaml or name (one name a line).")
+
+
+class TextFormat(str, Enum):
+    """For commands whose result is one line a shell uses as it is (a path, flags): ``text`` by default."""
+
+    text = "text"
+    json = "json"
+    yaml = "yaml"
+
+
 class DocumentFormat(str, Enum):
     """For commands whose result is a document (manifests, a scenario) rather than rows: no table."""
 
@@ -47,19 +81,27 @@ def to_jsonable(data: Any) -> Any:
     return data
 
 
-def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
+def emit(data: Any, output: OutputFormat | ListFormat | TextFormat, table: Callable[..., Any],
+         names: Callable[[Any], list[str]] | None = None) -> None:
     """Print ``data`` as JSON or YAML, or render the Rich renderable ``table(data)`` returns.
 
-    A renderer that takes a ``wide`` keyword is called with ``wide=True`` for ``-o wide``.
+    A renderer that takes a ``wide`` keyword is called with ``wide=True`` for ``-o wide``; ``-o name``
+    prints ``names(data)``, one a line; ``-o text`` prints what ``table(data)`` returns as it is.
     """
-    if output is OutputFormat.json:
+    if output.value == "json":
         sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
-    elif output is OutputFormat.yaml:
+    elif output.value == "name" and names is not None:
+        sys.stdout.write("".join(f"{name}\n" for name in names(data)))
+    elif output.value == "text":
+        text = table(data)
+        if text:
+            sys.stdout.write(f"{text}\n")
+    elif output.value == "yaml":
         import yaml
 
         sys.stdout.write(yaml.safe_dump(to_jsonable(data), sort_keys=False, allow_unicode=True))
     else:
-        wide = output is OutputFormat.wide
+        wide = output.value == "wide"
         console(wide=wide).print(table(data, wide=wide) if _takes_wide(table) else table(data))
 
 

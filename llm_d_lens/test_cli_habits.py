@@ -145,7 +145,7 @@ def test_dash_o_is_the_output_format_on_every_command_and_files_have_one_option_
         if "-o" in param.opts or "--output" in param.opts:
             assert set(param.opts) == {"-o", "--output"}, (where, param.opts)
             choices = set(param.metavar.split("|"))
-            assert choices <= {"table", "wide", "json", "yaml", "name"} and "json" in choices, (where, choices)
+            assert choices <= {"table", "wide", "json", "yaml", "name", "text"} and "json" in choices, (where, choices)
             formats.append(where)
         assert "--out" not in param.opts, where
         if any("file" in opt for opt in param.opts) and param.name not in ("kubeconfig",):

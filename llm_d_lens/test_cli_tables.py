@@ -81,6 +81,8 @@ def table_commands() -> list[str]:
     found: list[str] = []
 
     def walk(command: Any, path: list[str]) -> None:
+        if command.hidden:
+            return  # an alias runs the same command, checked under its own name
         output = [p for p in command.params if "--output" in getattr(p, "opts", ())]
         if output and "table" in (output[0].metavar or "").split("|"):
             found.append(" ".join(path))

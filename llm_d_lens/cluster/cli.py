@@ -6,7 +6,7 @@ from pathlib import Path
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OUTPUT_FILE, OutputFormat, console, emit
+from llm_d_lens.output import OUTPUT_FILE, ListFormat, OutputFormat, console, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True)
@@ -61,6 +61,10 @@ def inspect(
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes, wide=output is OutputFormat.wide))
 
 
+#: the API's name for the same read (/api/v1/clusters/overview); hidden in help, listed in docs/cli.md
+app.command("overview", hidden=True, help="Same as `lens cluster inspect`.")(inspect)
+
+
 @app.command("snapshot")
 def snapshot(
     out: Path = typer.Option(..., OUTPUT_FILE, metavar="FILE", help="File to write; gzipped when it ends in .gz."),
@@ -104,7 +108,7 @@ def list_clusters(
     clusters_file: Path | None = ClustersFileOption,
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without a clusters file: the kubeconfig whose contexts are listed."),
     timeout: float = typer.Option(5.0, "--timeout", min=1, help="Seconds each cluster may take to answer."),
-    output: OutputFormat = OutputOption,
+    output: ListFormat = list_output_option(),
 ) -> None:
     """The clusters --cluster can name, from the clusters file or else the kubeconfig's contexts, with reachability."""
     import asyncio
@@ -113,8 +117,15 @@ def list_clusters(
     from llm_d_lens.cluster.options import user_clusters
 
     found = user_clusters(clusters_file, kubeconfig)
+    if output is ListFormat.name:  # names need no answer from any cluster
+        emit({"clusters": [{"name": c.name} for c in found.clusters]}, output, _list_table, names=_names)
+        return
     rows = [r.to_dict() for r in asyncio.run(probe_all(found.clusters, timeout=timeout))]
-    emit({"origin": found.origin, "clusters": rows}, output, _list_table)
+    emit({"origin": found.origin, "clusters": rows}, output, _list_table, names=_names)
+
+
+def _names(data: dict[str, object]) -> list[str]:
+    return [str(c["name"]) for c in data["clusters"]]  # type: ignore[attr-defined]
 
 
 def _list_table(data: dict[str, object]) -> object:

@@ -19,7 +19,7 @@ from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
-from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
+from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, ListFormat, OutputFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -60,13 +60,14 @@ def guides(
     revision: str = RevisionOption,
     guide: str = typer.Option(None, "--guide", help="Only this guide."),
     hardware: str = typer.Option(None, "--hardware", help="Only this hardware."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
+    output: ListFormat = list_output_option(),
 ) -> None:
     """Every overlay in the llm-d source: guide × hardware × model server × overlay, with labels and status."""
     from llm_d_lens.deploy.service import describe_guides
 
     report = describe_guides(root=llm_d_root, revision=revision, guide=guide, hardware=hardware, runner=_runner(None, None))
-    emit(report, output, functools.partial(_guides_table, only_guide=guide, only_hardware=hardware))
+    emit(report, output, functools.partial(_guides_table, only_guide=guide, only_hardware=hardware),
+         names=lambda report: [g for g in report["guides"] if guide is None or g == guide])
 
 
 def _guides_table(report: dict[str, Any], only_guide: str | None = None, only_hardware: str | None = None) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.output import ListFormat, OutputFormat, TextFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -16,11 +16,13 @@ ProfileDirOption = typer.Option(
     [], "--profile-dir", metavar="DIR",
     help="A directory of profiles searched after the built-in one; repeatable, later ones override earlier ones.",
 )
+#: text (the default) is the one line a shell script uses as it is, as before -o existed here
+TextOutputOption = typer.Option(TextFormat.text, "--output", "-o", help="text (one line, for a shell), json or yaml.")
 NameArgument = typer.Argument("default", metavar="NAME", help="Profile name (the file stem).")
 
 
 @app.command("list")
-def list_command(profile_dir: list[str] = ProfileDirOption, output: OutputFormat = OutputOption) -> None:
+def list_command(profile_dir: list[str] = ProfileDirOption, output: ListFormat = list_output_option()) -> None:
     """The profiles that can be selected, and which file each comes from."""
     from llm_d_lens.evaluate.profiles import SearchPath, listing
 
@@ -37,26 +39,29 @@ def list_command(profile_dir: list[str] = ProfileDirOption, output: OutputFormat
             shown.append([r["name"], r.get("deployment", "-"), description, where])
         return columns_table(columns, shown, wide=wide, title=f"{len(rows)} workload profiles")
 
-    emit(rows, output, table)
+    emit(rows, output, table, names=lambda rows: [r["name"] for r in rows])
 
 
 @app.command("compose-file")
-def compose_file(name: str = NameArgument, profile_dir: list[str] = ProfileDirOption) -> None:
+def compose_file(name: str = NameArgument, profile_dir: list[str] = ProfileDirOption,
+                 output: TextFormat = TextOutputOption) -> None:
     """The profile's compose file as an absolute path; nothing (exit 0) when it is deployed externally."""
     from llm_d_lens.evaluate.profiles import SearchPath
 
     path = SearchPath.of(profile_dir).load(name).compose_path()
-    if path is not None:
-        typer.echo(str(path))
+    result = {"name": name, "compose_file": str(path) if path is not None else None}
+    emit(result, output, lambda data: data["compose_file"] or "")
 
 
 @app.command("flags")
-def flags(name: str = NameArgument, profile_dir: list[str] = ProfileDirOption) -> None:
-    """The profile's benchmark_options as command-line flags, shell-quoted on one line."""
+def flags(name: str = NameArgument, profile_dir: list[str] = ProfileDirOption,
+          output: TextFormat = TextOutputOption) -> None:
+    """The profile's benchmark_options as command-line flags, shell-quoted on one line (-o json: a list)."""
     from llm_d_lens.evaluate.flags import to_flags
     from llm_d_lens.evaluate.profiles import SearchPath
 
-    typer.echo(shlex.join(to_flags(SearchPath.of(profile_dir).load(name).profile.benchmark_options)))
+    listed = to_flags(SearchPath.of(profile_dir).load(name).profile.benchmark_options)
+    emit({"name": name, "flags": listed, "command_line": shlex.join(listed)}, output, lambda data: data["command_line"])
 
 
 @app.command("validate")

@@ -9,7 +9,7 @@ import typer
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.output import ListFormat, OutputFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -39,7 +39,7 @@ def _failure_row(failure: Any) -> dict[str, Any]:
 
 
 @app.command("list")
-def list_profiles(output: OutputFormat = OutputOption) -> None:
+def list_profiles(output: ListFormat = list_output_option()) -> None:
     """Every registered hardware profile, then every plugin that was skipped and why."""
     from llm_d_lens.hardware import notice
     from llm_d_lens.hardware.registry import get_registry
@@ -66,7 +66,7 @@ def list_profiles(output: OutputFormat = OutputOption) -> None:
             parts.append(Text(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}", style="red"))
         return Group(*parts)
 
-    emit([*rows, *failed], output, table)
+    emit([*rows, *failed], output, table, names=lambda rows: [r["id"] for r in rows if r["status"] == "registered"])
 
 
 @app.command("show")
