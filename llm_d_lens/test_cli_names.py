@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
-from llm_d_lens.cli import build_app, main
-from llm_d_lens.cli_words import plain_metavars
+from llm_d_lens.cli import main
+from llm_d_lens.testing.tables import commands_offering
 
 LLM_D = Path(__file__).resolve().parent.parent / ".." / "shared" / "upstream" / "llm-d"
 CLUSTERS = "clusters:\n  - name: demo\n    demo: true\n  - name: far-away\n    context: no-such-context\n"
@@ -30,22 +29,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def name_commands() -> list[str]:
-    found: list[str] = []
-
-    def walk(command: Any, path: list[str]) -> None:
-        output = [p for p in command.params if "--output" in getattr(p, "opts", ())]
-        if output and "name" in (output[0].metavar or "").split("|") and not command.hidden:
-            found.append(" ".join(path))
-        for name, sub in (getattr(command, "commands", None) or {}).items():
-            walk(sub, [*path, name])
-
-    walk(plain_metavars(typer.main.get_command(build_app())), [])
-    return found
-
-
 def test_the_list_commands_offer_name() -> None:
-    assert sorted(name_commands()) == sorted(LISTS)
+    assert sorted(commands_offering("name")) == sorted(LISTS)
 
 
 @pytest.mark.parametrize("command", sorted(set(LISTS) - {"cluster list"}))

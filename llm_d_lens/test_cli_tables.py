@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
-from llm_d_lens.cli import build_app, main
-from llm_d_lens.cli_words import plain_metavars
+from llm_d_lens.cli import main
+from llm_d_lens.testing.tables import commands_offering
 
 PACKAGE = Path(__file__).resolve().parent
 LLM_D = PACKAGE.parent / ".." / "shared" / "upstream" / "llm-d"
@@ -76,25 +75,8 @@ SAMPLES: dict[str, Sample] = {
 }
 
 
-def table_commands() -> list[str]:
-    """Every command (a leaf, or a group that runs itself) whose ``--output`` offers ``table``."""
-    found: list[str] = []
-
-    def walk(command: Any, path: list[str]) -> None:
-        if command.hidden:
-            return  # an alias runs the same command, checked under its own name
-        output = [p for p in command.params if "--output" in getattr(p, "opts", ())]
-        if output and "table" in (output[0].metavar or "").split("|"):
-            found.append(" ".join(path))
-        for name, sub in (getattr(command, "commands", None) or {}).items():
-            walk(sub, [*path, name])
-
-    walk(plain_metavars(typer.main.get_command(build_app())), [])
-    return found
-
-
 def test_every_table_command_has_a_sample() -> None:
-    commands = table_commands()
+    commands = commands_offering("table")
     assert len(commands) > 20
     missing = sorted(set(commands) - set(SAMPLES))
     assert not missing, f"give these commands a sample run in SAMPLES so their tables are checked: {missing}"

@@ -50,3 +50,28 @@ def assert_readable(text: str, width: int, headers: list[str], *, first: str) ->
 def assert_right_aligned(cell: str) -> None:
     """A numeric cell's value touches the right padding (one space), with any slack on the left."""
     assert cell.endswith(cell.strip() + " "), repr(cell)
+
+
+def commands_offering(choice: str) -> list[str]:
+    """Every visible command (a leaf, or a group that runs itself) whose ``--output`` offers ``choice``.
+
+    Hidden aliases are left out: they run the same command, checked under its own name.
+    """
+    import typer
+
+    from llm_d_lens.cli import build_app
+    from llm_d_lens.cli_words import plain_metavars
+
+    found: list[str] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        if command.hidden:
+            return
+        output = [p for p in command.params if "--output" in getattr(p, "opts", ())]
+        if output and choice in (output[0].metavar or "").split("|"):
+            found.append(" ".join(path))
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+
+    walk(plain_metavars(typer.main.get_command(build_app())), [])
+    return found
