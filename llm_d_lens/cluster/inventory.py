@@ -211,7 +211,8 @@ class _Builder:
             if slot.selector is not None and not plugin.whole:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(slot.selector.items()))
                 if self._needs_advertising(slot.profile_id):
-                    notes.append(f"present by node labels ({shown}), 0 devices advertised: driver missing?")
+                    notes.append(f"present by node labels ({shown}), 0 devices advertised: driver missing? "
+                                 f"(lens driver status --hardware {slot.profile_id})")
                 else:
                     notes.append(f"present by node labels ({shown}); this hardware needs no device advertising")
         elif not counts.devices and counts.partitions:

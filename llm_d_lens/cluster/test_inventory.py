@@ -457,7 +457,8 @@ def test_labels_without_advertised_devices_say_the_driver_may_be_missing() -> No
     assert (amd["nodes"], amd["devices"], amd["nodesWithoutDevices"]) == (1, 0, 1)
     assert amd["vram"]["totalBytes"] == 0  # no device, no VRAM, however the label reads
     notes = hardware(result, "new", "amd")["notes"]
-    assert notes == ["present by node labels (feature.node.kubernetes.io/amd-gpu=true), 0 devices advertised: driver missing?"]
+    assert notes == ["present by node labels (feature.node.kubernetes.io/amd-gpu=true), 0 devices advertised: driver missing? "
+                     "(lens driver status --hardware amd)"]
 
 
 def test_a_cpu_node_found_by_labels_needs_no_driver() -> None:

@@ -111,6 +111,9 @@ class _Usage:
         return models
 
 
+#: what gives the joins a cluster's objects, on each edge: the CLI's option, the API's parameter, the server's variable
+CLUSTER_OBJECTS_HINT = "--cluster FILE or --cluster kubectl; the API's ?cluster=NAME; the server's LENS_CLUSTER_OBJECTS"
+
 def _mode_for(profile: HardwareProfile, request_model: str) -> str | None:
     return next((name for name, m in profile.effective_modes().items() if m.request_model == request_model), None)
 
@@ -206,7 +209,7 @@ def _choose(profile: HardwareProfile, usage: _Usage | None, node: str, mode: str
     if join == "none":
         return mode, join, f"the telemetry join of mode {mode or '(default)'} is none"
     if join in ("dra", "pod-status") and usage is None:
-        return mode, join, f"the {join} join needs the cluster's pods, claims and slices (give cluster objects)"
+        return mode, join, f"the {join} join needs the cluster's pods, claims and slices ({CLUSTER_OBJECTS_HINT})"
     return mode, join, None
 
 

@@ -255,7 +255,8 @@ def test_a_mode_whose_join_is_none_attributes_nothing():
 def test_a_join_that_needs_cluster_objects_says_so_without_them():
     report = snapshot(fixture_text("xpu-max1550-tiles.prom"), ["intel-xpu"])  # default join: dra
     assert {d.attribution.reason for d in report.devices} == {
-        "the dra join needs the cluster's pods, claims and slices (give cluster objects)"
+        "the dra join needs the cluster's pods, claims and slices (--cluster FILE or --cluster kubectl; the API's "
+        "?cluster=NAME; the server's LENS_CLUSTER_OBJECTS)"
     }
 
 

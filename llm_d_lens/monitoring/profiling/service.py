@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.monitoring.accelerator.attribution import ATTRIBUTED, PodAllocation
+from llm_d_lens.monitoring.accelerator.attribution import ATTRIBUTED, CLUSTER_OBJECTS_HINT, PodAllocation
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading
 from llm_d_lens.monitoring.accelerator.service import DeviceReport, Selected, read_devices
@@ -68,7 +68,7 @@ def combine(readings: Sequence[PodReading], report: DeviceReport, namespace: str
     why_none = None
     if report.hardware:
         why_none = NO_DEVICES + (
-            " (its exporters' pod labels do not name it; give cluster objects to join the allocations)" if cluster is None
+            f" (its exporters' pod labels do not name it; to join the allocations give {CLUSTER_OBJECTS_HINT})" if cluster is None
             else " (the cluster objects show it holding none of it)")
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for reading in readings:

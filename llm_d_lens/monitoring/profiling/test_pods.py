@@ -156,7 +156,8 @@ def test_a_pod_holding_no_device_lens_sees_says_why(prometheus):
     assert served["devices"]["status"] is None
     assert served["devices"]["reason"] == (
         "no device series of the selected hardware is attributed to this pod "
-        "(its exporters' pod labels do not name it; give cluster objects to join the allocations)")
+        "(its exporters' pod labels do not name it; to join the allocations give --cluster FILE or --cluster kubectl; "
+        "the API's ?cluster=NAME; the server's LENS_CLUSTER_OBJECTS)")
 
 
 def test_the_kv_cache_name_order_does_not_depend_on_which_profile_comes_first():
