@@ -44,10 +44,10 @@ def test_the_generated_snapshot_is_a_cluster_the_inventory_counts_as_designed(tm
     path = tmp_path / "c.json"
     bench.write_snapshot(path, 100, 2, indent=0)
     data = build_inventory(load_snapshot(path)).to_dict()
-    found = {b["profileId"]: (b["nodes"], b["devices"], b["allocated"]) for b in data["vendors"]}
+    found = {b["profile_id"]: (b["nodes"], b["devices"], b["allocated"]) for b in data["vendors"]}
     # Per 100 nodes: 45 NVIDIA plugin + 14 NVIDIA DRA nodes of 8 GPUs, one vLLM pod holding 4 on each;
     # 14 AMD (8, 4 held), 7 TPU (4, 2 held), 6 Gaudi (8, 4 held), 4 Intel DRA (8, 4 held by a claim);
     # 5 CPU nodes by label and 5 with a dra.cpu slice of two shared NUMA devices.
     assert found == {"nvidia": (59, 472, 236), "amd": (14, 112, 56), "google-tpu": (7, 28, 14), "intel-gaudi": (6, 48, 24),
                      "intel-xpu": (4, 32, 16), "cpu": (10, 10, 0)}
-    assert data["totalGpuCount"] == 472 + 112 + 28 + 48 + 32
+    assert data["total_gpu_count"] == 472 + 112 + 28 + 48 + 32

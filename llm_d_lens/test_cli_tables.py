@@ -228,3 +228,35 @@ def test_wide_shows_every_column_of_the_default_table(name: str, request, monkey
     assert len(shown) == len(default), f"{name}: -o wide prints other tables than the default"
     for narrow, every in zip(default, shown):
         assert set(narrow) <= set(every), f"{name}: -o wide lost {sorted(set(narrow) - set(every))}"
+
+
+# -- one naming ------------------------------------------------------------------------------------
+
+CAMEL = re.compile(r"^[a-z]+[A-Z]")
+#: keys whose values are Kubernetes' or a label set's own, kept as Kubernetes spells them
+KUBERNETES_VALUES = {"labels", "objects", "items", "selector", "node_labels", "node_label_selector", "annotations",
+                     "requests", "limits", "capacity", "allocatable", "metadata", "spec", "status_object",
+                     "options", "values"}  # a chart's own values too
+
+
+def camel_keys(document: Any, path: str = "") -> list[str]:
+    """Every camelCase key of a JSON document, by path, outside the values Kubernetes spells."""
+    found: list[str] = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if CAMEL.match(str(key)):
+                found.append(f"{path}.{key}")
+            if key not in KUBERNETES_VALUES:
+                found += camel_keys(value, f"{path}.{key}")
+    elif isinstance(document, list):
+        for i, item in enumerate(document[:50]):
+            found += camel_keys(item, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_json_keys_are_snake_case(name: str, request, monkeypatch, tmp_path, capsys) -> None:
+    import json
+
+    text, _ = run_sample(name, None, ["-o", "json"], request, monkeypatch, tmp_path, capsys)
+    assert not camel_keys(json.loads(text)), f"{name} -o json: camelCase keys {camel_keys(json.loads(text))[:8]}"

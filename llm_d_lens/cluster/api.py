@@ -68,7 +68,7 @@ async def named_overview(
     document = found.overview.to_dict()
     if not nodes:
         document.pop("nodes")
-    return {"cluster": cluster.to_dict(), "readAt": found.read_at, **document}
+    return {"cluster": cluster.to_dict(), "read_at": found.read_at, **document}
 
 
 @router.get("/fleet/overview")

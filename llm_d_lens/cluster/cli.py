@@ -136,7 +136,7 @@ def _list_table(data: dict[str, object]) -> object:
         table.add_column(column, overflow="fold")
     for row in data["clusters"]:  # type: ignore[attr-defined]
         labels = ",".join(f"{k}={v}" for k, v in row["labels"].items()) or "-"
-        name = row["name"] if row["displayName"] == row["name"] else f"{row['name']}\n[dim]{row['displayName']}[/dim]"
+        name = row["name"] if row["display_name"] == row["name"] else f"{row['name']}\n[dim]{row['display_name']}[/dim]"
         state = ("[green]yes[/green] " if row["reachable"] else "[red]no[/red] ") + row["detail"]
         table.add_row(name, row["kind"], labels, state)
     return table

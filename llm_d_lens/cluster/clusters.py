@@ -74,7 +74,7 @@ class Cluster:
     def to_dict(self) -> dict[str, Any]:
         where: dict[str, Any] = {"demo": {}, "snapshot": {"snapshot": str(self.snapshot)},
                                  "live": {"context": self.context, "kubeconfig": self.kubeconfig}}[self.kind]
-        return {"name": self.name, "displayName": self.display_name, "labels": dict(self.labels),
+        return {"name": self.name, "display_name": self.display_name, "labels": dict(self.labels),
                 "kind": self.kind, **where}
 
 

@@ -81,24 +81,24 @@ def fleet_document(members: Sequence[Member]) -> dict[str, Any]:
         if member.overview is None:
             continue
         for bucket in member.overview["vendors"]:
-            entry = hardware.setdefault(bucket["profileId"], {
-                "profileId": bucket["profileId"], "displayName": bucket["displayName"], "vendor": bucket["vendor"],
-                "accelerator": bucket["accelerator"], **{key: 0 for key in COUNTS}, "vramBytes": 0, "clusters": []})
+            entry = hardware.setdefault(bucket["profile_id"], {
+                "profile_id": bucket["profile_id"], "display_name": bucket["display_name"], "vendor": bucket["vendor"],
+                "accelerator": bucket["accelerator"], **{key: 0 for key in COUNTS}, "vram_bytes": 0, "clusters": []})
             share = {key: bucket[key] for key in COUNTS}
-            share["vramBytes"] = bucket["vram"]["totalBytes"]
+            share["vram_bytes"] = bucket["vram"]["total_bytes"]
             for key, value in share.items():
                 entry[key] += value
             entry["clusters"].append({"cluster": member.cluster.name, **share})
-    rows = sorted(hardware.values(), key=lambda h: (not h["accelerator"], h["profileId"]))
+    rows = sorted(hardware.values(), key=lambda h: (not h["accelerator"], h["profile_id"]))
     for row in rows:
-        row["vramGiB"] = round(row["vramBytes"] / 2**30, 2)
+        row["vram_gib"] = round(row["vram_bytes"] / 2**30, 2)
     accelerators = [row for row in rows if row["accelerator"]]
-    totals = {key: sum(row[key] for row in accelerators) for key in (*COUNTS, "vramBytes")}
-    totals["vramGiB"] = round(totals["vramBytes"] / 2**30, 2)
+    totals = {key: sum(row[key] for row in accelerators) for key in (*COUNTS, "vram_bytes")}
+    totals["vram_gib"] = round(totals["vram_bytes"] / 2**30, 2)
     return {
         "clusters": [_member_dict(m) for m in members],
         "hardware": rows,
-        "totals": {**totals, "clusters": len(members), "clustersRead": sum(1 for m in members if m.overview is not None)},
+        "totals": {**totals, "clusters": len(members), "clusters_read": sum(1 for m in members if m.overview is not None)},
     }
 
 
@@ -108,7 +108,7 @@ def _member_dict(member: Member) -> dict[str, Any]:
         error = member.error
         return {**described, "ok": False, "error": {"code": error.code if error else "UNKNOWN",
                                                     "message": error.message if error else "not read"}}
-    return {**described, "ok": True, "readAt": member.read_at, "summary": member.overview["summary"]}
+    return {**described, "ok": True, "read_at": member.read_at, "summary": member.overview["summary"]}
 
 
 def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:

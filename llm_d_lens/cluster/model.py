@@ -1,6 +1,6 @@
 """The cluster overview: per-hardware buckets, per-node detail, what no profile claims.
 
-Plain dataclasses with a ``to_dict`` in the API's camelCase spelling; building thousands of node
+Plain dataclasses with a ``to_dict`` in snake_case like every Lens document; building thousands of node
 records must stay cheap, and the output shape is documented in ``docs/cluster.md``.
 """
 
@@ -39,10 +39,10 @@ class Vram:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "totalBytes": self.total_bytes,
-            "totalGiB": round(self.total_bytes / GIB, 2),
-            "devicesWithVram": self.devices_known,
-            "devicesWithoutVram": self.devices_unknown,
+            "total_bytes": self.total_bytes,
+            "total_gib": round(self.total_bytes / GIB, 2),
+            "devices_with_vram": self.devices_known,
+            "devices_without_vram": self.devices_unknown,
             "sources": sorted(self.sources),
         }
 
@@ -104,12 +104,12 @@ class NodeHardware:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "profileId": self.profile_id,
+            "profile_id": self.profile_id,
             **self.counts.to_dict(),
             "vram": self.vram.to_dict(),
             "products": sorted(self.products),
-            "requestModels": sorted(self.request_models),
-            "presentByLabels": self.present_by_labels,
+            "request_models": sorted(self.request_models),
+            "present_by_labels": self.present_by_labels,
             "channels": [c.to_dict() for c in self.channels],
             "capacity": capacity_dict(self.capacity),
             "holders": [{"holder": who, "count": n} for who, n in sorted(self.holders.items())],
@@ -156,8 +156,8 @@ class Bucket:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "profileId": self.profile_id,
-            "displayName": self.display_name,
+            "profile_id": self.profile_id,
+            "display_name": self.display_name,
             "vendor": self.vendor,
             "accelerator": self.accelerator,
             "nodes": self.nodes,
@@ -166,10 +166,10 @@ class Bucket:
                             "available": self.schedulable.available},
             "vram": self.vram.to_dict(),
             "products": sorted(self.products),
-            "requestModels": sorted(self.request_models),
+            "request_models": sorted(self.request_models),
             "capacity": capacity_dict(self.capacity),
             "pending": {"requests": self.pending_requests, "units": self.pending_units},
-            "nodesWithoutDevices": self.nodes_without_devices,
+            "nodes_without_devices": self.nodes_without_devices,
         }
 
 
@@ -208,25 +208,25 @@ class Overview:
             vram.merge(bucket.vram)
         return {
             "nodes": len(self.nodes),
-            "readyNodes": sum(1 for n in self.nodes if n.ready),
-            "notReadyNodes": sum(1 for n in self.nodes if not n.ready),
-            "cordonedNodes": sum(1 for n in self.nodes if n.cordoned),
-            "acceleratorNodes": sum(1 for n in self.nodes if any(
+            "ready_nodes": sum(1 for n in self.nodes if n.ready),
+            "not_ready_nodes": sum(1 for n in self.nodes if not n.ready),
+            "cordoned_nodes": sum(1 for n in self.nodes if n.cordoned),
+            "accelerator_nodes": sum(1 for n in self.nodes if any(
                 h.counts.devices or h.counts.partitions for h in n.hardware if h.profile_id in accelerator_ids)),
-            "totalGpuCount": self.total_gpu_count,
+            "total_gpu_count": self.total_gpu_count,
             "partitions": sum(b.counts.partitions for b in accelerators),
             "allocatable": sum(b.counts.allocatable for b in accelerators),
             "allocated": sum(b.counts.allocated for b in accelerators),
             "available": sum(b.counts.available for b in accelerators),
-            "schedulableAvailable": sum(b.schedulable.available for b in accelerators),
+            "schedulable_available": sum(b.schedulable.available for b in accelerators),
             "vram": vram.to_dict(),
         }
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "draApi": self.dra_api,
-            "totalGpuCount": self.total_gpu_count,
+            "dra_api": self.dra_api,
+            "total_gpu_count": self.total_gpu_count,
             "summary": self.summary(),
             "vendors": [b.to_dict() for b in self.buckets],
             "nodes": [n.to_dict() for n in self.nodes],

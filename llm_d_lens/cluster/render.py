@@ -35,11 +35,11 @@ _HARDWARE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
 
 def _gib(vram: dict[str, Any]) -> str:
     """VRAM as a right-aligned number under a ``(GiB)`` header; ``?`` when no device reports it."""
-    if not vram["devicesWithVram"] and not vram["devicesWithoutVram"]:
+    if not vram["devices_with_vram"] and not vram["devices_without_vram"]:
         return "-"
-    shown = f"{vram['totalBytes'] / GIB:,.1f}" if vram["devicesWithVram"] else "?"
-    if vram["devicesWithVram"] and vram["devicesWithoutVram"]:
-        shown += f" +{vram['devicesWithoutVram']}?"
+    shown = f"{vram['total_bytes'] / GIB:,.1f}" if vram["devices_with_vram"] else "?"
+    if vram["devices_with_vram"] and vram["devices_without_vram"]:
+        shown += f" +{vram['devices_without_vram']}?"
     return shown
 
 
@@ -50,8 +50,8 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool, wide: bool = 
 
     summary = data["summary"]
     parts: list[Any] = []
-    title = (f"{_source(data['source'])}: {data['totalGpuCount']} accelerators on {summary['acceleratorNodes']} of "
-             f"{summary['nodes']} nodes, {summary['available']} available; DRA API {_dra(data['draApi'])}")
+    title = (f"{_source(data['source'])}: {data['total_gpu_count']} accelerators on {summary['accelerator_nodes']} of "
+             f"{summary['nodes']} nodes, {summary['available']} available; DRA API {_dra(data['dra_api'])}")
     parts.append(Text(title))
     table = Table(title_justify="left")
     shown = [(header, justify) for header, justify, default in _HARDWARE_COLUMNS if wide or default]
@@ -70,15 +70,15 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool, wide: bool = 
         if bucket["pending"]["requests"]:
             pending = f"pending: {bucket['pending']['units']} for {bucket['pending']['requests']} request(s)"
             products += f"\n[yellow]{pending}[/yellow]"
-            pending_notes.append(f"{bucket['profileId']} {pending}")
+            pending_notes.append(f"{bucket['profile_id']} {pending}")
         kinds = sorted({source.split(":", 1)[0] for source in bucket["vram"]["sources"]})
         cells = {
-            "HARDWARE": f"{bucket['displayName']}\n[dim]{bucket['profileId']}[/dim]" if wide else bucket["profileId"],
+            "HARDWARE": f"{bucket['display_name']}\n[dim]{bucket['profile_id']}[/dim]" if wide else bucket["profile_id"],
             "NODES": str(bucket["nodes"]), "DEVICES": str(bucket["devices"]), "PARTITIONS": str(bucket["partitions"]),
             "TOTAL": str(bucket["allocatable"]), "IN USE": str(bucket["allocated"]), "FREE": available,
             "SCHEDULABLE FREE": str(bucket["schedulable"]["available"]), "VRAM (GiB)": _gib(bucket["vram"]),
             "VRAM SOURCE": ", ".join(kinds) or "-", "PRODUCTS": products,
-            "VIA": ", ".join(_VIA.get(m, m) for m in bucket["requestModels"]) or "-",
+            "VIA": ", ".join(_VIA.get(m, m) for m in bucket["request_models"]) or "-",
         }
         table.add_row(*(cells[header] for header, _ in shown))
     if not data["vendors"]:
@@ -89,7 +89,7 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool, wide: bool = 
     if with_nodes:
         parts.append(_nodes_table(data["nodes"], wide=wide))
     node_notes = [(node["name"], note) for node in data["nodes"] for note in node["notes"]]
-    node_notes += [(node["name"], f"{hw['profileId']}: {note}") for node in data["nodes"] for hw in node["hardware"]
+    node_notes += [(node["name"], f"{hw['profile_id']}: {note}") for node in data["nodes"] for hw in node["hardware"]
                    for note in hw["notes"]]
     unready = [n["name"] for n in data["nodes"] if not n["schedulable"]]
     if unready:
@@ -135,7 +135,7 @@ def _nodes_table(nodes: list[dict[str, Any]], *, wide: bool = False) -> Any:
         for index, hw in enumerate(node["hardware"]):
             holders = "\n".join(f"{h['holder']} ({h['count']})" for h in hw["holders"]) or "-"
             cells = {"NODE": node["name"] if index == 0 else "", "STATUS": status if index == 0 else "",
-                     "HARDWARE": hw["profileId"], "DEVICES": str(hw["devices"]), "PARTITIONS": str(hw["partitions"]),
+                     "HARDWARE": hw["profile_id"], "DEVICES": str(hw["devices"]), "PARTITIONS": str(hw["partitions"]),
                      "TOTAL": str(hw["allocatable"]), "IN USE": str(hw["allocated"]), "FREE": str(hw["available"]),
                      "VRAM (GiB)": _gib(hw["vram"]), "HELD BY": holders}
             table.add_row(*(cells[header] for header in shown))
@@ -154,21 +154,21 @@ def fleet_renderable(data: dict[str, Any]) -> Any:
     for row in data["hardware"]:
         if not row["accelerator"] and not row["devices"]:
             continue
-        hardware.add_row(row["profileId"], "(all)", str(row["devices"]), str(row["allocated"]), str(row["available"]),
-                         f"{row['vramGiB']:,.1f} GiB" if row["vramBytes"] else "-")
+        hardware.add_row(row["profile_id"], "(all)", str(row["devices"]), str(row["allocated"]), str(row["available"]),
+                         f"{row['vram_gib']:,.1f} GiB" if row["vram_bytes"] else "-")
         for share in row["clusters"]:
             hardware.add_row("", share["cluster"], str(share["devices"]), str(share["allocated"]), str(share["available"]),
-                             f"{share['vramBytes'] / GIB:,.1f} GiB" if share["vramBytes"] else "-")
+                             f"{share['vram_bytes'] / GIB:,.1f} GiB" if share["vram_bytes"] else "-")
     clusters = Table(box=None, pad_edge=False, title="clusters", title_justify="left")
     for column in ("NAME", "KIND", "STATE"):
         clusters.add_column(column, overflow="fold")
     for member in data["clusters"]:
         if member["ok"]:
-            state = f"[green]read[/green] {member['summary']['totalGpuCount']} devices, {member['summary']['nodes']} nodes"
+            state = f"[green]read[/green] {member['summary']['total_gpu_count']} devices, {member['summary']['nodes']} nodes"
         else:
             state = f"[red]{member['error']['code']}[/red] {member['error']['message']}"
         clusters.add_row(member["name"], member["kind"], state)
     totals = data["totals"]
-    line = Text(f"{totals['clustersRead']}/{totals['clusters']} clusters read: {totals['devices']} devices, "
-                f"{totals['allocated']} allocated, {totals['available']} free, {totals['vramGiB']:,.1f} GiB VRAM")
+    line = Text(f"{totals['clusters_read']}/{totals['clusters']} clusters read: {totals['devices']} devices, "
+                f"{totals['allocated']} allocated, {totals['available']} free, {totals['vram_gib']:,.1f} GiB VRAM")
     return Group(hardware, Text(""), clusters, line)

@@ -30,8 +30,8 @@ def test_overview_of_a_snapshot(tmp_path: Path) -> None:
     assert response.status_code == 200
     data = response.json()
     assert data["source"] == {"kind": "snapshot", "path": str(path)}
-    assert data["totalGpuCount"] == 8
-    assert [(v["profileId"], v["allocated"], v["available"]) for v in data["vendors"]] == [("amd", 5, 3)]
+    assert data["total_gpu_count"] == 8
+    assert [(v["profile_id"], v["allocated"], v["available"]) for v in data["vendors"]] == [("amd", 5, 3)]
     assert [n["name"] for n in data["nodes"]] == ["mi300x"]
 
 
@@ -46,7 +46,7 @@ def test_overview_of_a_live_cluster_without_node_detail() -> None:
     assert response.status_code == 200
     data = response.json()
     assert "nodes" not in data
-    assert (data["totalGpuCount"], data["draApi"], data["source"]["context"]) == (8, True, "prod")
+    assert (data["total_gpu_count"], data["dra_api"], data["source"]["context"]) == (8, True, "prod")
     assert all(argv[1:3] == ["--context", "prod"] for argv in fake.argvs())
 
 
@@ -71,7 +71,7 @@ def test_a_bad_server_setting_is_the_servers_problem(monkeypatch: pytest.MonkeyP
 
 def test_the_demo_is_served_when_configured() -> None:
     data = client_for(ClusterSource(demo=True)).get("/api/v1/clusters/overview").json()
-    assert (data["source"]["kind"], data["totalGpuCount"]) == ("demo", 60)
+    assert (data["source"]["kind"], data["total_gpu_count"]) == ("demo", 60)
 
 
 def test_the_server_reads_its_source_from_the_environment(tmp_path: Path) -> None:

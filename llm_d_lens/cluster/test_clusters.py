@@ -199,11 +199,11 @@ def test_inspect_by_name_reads_that_cluster(fleet_file: Path, fakes: dict[str, F
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cluster", "inspect", "--clusters", str(fleet_file), "--cluster", "lab", "-o", "json"]) == 0
     lab = json.loads(capsys.readouterr().out)
-    assert lab["source"]["kind"] == "snapshot" and lab["summary"]["totalGpuCount"] == 8 and lab["summary"]["allocated"] == 3
+    assert lab["source"]["kind"] == "snapshot" and lab["summary"]["total_gpu_count"] == 8 and lab["summary"]["allocated"] == 3
     assert main(["cluster", "inspect", "--clusters", str(fleet_file), "--cluster", "prod", "-o", "json"]) == 0
     prod = json.loads(capsys.readouterr().out)
     assert prod["source"] == {"kind": "live", "context": "prod-ctx", "kubeconfig": None}
-    assert prod["summary"]["totalGpuCount"] == 4 and prod["summary"]["allocated"] == 1
+    assert prod["summary"]["total_gpu_count"] == 4 and prod["summary"]["allocated"] == 1
 
 
 def test_a_name_and_another_source_is_a_conflict_and_an_unknown_name_an_error(fleet_file: Path,
@@ -236,15 +236,15 @@ def test_the_fleet_totals_each_hardware_across_clusters_and_lists_the_unreadable
     alone = {}
     for name in ("lab", "prod", "demo"):
         assert main(["cluster", "inspect", "--clusters", str(fleet_file), "--cluster", name, "-o", "json"]) == 0
-        alone[name] = {b["profileId"]: b for b in json.loads(capsys.readouterr().out)["vendors"]}
-    nvidia = next(h for h in fleet["hardware"] if h["profileId"] == "nvidia")
+        alone[name] = {b["profile_id"]: b for b in json.loads(capsys.readouterr().out)["vendors"]}
+    nvidia = next(h for h in fleet["hardware"] if h["profile_id"] == "nvidia")
     assert [share["cluster"] for share in nvidia["clusters"]] == ["lab", "prod", "demo"]
     for key in ("devices", "allocated", "available"):
         assert nvidia[key] == sum(alone[name]["nvidia"][key] for name in alone)
-    assert nvidia["vramBytes"] == sum(alone[name]["nvidia"]["vram"]["totalBytes"] for name in alone)
+    assert nvidia["vram_bytes"] == sum(alone[name]["nvidia"]["vram"]["total_bytes"] for name in alone)
     demo_accelerators = sum(b["devices"] for b in alone["demo"].values() if b["accelerator"])
     assert fleet["totals"]["devices"] == 8 + 4 + demo_accelerators
-    assert fleet["totals"]["clusters"] == 4 and fleet["totals"]["clustersRead"] == 3
+    assert fleet["totals"]["clusters"] == 4 and fleet["totals"]["clusters_read"] == 3
 
 
 def test_the_fleet_table_names_the_unreadable_cluster(fleet_file: Path, fakes: dict[str, FakeRunner],

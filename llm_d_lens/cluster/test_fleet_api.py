@@ -63,17 +63,17 @@ def test_the_clusters_route_lists_the_configured_clusters_with_reachability(serv
     assert body["origin"] == "file"
     assert [(c["name"], c["kind"], c["reachable"]) for c in body["clusters"]] == [
         ("lab", "snapshot", True), ("prod", "live", True), ("down", "live", False), ("demo", "demo", True)]
-    assert body["clusters"][0]["displayName"] == "Lab" and body["clusters"][1]["labels"] == {"environment": "prod"}
+    assert body["clusters"][0]["display_name"] == "Lab" and body["clusters"][1]["labels"] == {"environment": "prod"}
     assert "refused" in body["clusters"][2]["detail"]
 
 
 def test_a_named_overview_reads_that_cluster_and_says_when(served: TestClient) -> None:
     prod = served.get("/api/v1/clusters/prod/overview", params={"nodes": "false"}).json()
     assert prod["cluster"]["name"] == "prod" and prod["source"]["context"] == "prod-ctx"
-    assert (prod["summary"]["totalGpuCount"], prod["summary"]["allocated"]) == (4, 1)
-    assert "nodes" not in prod and prod["readAt"] > 0
+    assert (prod["summary"]["total_gpu_count"], prod["summary"]["allocated"]) == (4, 1)
+    assert "nodes" not in prod and prod["read_at"] > 0
     lab = served.get("/api/v1/clusters/lab/overview").json()
-    assert [(v["profileId"], v["allocated"]) for v in lab["vendors"]] == [("amd", 5)]
+    assert [(v["profile_id"], v["allocated"]) for v in lab["vendors"]] == [("amd", 5)]
     # the unnamed route reads the first configured cluster
     assert served.get("/api/v1/clusters/overview").json()["vendors"] == lab["vendors"]
 
@@ -91,9 +91,9 @@ def test_the_fleet_answers_with_the_unreachable_cluster_listed_with_its_error(se
     members = {m["name"]: m for m in fleet["clusters"]}
     assert {n: m["ok"] for n, m in members.items()} == {"lab": True, "prod": True, "down": False, "demo": True}
     assert members["down"]["error"]["code"] == "COMMAND_FAILED"
-    by_id = {h["profileId"]: h for h in fleet["hardware"]}
+    by_id = {h["profile_id"]: h for h in fleet["hardware"]}
     demo = served.get("/api/v1/clusters/demo/overview").json()
-    demo_buckets = {v["profileId"]: v for v in demo["vendors"]}
+    demo_buckets = {v["profile_id"]: v for v in demo["vendors"]}
     assert by_id["amd"]["devices"] == 8 + demo_buckets["amd"]["devices"]
     assert by_id["nvidia"]["devices"] == 4 + demo_buckets["nvidia"]["devices"]
     assert by_id["nvidia"]["allocated"] == 1 + demo_buckets["nvidia"]["allocated"]
@@ -139,8 +139,8 @@ def test_without_a_clusters_file_the_server_serves_its_one_cluster(monkeypatch: 
     client = TestClient(create_app())
     body = client.get("/api/v1/clusters").json()
     assert body["origin"] == "environment" and [(c["name"], c["kind"]) for c in body["clusters"]] == [("demo", "demo")]
-    assert client.get("/api/v1/clusters/demo/overview").json()["totalGpuCount"] == \
-        client.get("/api/v1/clusters/overview").json()["totalGpuCount"]
+    assert client.get("/api/v1/clusters/demo/overview").json()["total_gpu_count"] == \
+        client.get("/api/v1/clusters/overview").json()["total_gpu_count"]
     assert client.get("/api/v1/clusters/prod/overview").status_code == 404
 
 

@@ -41,10 +41,10 @@ def test_nvidia_device_plugin_counts_gpus_allocation_and_vram_from_the_gfd_label
     )
     nvidia = bucket(result, "nvidia")
     assert (nvidia["nodes"], nvidia["devices"], nvidia["allocatable"], nvidia["allocated"], nvidia["available"]) == (1, 8, 8, 6, 2)
-    assert nvidia["vram"]["totalBytes"] == 8 * 81559 * MIB
+    assert nvidia["vram"]["total_bytes"] == 8 * 81559 * MIB
     assert nvidia["vram"]["sources"] == ["node-label:nvidia.com/gpu.memory"]
     assert nvidia["products"] == ["NVIDIA-H100-80GB-HBM3"]
-    assert nvidia["requestModels"] == ["extended-resource"]
+    assert nvidia["request_models"] == ["extended-resource"]
     assert result.total_gpu_count == 8
     assert hardware(result, "gpu-1", "nvidia")["holders"] == [{"holder": "llm/a", "count": 4}, {"holder": "llm/b", "count": 2}]
 
@@ -55,7 +55,7 @@ def test_amd_device_plugin_reads_vram_in_rounded_gib_with_a_g_suffix() -> None:
     result = inventory(node("mi300x", labels=labels, resources={"amd.com/gpu": "8"}), pod("a", "mi300x", limits={"amd.com/gpu": "1"}))
     amd = bucket(result, "amd")
     assert (amd["devices"], amd["allocated"], amd["available"]) == (8, 1, 7)
-    assert amd["vram"]["totalBytes"] == 8 * 192 * GIB
+    assert amd["vram"]["total_bytes"] == 8 * 192 * GIB
     assert amd["products"] == ["AMD_Instinct_MI300X_OAM"]
 
 
@@ -66,7 +66,7 @@ def test_intel_gpu_plugin_ignores_its_monitoring_handle_and_reads_the_node_wide_
     result = inventory(node("xpu", labels=labels, resources={"gpu.intel.com/i915": "4", "gpu.intel.com/i915_monitoring": "1"}))
     xpu = bucket(result, "intel-xpu")
     assert (xpu["devices"], xpu["allocatable"]) == (4, 4)  # the monitoring resource is not a fifth GPU
-    assert xpu["vram"]["totalBytes"] == 4 * 48 * GIB
+    assert xpu["vram"]["total_bytes"] == 4 * 48 * GIB
     assert xpu["vram"]["sources"] == ["node-label:gpu.intel.com/memory.max"]
     assert result.to_dict()["unsupported"] == []  # claimed by the profile, just not a device
 
@@ -75,8 +75,8 @@ def test_gaudi_device_plugin_without_a_product_has_unknown_vram_and_says_why() -
     result = inventory(node("gaudi", resources={"habana.ai/gaudi": "8"}), pod("a", "gaudi", limits={"habana.ai/gaudi": "2"}))
     gaudi = bucket(result, "intel-gaudi")
     assert (gaudi["devices"], gaudi["allocated"], gaudi["available"]) == (8, 2, 6)
-    assert gaudi["vram"]["totalBytes"] == 0
-    assert gaudi["vram"]["devicesWithoutVram"] == 8
+    assert gaudi["vram"]["total_bytes"] == 0
+    assert gaudi["vram"]["devices_without_vram"] == 8
     assert any("no product or memory is published" in n and "Gaudi3" in n for n in hardware(result, "gaudi", "intel-gaudi")["notes"])
 
 
@@ -85,7 +85,7 @@ def test_tpu_chips_take_vram_per_chip_from_the_memory_model_of_the_accelerator_l
     result = inventory(node("tpu", labels=labels, resources={"google.com/tpu": "8"}), pod("a", "tpu", limits={"google.com/tpu": "8"}))
     tpu = bucket(result, "google-tpu")
     assert (tpu["devices"], tpu["allocated"], tpu["available"]) == (8, 8, 0)
-    assert tpu["vram"]["totalBytes"] == 8 * 32 * GIB
+    assert tpu["vram"]["total_bytes"] == 8 * 32 * GIB
     assert tpu["vram"]["sources"] == ["memory-model:tpu-v6e-slice"]
 
 
@@ -117,10 +117,10 @@ def test_each_dra_driver_counts_its_devices_vram_and_claims(driver: str, profile
     )
     entry = bucket(result, profile_id)
     assert (entry["devices"], entry["allocatable"], entry["allocated"], entry["available"]) == (4, 4, 2, 2)
-    assert entry["vram"]["totalBytes"] == 4 * vram_bytes
+    assert entry["vram"]["total_bytes"] == 4 * vram_bytes
     assert entry["vram"]["sources"] == [vram_source]
     assert entry["products"] == [product]
-    assert entry["requestModels"] == ["dra"]
+    assert entry["request_models"] == ["dra"]
     assert hardware(result, "n1", profile_id)["holders"] == [{"holder": "llm/p1", "count": 2}]
 
 
@@ -146,7 +146,7 @@ def test_cpu_pool_on_dra_reports_consumable_capacity_and_is_not_an_accelerator()
     assert cpu["capacity"] == {"dra.cpu/cpu": {"total": 192, "consumed": 128}}
     # numa0 has 64 CPUs left; numa1 is used up (16 + 80 = 96 of 96), so only numa0 can take another claim.
     assert (cpu["allocated"], cpu["available"]) == (1, 1)
-    assert cpu["vram"] == {"totalBytes": 0, "totalGiB": 0.0, "devicesWithVram": 0, "devicesWithoutVram": 0, "sources": []}
+    assert cpu["vram"] == {"total_bytes": 0, "total_gib": 0.0, "devices_with_vram": 0, "devices_without_vram": 0, "sources": []}
     assert result.total_gpu_count == 0
 
 
@@ -162,7 +162,7 @@ def test_mig_mixed_strategy_counts_physical_gpus_from_the_count_label_and_slices
     nvidia = bucket(result, "nvidia")
     assert (nvidia["devices"], nvidia["partitions"]) == (8, 56)  # neither 0 GPUs nor 64 "devices"
     assert (nvidia["allocatable"], nvidia["allocated"], nvidia["available"]) == (56, 3, 53)
-    assert nvidia["vram"]["totalBytes"] == 8 * 81559 * MIB
+    assert nvidia["vram"]["total_bytes"] == 8 * 81559 * MIB
     assert result.total_gpu_count == 8
 
 
@@ -189,7 +189,7 @@ def test_static_mig_devices_on_dra_are_partitions_and_whole_gpus_are_devices() -
     result = inventory(node("n"), resource_slice("s", driver="gpu.nvidia.com", node_name="n", devices=devices))
     entry = hardware(result, "n", "nvidia")
     assert (entry["devices"], entry["partitions"], entry["allocatable"]) == (1, 7, 8)
-    assert entry["vram"]["totalBytes"] == 81559 * MIB  # a partition's memory is part of its GPU's, not added to it
+    assert entry["vram"]["total_bytes"] == 81559 * MIB  # a partition's memory is part of its GPU's, not added to it
 
 
 def test_dynamic_partitions_are_possibilities_until_allocated_and_then_occupy_their_gpu() -> None:
@@ -219,7 +219,7 @@ def test_a_pool_split_over_slices_counts_each_device_once_and_only_the_newest_ge
     )
     entry = hardware(result, "h200", "nvidia")
     assert entry["devices"] == 8  # not 16 (old generation) and not 9 (gpu-3 listed in both new slices)
-    assert entry["vram"]["totalBytes"] == 8 * 143771 * MIB
+    assert entry["vram"]["total_bytes"] == 8 * 143771 * MIB
 
 
 def test_an_incomplete_pool_is_counted_as_published_and_reported() -> None:
@@ -235,7 +235,7 @@ def test_v1beta1_devices_nested_under_basic_and_qualified_attribute_names_are_re
                for i in range(2)]
     result = inventory(node("n"), resource_slice("s", driver="gpu.nvidia.com", node_name="n", devices=devices))
     entry = hardware(result, "n", "nvidia")
-    assert (entry["devices"], entry["products"], entry["vram"]["totalBytes"]) == (2, ["NVIDIA H200"], 2 * 143771 * MIB)
+    assert (entry["devices"], entry["products"], entry["vram"]["total_bytes"]) == (2, ["NVIDIA H200"], 2 * 143771 * MIB)
 
 
 def test_a_tainted_dra_device_is_not_allocatable_nor_available() -> None:
@@ -260,8 +260,8 @@ def test_the_same_gpus_through_a_device_plugin_and_a_dra_driver_count_once() -> 
     )
     entry = hardware(result, "both", "nvidia")
     assert (entry["devices"], entry["allocatable"], entry["allocated"], entry["available"]) == (8, 8, 3, 5)
-    assert entry["vram"]["totalBytes"] == 8 * 81559 * MIB
-    assert entry["requestModels"] == ["dra", "extended-resource"]
+    assert entry["vram"]["total_bytes"] == 8 * 81559 * MIB
+    assert entry["request_models"] == ["dra", "extended-resource"]
     assert any("counted once" in n for n in entry["notes"])
     assert result.total_gpu_count == 8
 
@@ -315,8 +315,8 @@ def test_a_heterogeneous_cluster_keeps_every_vendor_in_its_own_bucket() -> None:
     nvidia, amd = bucket(result, "nvidia"), bucket(result, "amd")
     assert (nvidia["nodes"], nvidia["devices"], nvidia["allocated"], nvidia["available"]) == (2, 10, 8, 2)
     assert (amd["nodes"], amd["devices"], amd["allocated"], amd["available"]) == (2, 9, 4, 5)
-    assert nvidia["vram"]["totalBytes"] == 8 * 81559 * MIB and nvidia["vram"]["devicesWithoutVram"] == 2
-    assert amd["vram"]["totalBytes"] == 8 * 192 * GIB and amd["vram"]["devicesWithoutVram"] == 1
+    assert nvidia["vram"]["total_bytes"] == 8 * 81559 * MIB and nvidia["vram"]["devices_without_vram"] == 2
+    assert amd["vram"]["total_bytes"] == 8 * 192 * GIB and amd["vram"]["devices_without_vram"] == 1
     assert result.total_gpu_count == 19
 
 
@@ -382,7 +382,7 @@ def test_time_sliced_gpus_count_physical_devices_from_the_count_label_and_replic
     result = inventory(node("n", labels=labels, resources={"nvidia.com/gpu": "32"}), pod("a", "n", limits={"nvidia.com/gpu": "3"}))
     entry = hardware(result, "n", "nvidia")
     assert (entry["devices"], entry["allocatable"], entry["allocated"], entry["available"]) == (8, 32, 3, 29)
-    assert entry["vram"]["totalBytes"] == 8 * 81559 * MIB
+    assert entry["vram"]["total_bytes"] == 8 * 81559 * MIB
 
 
 def test_a_claim_whose_pod_failed_still_holds_its_devices_and_says_so() -> None:
@@ -447,15 +447,15 @@ def test_not_ready_and_cordoned_nodes_are_listed_but_left_out_of_schedulable() -
     assert (nvidia["nodes"], nvidia["devices"], nvidia["available"]) == (4, 32, 32)
     assert nvidia["schedulable"] == {"nodes": 1, "allocatable": 8, "available": 8}
     summary = result.summary()
-    assert (summary["notReadyNodes"], summary["cordonedNodes"], summary["schedulableAvailable"]) == (2, 1, 8)
+    assert (summary["not_ready_nodes"], summary["cordoned_nodes"], summary["schedulable_available"]) == (2, 1, 8)
     assert [n["schedulable"] for n in result.to_dict()["nodes"]] == [False, False, False, True]  # cordoned, down, no-status, ok
 
 
 def test_labels_without_advertised_devices_say_the_driver_may_be_missing() -> None:
     result = inventory(node("new", labels={"feature.node.kubernetes.io/amd-gpu": "true", "amd.com/gpu.vram": "192G"}))
     amd = bucket(result, "amd")
-    assert (amd["nodes"], amd["devices"], amd["nodesWithoutDevices"]) == (1, 0, 1)
-    assert amd["vram"]["totalBytes"] == 0  # no device, no VRAM, however the label reads
+    assert (amd["nodes"], amd["devices"], amd["nodes_without_devices"]) == (1, 0, 1)
+    assert amd["vram"]["total_bytes"] == 0  # no device, no VRAM, however the label reads
     notes = hardware(result, "new", "amd")["notes"]
     assert notes == ["present by node labels (feature.node.kubernetes.io/amd-gpu=true), 0 devices advertised: driver missing? "
                      "(lens driver status --hardware amd)"]
@@ -492,7 +492,7 @@ def test_unknown_resources_drivers_and_classes_are_listed_as_unsupported_never_e
 def test_an_empty_cluster_is_an_empty_overview() -> None:
     result = inventory()
     data = result.to_dict()
-    assert (data["totalGpuCount"], data["vendors"], data["nodes"], data["unsupported"]) == (0, [], [], [])
+    assert (data["total_gpu_count"], data["vendors"], data["nodes"], data["unsupported"]) == (0, [], [], [])
     assert data["summary"]["nodes"] == 0
 
 
@@ -545,7 +545,7 @@ def test_devices_not_tied_to_a_node_count_in_their_bucket_with_a_note() -> None:
                        claim("c", results=[("gpu.intel.com", "fabric", "d1")], reserved_for=["p"]))
     xpu = bucket(result, "intel-xpu")
     assert (xpu["nodes"], xpu["devices"], xpu["allocated"], xpu["available"]) == (0, 2, 1, 1)
-    assert xpu["vram"]["totalBytes"] == 2 * 128 * GIB
+    assert xpu["vram"]["total_bytes"] == 2 * 128 * GIB
     assert "intel-xpu: 2 DRA device(s) published not tied to a single node" in result.notes
     assert result.total_gpu_count == 2
 

@@ -58,14 +58,14 @@ def test_a_live_cluster_is_read_with_five_kubectl_calls_on_the_chosen_context() 
     assert sorted(fake.argvs()) == sorted(
         [argv[0], "--kubeconfig", "/home/me/.kube/config", "--context", "prod", *argv[1:]] for argv in (NODES, PODS, SLICES, CLASSES, CLAIMS))
     overview = build_inventory(objects).to_dict()
-    assert [(b["profileId"], b["devices"], b["allocated"]) for b in overview["vendors"]] == [("intel-xpu", 8, 1), ("nvidia", 8, 2)]
+    assert [(b["profile_id"], b["devices"], b["allocated"]) for b in overview["vendors"]] == [("intel-xpu", 8, 1), ("nvidia", 8, 2)]
 
 
 def test_a_cluster_without_the_dra_api_is_a_cluster_without_dra() -> None:
     objects = fetch_sync(no_dra_cluster(FakeRunner()))
     assert objects.dra_api is False
     assert objects.counts()["ResourceSlice"] == 0
-    assert build_inventory(objects).to_dict()["totalGpuCount"] == 8
+    assert build_inventory(objects).to_dict()["total_gpu_count"] == 8
 
 
 def test_kubectl_missing_is_an_install_problem_named_as_such() -> None:
@@ -144,7 +144,7 @@ def test_inspect_a_live_context_prints_json(use_fake: list[FakeRunner], capsys: 
     assert main(["cluster", "inspect", "--context", "staging", "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["source"] == {"kind": "live", "context": "staging", "kubeconfig": None}
-    assert (data["totalGpuCount"], data["draApi"]) == (8, False)
+    assert (data["total_gpu_count"], data["dra_api"]) == (8, False)
     assert all("--context" in argv and "staging" in argv for argv in use_fake[0].argvs())
 
 
@@ -186,7 +186,7 @@ def test_snapshot_writes_what_inspect_reads_back(use_fake: list[FakeRunner], tmp
     assert f"wrote {target}: 1 Node, 1 Pod, 0 ResourceSlice" in capsys.readouterr().err
     assert load_snapshot(target).counts() == {"Node": 1, "Pod": 1, "ResourceSlice": 0, "DeviceClass": 0, "ResourceClaim": 0}
     assert main(["cluster", "inspect", "--snapshot", str(target), "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["totalGpuCount"] == 8
+    assert json.loads(capsys.readouterr().out)["total_gpu_count"] == 8
 
 
 def test_snapshot_never_overwrites_without_force_and_asks_the_cluster_nothing(use_fake: list[FakeRunner], tmp_path: Path,

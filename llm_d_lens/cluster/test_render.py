@@ -24,7 +24,7 @@ def test_the_default_tables_fit_and_keep_every_header_whole(demo: dict, width: i
     assert_readable(text, width, DEFAULT, first="HARDWARE")
     assert header_cells(text, "NODE") == NODES
     for bucket in demo["vendors"]:  # each hardware row carries its own figures, numbers right-aligned
-        [row] = body_rows(text, bucket["profileId"])
+        [row] = body_rows(text, bucket["profile_id"])
         cells = dict(zip(DEFAULT, row))
         assert [cells[h].strip() for h in ("NODES", "DEVICES", "TOTAL", "IN USE")] == \
             [str(bucket[k]) for k in ("nodes", "devices", "allocatable", "allocated")]
@@ -40,7 +40,7 @@ def test_wide_shows_every_column_with_names_and_products(demo: dict) -> None:
                                               "SCHEDULABLE FREE", "VRAM (GiB)", "VRAM SOURCE", "PRODUCTS", "VIA"]
     assert "HELD BY" in header_cells(text, "NODE") and "PARTITIONS" in header_cells(text, "NODE")
     for bucket in demo["vendors"]:
-        assert bucket["displayName"] in text
+        assert bucket["display_name"] in text
     narrow = render(overview_renderable(demo, with_nodes=True), 80)
     assert "PRODUCTS" not in narrow and "HELD BY" not in narrow
 
@@ -50,4 +50,4 @@ def test_pending_requests_stay_visible_outside_wide(demo: dict) -> None:
     assert pending, "the demo cluster has a pending request"
     text = render(overview_renderable(demo, with_nodes=False), 80)
     for bucket in pending:
-        assert f"{bucket['profileId']} pending: {bucket['pending']['units']} for" in text
+        assert f"{bucket['profile_id']} pending: {bucket['pending']['units']} for" in text

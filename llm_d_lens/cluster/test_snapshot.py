@@ -40,7 +40,7 @@ def test_a_directory_of_per_kind_files_gzipped_or_not_is_one_snapshot(tmp_path: 
     assert objects.counts() == {"Node": 2, "Pod": 1, "ResourceSlice": 0, "DeviceClass": 1, "ResourceClaim": 0}
     assert objects.dra_api is True
     overview = build_inventory(objects)
-    assert [(b["profileId"], b["devices"], b["allocated"]) for b in overview.to_dict()["vendors"]] == [("amd", 8, 3)]
+    assert [(b["profile_id"], b["devices"], b["allocated"]) for b in overview.to_dict()["vendors"]] == [("amd", 8, 3)]
 
 
 def test_an_object_saved_in_two_files_of_a_directory_is_counted_once_and_reported(tmp_path: Path) -> None:
@@ -51,8 +51,8 @@ def test_an_object_saved_in_two_files_of_a_directory_is_counted_once_and_reporte
     objects = load_snapshot(tmp_path)
     assert objects.counts()["Node"] == 1
     overview = build_inventory(objects).to_dict()
-    assert overview["totalGpuCount"] == 8
-    assert [(b["profileId"], b["devices"], b["allocated"]) for b in overview["vendors"]] == [("nvidia", 8, 2)]
+    assert overview["total_gpu_count"] == 8
+    assert [(b["profile_id"], b["devices"], b["allocated"]) for b in overview["vendors"]] == [("nvidia", 8, 2)]
     assert f"Node h100-1 appears again in {tmp_path / 'nodes.json.gz'}; counted once" in overview["notes"]
 
 

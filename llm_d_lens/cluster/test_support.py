@@ -146,8 +146,8 @@ def inventory(*items: Obj) -> Overview:
 
 
 def bucket(overview: Overview, profile_id: str) -> Obj:
-    found = [b for b in overview.to_dict()["vendors"] if b["profileId"] == profile_id]
-    assert found, f"no bucket {profile_id!r}; buckets: {[b['profileId'] for b in overview.to_dict()['vendors']]}"
+    found = [b for b in overview.to_dict()["vendors"] if b["profile_id"] == profile_id]
+    assert found, f"no bucket {profile_id!r}; buckets: {[b['profile_id'] for b in overview.to_dict()['vendors']]}"
     return found[0]
 
 
@@ -155,7 +155,7 @@ def hardware(overview: Overview, node_name: str, profile_id: str) -> Obj:
     for record in overview.to_dict()["nodes"]:
         if record["name"] == node_name:
             for entry in record["hardware"]:
-                if entry["profileId"] == profile_id:
+                if entry["profile_id"] == profile_id:
                     return entry
             raise AssertionError(f"node {node_name!r} has no {profile_id!r} hardware: {record['hardware']}")
     raise AssertionError(f"no node {node_name!r}")

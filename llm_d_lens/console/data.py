@@ -146,7 +146,7 @@ def presence(profile: dict[str, Any], overview: dict[str, Any] | None) -> dict[s
     nodes = None
     if overview is not None:
         nodes = [n["name"] for n in overview.get("nodes", [])
-                 if any(h["profileId"] == profile["id"] and h.get("presentByLabels") for h in n["hardware"])]
+                 if any(h["profile_id"] == profile["id"] and h.get("present_by_labels") for h in n["hardware"])]
     return {"selector": selector, "timeout_seconds": block.get("timeout_seconds"), "nodes": nodes}
 
 

@@ -74,7 +74,7 @@ async def overview_page(cluster: str | None = Query(None)) -> HTMLResponse:
     clusters = data.cluster_choices()
     cards, bars, chart = [], [], None
     if inventory.ok:
-        buckets = {v["profileId"]: v for v in inventory.data["overview"]["vendors"]}
+        buckets = {v["profile_id"]: v for v in inventory.data["overview"]["vendors"]}
         for tab in tabs:
             bucket = buckets.get(tab["id"])
             cards.append({"tab": tab, "bucket": bucket})
@@ -111,7 +111,7 @@ def _node_rows(overview: dict[str, Any], profile_id: str) -> list[dict[str, Any]
     rows = []
     for n in overview.get("nodes", []):
         for held in n["hardware"]:
-            if held["profileId"] != profile_id:
+            if held["profile_id"] != profile_id:
                 continue
             status = "Ready" if n["ready"] else "NotReady"
             if n["cordoned"]:
@@ -119,7 +119,7 @@ def _node_rows(overview: dict[str, Any], profile_id: str) -> list[dict[str, Any]
             rows.append({
                 "name": n["name"], "status": status, "devices": held["devices"], "partitions": held["partitions"],
                 "allocatable": held["allocatable"], "allocated": held["allocated"], "available": held["available"],
-                "vram": held["vram"]["totalBytes"], "products": held["products"],
+                "vram": held["vram"]["total_bytes"], "products": held["products"],
                 "holders": [f"{h['holder']} ({h['count']})" for h in held.get("holders", [])],
                 "notes": held.get("notes", []) + n.get("notes", []),
             })
@@ -201,7 +201,7 @@ async def accelerator_page(
     nodes = paginate(_node_rows(overview, profile["id"]) if overview else [], columns=NODE_COLUMNS, sort=sort,
                      descending=desc, query=q, page=page,
                      searchable=lambda r: " ".join([r["name"], r["status"], *r["products"], *r["holders"]]))
-    bucket = next((v for v in overview["vendors"] if v["profileId"] == profile["id"]), None) if overview else None
+    bucket = next((v for v in overview["vendors"] if v["profile_id"] == profile["id"]), None) if overview else None
     device_page = paginate(_device_rows(devices.data) if devices.ok else [], columns=DEVICE_COLUMNS, sort=dsort,
                            descending=ddesc, query=dq, page=dpage,
                            searchable=lambda r: " ".join(str(r.get(k) or "") for k in ("name", "model", "holder")))
@@ -233,8 +233,8 @@ async def plan_page(
     if found.ok:
         fitting = [p for p in found.data["pools"] if p.get("best")]
         chart = stacked_bars([(p["product"], [
-            ("weights", p["best"]["weightsGiB"]), ("KV cache", p["best"]["kvCacheGiB"]),
-            ("overhead", p["best"]["overheadGiB"]), ("headroom", p["best"]["headroomGiB"])]) for p in fitting], "GiB") if fitting else None
+            ("weights", p["best"]["weights_gib"]), ("KV cache", p["best"]["kv_cache_gib"]),
+            ("overhead", p["best"]["overhead_gib"]), ("headroom", p["best"]["headroom_gib"])]) for p in fitting], "GiB") if fitting else None
     return render("plan.html", page="plan", tabs=tabs, failures=failures, registry=registry, params=params,
                   models=data.models(), dtypes=data.DTYPES, plan=found, chart=chart)
 

@@ -124,15 +124,15 @@ def test_the_overview_shows_the_apis_numbers(lens, visit):
     v = visit(lens)
     v.go("/")
     summary = v.page.locator("#summary")
-    for field, key in (("nodes", "nodes"), ("totalGpuCount", "totalGpuCount"), ("allocatable", "allocatable"),
+    for field, key in (("nodes", "nodes"), ("total_gpu_count", "total_gpu_count"), ("allocatable", "allocatable"),
                        ("allocated", "allocated"), ("available", "available")):
         assert summary.locator(f'[data-field="{field}"]').inner_text() == f"{api['summary'][key]:,}"
     for bucket in api["vendors"]:
-        card = v.page.locator(f'.card[data-hardware="{bucket["profileId"]}"]')
+        card = v.page.locator(f'.card[data-hardware="{bucket["profile_id"]}"]')
         for field in ("devices", "partitions", "nodes", "allocatable", "allocated", "available"):
-            assert card.locator(f'[data-field="{field}"]').inner_text() == f"{bucket[field]:,}", (bucket["profileId"], field)
-        if bucket["vram"]["devicesWithVram"]:
-            assert card.locator('[data-field="vram"]').inner_text() == f"{bucket['vram']['totalBytes'] / 2**30:,.1f} GiB"
+            assert card.locator(f'[data-field="{field}"]').inner_text() == f"{bucket[field]:,}", (bucket["profile_id"], field)
+        if bucket["vram"]["devices_with_vram"]:
+            assert card.locator('[data-field="vram"]').inner_text() == f"{bucket['vram']['total_bytes'] / 2**30:,.1f} GiB"
     # the capacity chart's bars carry the same allocated and free counts
     bars = v.page.locator("#capacity rect.allocated")
     drawn = sorted(int(float(bars.nth(i).get_attribute("data-value"))) for i in range(bars.count()))
@@ -280,7 +280,7 @@ def test_the_plan_form_plans_the_chosen_model_on_the_cluster(lens, visit):
     assert rows.count() == len(api["pools"])
     for pool in api["pools"]:
         cell = v.page.locator(f'#plan-table tr[data-pool="{pool["pool"]}"] [data-field="parallelism"]')
-        expected = f'{pool["best"]["tensorParallel"]} × {pool["best"]["pipelineParallel"]}' if pool["best"] else "–"
+        expected = f'{pool["best"]["tensor_parallel"]} × {pool["best"]["pipeline_parallel"]}' if pool["best"] else "–"
         assert cell.inner_text() == expected
     assert "32,768 tokens" in v.page.locator(".source").inner_text()
     assert v.errors == [] and v.foreign() == []

@@ -42,9 +42,9 @@ def test_the_overview_shows_the_apis_numbers_for_the_demo(server, monkeypatch):
     api = server.get("/api/v1/clusters/overview").json()
     page = server.get("/").text
     summary = api["summary"]
-    for field in ("nodes", "totalGpuCount", "allocatable", "allocated", "available"):
+    for field in ("nodes", "total_gpu_count", "allocatable", "allocated", "available"):
         assert re.search(rf'data-field="{field}">{summary[field]:,}<', page), field
-    nvidia = next(v for v in api["vendors"] if v["profileId"] == "nvidia")
+    nvidia = next(v for v in api["vendors"] if v["profile_id"] == "nvidia")
     card = page[page.index('data-hardware="nvidia"'):]
     card = card[:card.index("</article>")]
     assert f'data-field="devices">{nvidia["devices"]}<' in card and f'data-field="allocated">{nvidia["allocated"]}<' in card
@@ -201,14 +201,14 @@ def test_the_plan_page_shows_the_planning_apis_best_fit_per_pool(server, monkeyp
         row = row[:row.index("</tr>")]
         best = pool["best"]
         if best:
-            assert f'data-field="parallelism">{best["tensorParallel"]} × {best["pipelineParallel"]}<' in row
-            assert f'data-field="headroom">{best["headroomGiB"]:.2f} GiB<' in row
+            assert f'data-field="parallelism">{best["tensor_parallel"]} × {best["pipeline_parallel"]}<' in row
+            assert f'data-field="headroom">{best["headroom_gib"]:.2f} GiB<' in row
         else:
             assert "nothing fits" in row
     # a pool that fits gets a bar per use of its memory, with the API's figures
     fitting = [p for p in api["pools"] if p["best"]]
     assert page.count('data-part="weights"') == len(fitting) > 0
-    assert f'data-value="{fitting[0]["best"]["weightsGiB"]}"' in page
+    assert f'data-value="{fitting[0]["best"]["weights_gib"]}"' in page
 
 
 def test_an_unknown_model_on_the_plan_page_is_its_coded_error(server, monkeypatch):
@@ -227,9 +227,9 @@ def test_the_cluster_selector_shows_each_served_cluster_by_name(server, monkeypa
     form = first[first.index('id="cluster-form"'):first.index("</form>", first.index('id="cluster-form"'))]
     assert re.findall(r'<option value="([^"]+)"', form) == ["east", "west"]
     assert '<option value="east" selected>East region</option>' in form
-    assert re.search(r'data-field="totalGpuCount">8<', first) and "east.json" in first
+    assert re.search(r'data-field="total_gpu_count">8<', first) and "east.json" in first
     west = server.get("/", params={"cluster": "west"}).text
-    assert re.search(r'data-field="totalGpuCount">3<', west) and '<option value="west" selected>' in west
+    assert re.search(r'data-field="total_gpu_count">3<', west) and '<option value="west" selected>' in west
     unknown = server.get("/", params={"cluster": "nope"})
     assert unknown.status_code == 200 and 'id="inventory-problem"' in unknown.text
     assert "CLUSTER_NOT_FOUND" in unknown.text and "known: east, west" in text_of(unknown.text)
@@ -254,7 +254,7 @@ def test_the_fleet_page_shows_each_hardware_per_cluster_and_the_unreadable_one(s
     api = server.get("/api/v1/fleet/overview").json()
     monkeypatch.setattr(cluster_api, "cluster_runner", lambda: broken)  # the console reads through the same seam
     page = server.get("/fleet").text
-    amd = next(h for h in api["hardware"] if h["profileId"] == "amd")
+    amd = next(h for h in api["hardware"] if h["profile_id"] == "amd")
     total = page[page.index('data-hardware="amd" data-cluster=""'):]
     assert f'data-field="devices">{amd["devices"]}<' in total[:total.index("</tr>")]
     east = page[page.index('data-hardware="amd" data-cluster="east"'):]

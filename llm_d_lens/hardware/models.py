@@ -380,7 +380,7 @@ class Inventory(Contract):
 
     accelerator: bool = Field(
         default=True,
-        description="Whether this hardware's devices count as accelerators in the cluster overview's totalGpuCount; false for CPU pools.",
+        description="Whether this hardware's devices count as accelerators in the cluster overview's total_gpu_count; false for CPU pools.",
     )
     dra_drivers: list[str] = Field(default_factory=list, description="ResourceSlice spec.driver names that publish this hardware.")
     product_labels: list[str] = Field(default_factory=list, description="Node labels carrying the product name.")

@@ -123,8 +123,8 @@ def worker_catalogue() -> dict[str, Any]:
             with open(path, encoding="utf-8") as handle:
                 spec = yaml.safe_load(handle) or {}
             systems[name] = {"backends": {b: list(v) for b, v in backends.items()},
-                             "memoryBytes": (spec.get("gpu") or {}).get("mem_capacity"),
-                             "gpusPerNode": (spec.get("node") or {}).get("num_gpus_per_node")}
+                             "memory_bytes": (spec.get("gpu") or {}).get("mem_capacity"),
+                             "gpus_per_node": (spec.get("node") or {}).get("num_gpus_per_node")}
     return {"systems": systems, "models": sorted(DefaultHFModels)}
 
 

@@ -151,15 +151,15 @@ class ModelSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "source": self.source, "layers": self.layers, "hiddenSize": self.hidden_size,
-            "attentionHeads": self.attention_heads, "kvHeads": self.kv_heads, "headDim": self.head_dim,
-            "vocabSize": self.vocab_size, "intermediateSize": self.intermediate_size,
-            "experts": self.experts, "expertsPerToken": self.experts_per_token, "sharedExperts": self.shared_experts,
+            "name": self.name, "source": self.source, "layers": self.layers, "hidden_size": self.hidden_size,
+            "attention_heads": self.attention_heads, "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+            "vocab_size": self.vocab_size, "intermediate_size": self.intermediate_size,
+            "experts": self.experts, "experts_per_token": self.experts_per_token, "shared_experts": self.shared_experts,
             "attention": "mla" if self.mla else ("gqa" if self.kv_heads < self.attention_heads else "mha"),
-            "parameters": self.parameters, "parameterSource": self.parameter_source,
-            "computedParameters": self.computed_parameters, "activeParameters": self.active_parameters,
-            "dtype": self.dtype, "dtypeSource": self.dtype_source, "maxContext": self.max_context,
-            "kvValuesPerToken": self.kv_values_per_token(), "kvFormula": self.kv_formula(), "notes": list(self.notes),
+            "parameters": self.parameters, "parameter_source": self.parameter_source,
+            "computed_parameters": self.computed_parameters, "active_parameters": self.active_parameters,
+            "dtype": self.dtype, "dtype_source": self.dtype_source, "max_context": self.max_context,
+            "kv_values_per_token": self.kv_values_per_token(), "kv_formula": self.kv_formula(), "notes": list(self.notes),
         }
 
 

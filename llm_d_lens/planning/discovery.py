@@ -53,7 +53,7 @@ class DiscoveredDevice:
     partition: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"product": self.product, "memoryBytes": self.memory_bytes, "pciBusId": self.pci_bus_id,
+        return {"product": self.product, "memory_bytes": self.memory_bytes, "pci_bus_id": self.pci_bus_id,
                 "uuid": self.uuid, "serial": self.serial, "partition": self.partition}
 
 

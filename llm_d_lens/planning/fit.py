@@ -39,15 +39,15 @@ DEFAULT_OVERHEAD_GIB = 2.0
 
 FORMULAS: dict[str, str] = {
     "weights": "parameters x bytes(dtype) / (TP x PP)",
-    "kvPerToken": "ceil(layers/PP) x 2 x max(1, kv_heads/TP) x head_dim x bytes(kv_dtype); "
+    "kv_per_token": "ceil(layers/PP) x 2 x max(1, kv_heads/TP) x head_dim x bytes(kv_dtype); "
                   "MLA: ceil(layers/PP) x (kv_lora_rank + qk_rope_head_dim) x bytes(kv_dtype)",
     "usable": "device memory x memory_utilization",
-    "kvBudget": "usable - weights - overhead",
-    "kvCache": "context x concurrency x kvPerToken",
+    "kv_budget": "usable - weights - overhead",
+    "kv_cache": "context x concurrency x kvPerToken",
     "headroom": "kvBudget - kvCache",
-    "maxConcurrency": "floor(kvBudget / (context x kvPerToken))",
-    "replicasFree": "sum over schedulable nodes of floor(free whole devices / (TP x PP))",
-    "replicasTotal": "sum over schedulable nodes of floor(whole devices / (TP x PP))",
+    "max_concurrency": "floor(kvBudget / (context x kvPerToken))",
+    "replicas_free": "sum over schedulable nodes of floor(free whole devices / (TP x PP))",
+    "replicas_total": "sum over schedulable nodes of floor(whole devices / (TP x PP))",
 }
 ASSUMPTIONS = (
     "weights are sharded evenly over TP x PP devices; the worst pipeline stage is counted for the KV cache",
@@ -84,8 +84,8 @@ class FitRequest:
         return FitRequest(self.context, self.concurrency, dtype, kv, float(self.memory_utilization), float(self.overhead_gib))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"context": self.context, "concurrency": self.concurrency, "dtype": self.dtype, "kvDtype": self.kv_dtype,
-                "memoryUtilization": self.memory_utilization, "overheadGiB": self.overhead_gib}
+        return {"context": self.context, "concurrency": self.concurrency, "dtype": self.dtype, "kv_dtype": self.kv_dtype,
+                "memory_utilization": self.memory_utilization, "overhead_gib": self.overhead_gib}
 
 
 def default_kv_dtype(weights: str) -> str:
@@ -128,13 +128,13 @@ class Option:
             return round(value / GIB, 2)
 
         return {
-            "tensorParallel": self.tensor_parallel, "pipelineParallel": self.pipeline_parallel, "devices": self.width,
+            "tensor_parallel": self.tensor_parallel, "pipeline_parallel": self.pipeline_parallel, "devices": self.width,
             "feasible": self.feasible, "fits": self.fits, "reason": self.reason,
-            "weightsGiB": gib(self.weights_bytes), "kvPerTokenBytes": round(self.kv_per_token_bytes, 1),
-            "kvCacheGiB": gib(self.kv_cache_bytes), "overheadGiB": gib(self.overhead_bytes),
-            "usableGiB": gib(self.usable_bytes), "headroomGiB": gib(self.headroom_bytes),
-            "maxConcurrency": self.max_concurrency, "replicasFree": self.replicas_free,
-            "replicasTotal": self.replicas_total,
+            "weights_gib": gib(self.weights_bytes), "kv_per_token_bytes": round(self.kv_per_token_bytes, 1),
+            "kv_cache_gib": gib(self.kv_cache_bytes), "overhead_gib": gib(self.overhead_bytes),
+            "usable_gib": gib(self.usable_bytes), "headroom_gib": gib(self.headroom_bytes),
+            "max_concurrency": self.max_concurrency, "replicas_free": self.replicas_free,
+            "replicas_total": self.replicas_total,
         }
 
 

@@ -23,8 +23,8 @@ class PoolNode:
     schedulable: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "devices": self.devices, "wholeDevices": self.whole_devices,
-                "freeDevices": self.free_devices, "schedulable": self.schedulable}
+        return {"name": self.name, "devices": self.devices, "whole_devices": self.whole_devices,
+                "free_devices": self.free_devices, "schedulable": self.schedulable}
 
 
 @dataclass
@@ -62,11 +62,11 @@ class Pool:
     def to_dict(self) -> dict[str, Any]:
         memory = self.device_memory_bytes
         return {
-            "pool": self.name, "profileId": self.profile_id, "displayName": self.display_name, "vendor": self.vendor,
-            "product": self.product, "deviceMemoryBytes": memory,
-            "deviceMemoryGiB": round(memory / GIB, 2) if memory else None, "memorySource": self.memory_source,
-            "nodes": [n.to_dict() for n in self.nodes], "devicesPerNode": self.devices_per_node,
-            "devices": self.devices, "freeDevices": self.free_devices, "notes": list(self.notes),
+            "pool": self.name, "profile_id": self.profile_id, "display_name": self.display_name, "vendor": self.vendor,
+            "product": self.product, "device_memory_bytes": memory,
+            "device_memory_gib": round(memory / GIB, 2) if memory else None, "memory_source": self.memory_source,
+            "nodes": [n.to_dict() for n in self.nodes], "devices_per_node": self.devices_per_node,
+            "devices": self.devices, "free_devices": self.free_devices, "notes": list(self.notes),
         }
 
 

@@ -53,7 +53,7 @@ class Targets:
         return Targets(self.isl, self.osl, float(self.ttft_ms), float(self.tpot_ms), self.backend)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"isl": self.isl, "osl": self.osl, "ttftMs": self.ttft_ms, "tpotMs": self.tpot_ms, "backend": self.backend}
+        return {"isl": self.isl, "osl": self.osl, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "backend": self.backend}
 
 
 @dataclass(frozen=True)
@@ -183,19 +183,20 @@ def summarize(row: dict[str, Any], mode: str, pool: Pool) -> dict[str, Any]:
     """One configuration in Lens's words; replicas are the full copies the pool's free devices hold."""
     free = [n.free_devices for n in pool.nodes if n.schedulable]
     summary: dict[str, Any] = {
-        "mode": mode, "gpus": _int(row, "num_total_gpus"), "ttftMs": row.get("ttft"), "tpotMs": row.get("tpot"),
-        "throughputPerGpu": row.get("tokens/s/gpu"), "throughputPerUser": row.get("tokens/s/user"),
+        "mode": mode, "gpus": _int(row, "num_total_gpus"), "ttft_ms": row.get("ttft"), "tpot_ms": row.get("tpot"),
+        "throughput_per_gpu": row.get("tokens/s/gpu"), "throughput_per_user": row.get("tokens/s/user"),
         "concurrency": row.get("concurrency"), "backend": row.get("backend") or row.get("(p)backend"),
-        "backendVersion": row.get("version") or row.get("(p)version"),
+        "backend_version": row.get("version") or row.get("(p)version"),
     }
     if mode == "aggregated":
         tp, pp, dp = (_int(row, k) or 1 for k in ("tp", "pp", "dp"))
-        summary.update(tensorParallel=tp, pipelineParallel=pp, dataParallel=dp, replicasOnFreeDevices=copies(free, [tp * pp] * dp))
+        summary.update(tensor_parallel=tp, pipeline_parallel=pp, data_parallel=dp,
+                       replicas_on_free_devices=copies(free, [tp * pp] * dp))
     else:
-        roles = {role: {"tensorParallel": _int(row, f"({key})tp") or 1, "pipelineParallel": _int(row, f"({key})pp") or 1,
+        roles = {role: {"tensor_parallel": _int(row, f"({key})tp") or 1, "pipeline_parallel": _int(row, f"({key})pp") or 1,
                         "workers": _int(row, f"({key})workers") or 0} for role, key in (("prefill", "p"), ("decode", "d"))}
-        widths = [r["tensorParallel"] * r["pipelineParallel"] for r in roles.values() for _ in range(r["workers"])]
-        summary.update(roles, replicasOnFreeDevices=copies(free, widths))
+        widths = [r["tensor_parallel"] * r["pipeline_parallel"] for r in roles.values() for _ in range(r["workers"])]
+        summary.update(roles, replicas_on_free_devices=copies(free, widths))
     return summary
 
 
@@ -207,7 +208,7 @@ def judge(answer: dict[str, Any], targets: Targets, pool: Pool) -> dict[str, Any
     for key, mode in (("agg", "aggregated"), ("disagg", "disaggregated")):
         best, missed = best_row(answer.get(key) or [], targets)
         result[mode] = summarize(best, mode, pool) if best else None
-        result[f"{mode}Rejected"] = missed
+        result[f"{mode}_rejected"] = missed
     if result["aggregated"] is None and result["disaggregated"] is None:
         result["verdict"] = (f"no configuration AIC found meets TTFT <= {targets.ttft_ms:g} ms and "
                              f"TPOT <= {targets.tpot_ms:g} ms")
@@ -226,7 +227,7 @@ class PredictionRun:
     def __init__(self, model: ModelSpec, pools: list[Pool], profiles: dict[str, HardwareProfile], targets: Targets,
                  aic_engine: Any, engine_version: str | None = None):
         catalogue = aic_engine.catalogue()
-        systems = {name: SystemFacts(name, facts.get("backends") or {}, facts.get("memoryBytes"), facts.get("gpusPerNode"))
+        systems = {name: SystemFacts(name, facts.get("backends") or {}, facts.get("memory_bytes"), facts.get("gpus_per_node"))
                    for name, facts in (catalogue.get("systems") or {}).items()}
         self.targets, self.engine, self.version = targets, aic_engine, engine_version
         self.planned = plan_queries(model, pools, profiles, systems, set(catalogue.get("models") or []), targets)

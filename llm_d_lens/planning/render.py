@@ -15,8 +15,8 @@ def _best(pool: dict[str, Any]) -> tuple[str, str, str, str]:
     best = pool["best"]
     if best is None:
         return "-", "-", "-", "-"
-    return (f"{best['tensorParallel']}x{best['pipelineParallel']}", f"{best['headroomGiB']:,.1f}",
-            f"{best['maxConcurrency']:,}", f"{best['replicasFree']}/{best['replicasTotal']}")
+    return (f"{best['tensor_parallel']}x{best['pipeline_parallel']}", f"{best['headroom_gib']:,.1f}",
+            f"{best['max_concurrency']:,}", f"{best['replicas_free']}/{best['replicas_total']}")
 
 
 def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
@@ -26,32 +26,32 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
     from llm_d_lens.output import Column, columns_table
 
     model, request = data["model"], data["request"]
-    title = (f"{model['name']}: {request['dtype']} weights, {request['kvDtype']} KV, "
+    title = (f"{model['name']}: {request['dtype']} weights, {request['kv_dtype']} KV, "
              f"{request['concurrency']} x {request['context']:,} tokens")
     columns = [Column("POOL"), *(Column(header, numeric=True) for header in (
         "GiB/DEV", "FREE/ALL", "TPxPP", "HEADROOM GiB", "MAX SEQ", "REPLICAS"))]
     rows = []
     for pool in data["pools"]:
-        memory = f"{pool['deviceMemoryGiB']:,.1f}" if pool["deviceMemoryGiB"] else "?"
-        rows.append([pool["pool"], memory, f"{pool['freeDevices']}/{pool['devices']}", *_best(pool)])
+        memory = f"{pool['device_memory_gib']:,.1f}" if pool["device_memory_gib"] else "?"
+        rows.append([pool["pool"], memory, f"{pool['free_devices']}/{pool['devices']}", *_best(pool)])
     parts: list[Any] = [columns_table(columns, rows, title=title, title_justify="left")]
-    lines = [f"model: {model['parameters'] / 1e9:,.2f}B parameters ({model['parameterSource']}); "
-             f"dtype from {model['dtypeSource']}; KV {model['kvValuesPerToken']:,} values/token = {model['kvFormula']}"]
+    lines = [f"model: {model['parameters'] / 1e9:,.2f}B parameters ({model['parameter_source']}); "
+             f"dtype from {model['dtype_source']}; KV {model['kv_values_per_token']:,} values/token = {model['kv_formula']}"]
     predictions = data.get("predictions") or {}
     predicted = predictions.get("pools") or {}
     for pool in data["pools"]:
-        lines.append(f"{pool['pool']}: {pool['verdict']}; memory from {pool['memorySource']}")
+        lines.append(f"{pool['pool']}: {pool['verdict']}; memory from {pool['memory_source']}")
         if pool["pool"] in predicted:
             lines.extend(_prediction_lines(predicted[pool["pool"]]))
-        if pool["handOff"]:
-            lines.append(f"  deploy:   {pool['handOff']['deploy']}")
-            lines.append(f"  evaluate: {pool['handOff']['evaluate']}")
+        if pool["hand_off"]:
+            lines.append(f"  deploy:   {pool['hand_off']['deploy']}")
+            lines.append(f"  evaluate: {pool['hand_off']['evaluate']}")
         lines.extend(f"  note: {note}" for note in pool["notes"])
     lines.extend(f"note: {note}" for note in (*model["notes"], *data["notes"]))
     if predictions:
         targets = predictions.get("targets")
-        shown = (f"; ISL {targets['isl']}, OSL {targets['osl']}, TTFT <= {targets['ttftMs']:g} ms, "
-                 f"TPOT <= {targets['tpotMs']:g} ms, {targets['backend']}") if targets else ""
+        shown = (f"; ISL {targets['isl']}, OSL {targets['osl']}, TTFT <= {targets['ttft_ms']:g} ms, "
+                 f"TPOT <= {targets['tpot_ms']:g} ms, {targets['backend']}") if targets else ""
         lines.append(f"predictions: {predictions.get('message', predictions.get('state'))}{shown}")
     lines.append("headroom = usable x memory_utilization - weights - overhead - KV cache, per device "
                  "(`-o json` shows every formula and option)")
@@ -68,16 +68,16 @@ def _prediction_lines(entry: dict[str, Any]) -> list[str]:
     for mode in ("aggregated", "disaggregated"):
         row = entry.get(mode)
         if row is None:
-            lines.append(f"  AIC {entry['system']} {mode}: none meets the targets ({entry.get(mode + 'Rejected', 0)} rejected)")
+            lines.append(f"  AIC {entry['system']} {mode}: none meets the targets ({entry.get(mode + '_rejected', 0)} rejected)")
             continue
         if mode == "aggregated":
-            shape = f"TP{row['tensorParallel']} PP{row['pipelineParallel']} DP{row['dataParallel']}"
+            shape = f"TP{row['tensor_parallel']} PP{row['pipeline_parallel']} DP{row['data_parallel']}"
         else:
             p, d = row["prefill"], row["decode"]
-            shape = f"{p['workers']}x prefill TP{p['tensorParallel']} + {d['workers']}x decode TP{d['tensorParallel']}"
-        lines.append(f"  AIC {entry['system']} {mode}: {shape} ({row['gpus']} GPUs): {row['throughputPerGpu']:,.0f} tok/s/GPU, "
-                     f"{row['throughputPerUser']:,.1f} tok/s/user, TTFT {row['ttftMs']:,.0f} ms, TPOT {row['tpotMs']:.1f} ms, "
-                     f"{row['replicasOnFreeDevices']} on free devices")
+            shape = f"{p['workers']}x prefill TP{p['tensor_parallel']} + {d['workers']}x decode TP{d['tensor_parallel']}"
+        lines.append(f"  AIC {entry['system']} {mode}: {shape} ({row['gpus']} GPUs): {row['throughput_per_gpu']:,.0f} tok/s/GPU, "
+                     f"{row['throughput_per_user']:,.1f} tok/s/user, TTFT {row['ttft_ms']:,.0f} ms, TPOT {row['tpot_ms']:.1f} ms, "
+                     f"{row['replicas_on_free_devices']} on free devices")
     return lines
 
 
@@ -88,9 +88,9 @@ def _options_table(pool: dict[str, Any]) -> Any:
     for column in ("TPxPP", "weights", "KV/tok", "KV cache", "headroom", "max seq", "replicas", "why"):
         table.add_column(column, justify="left" if column == "why" else "right")
     for o in pool["options"]:
-        table.add_row(f"{o['tensorParallel']}x{o['pipelineParallel']}", f"{o['weightsGiB']:,.1f}",
-                      f"{o['kvPerTokenBytes'] / KIB:,.0f}K", f"{o['kvCacheGiB']:,.1f}", f"{o['headroomGiB']:,.1f}",
-                      f"{o['maxConcurrency']:,}", f"{o['replicasFree']}/{o['replicasTotal']}", o["reason"])
+        table.add_row(f"{o['tensor_parallel']}x{o['pipeline_parallel']}", f"{o['weights_gib']:,.1f}",
+                      f"{o['kv_per_token_bytes'] / KIB:,.0f}K", f"{o['kv_cache_gib']:,.1f}", f"{o['headroom_gib']:,.1f}",
+                      f"{o['max_concurrency']:,}", f"{o['replicas_free']}/{o['replicas_total']}", o["reason"])
     return table
 
 
@@ -101,10 +101,10 @@ def models_renderable(specs: list[dict[str, Any]]) -> Any:
     for column in ("name", "params", "layers", "heads/kv", "experts", "dtype", "KV/tok bf16"):
         table.add_column(column, justify="left" if column == "name" else "right")
     for spec in specs:
-        experts = f"{spec['experts']}/{spec['expertsPerToken']}" if spec["experts"] else "-"
+        experts = f"{spec['experts']}/{spec['experts_per_token']}" if spec["experts"] else "-"
         table.add_row(spec["id"], f"{spec['parameters'] / 1e9:,.1f}B", str(spec["layers"]),
-                      f"{spec['attentionHeads']}/{spec['kvHeads']}", experts, spec["dtype"],
-                      f"{spec['kvValuesPerToken'] * 2 / KIB:,.0f}K")
+                      f"{spec['attention_heads']}/{spec['kv_heads']}", experts, spec["dtype"],
+                      f"{spec['kv_values_per_token'] * 2 / KIB:,.0f}K")
     return table
 
 
@@ -112,7 +112,7 @@ def devices_renderable(data: dict[str, Any]) -> Any:
     from llm_d_lens.output import Column, columns_table
 
     columns = [Column("PRODUCT"), Column("MEMORY GiB", numeric=True), Column("PCI"), Column("ID")]
-    rows = [[d["product"] or "unknown", f"{d['memoryBytes'] / 2**30:,.2f}" if d["memoryBytes"] else "unknown",
-             d["pciBusId"] or "-", d["uuid"] or d["serial"] or "-"] for d in data["devices"]]
+    rows = [[d["product"] or "unknown", f"{d['memory_bytes'] / 2**30:,.2f}" if d["memory_bytes"] else "unknown",
+             d["pci_bus_id"] or "-", d["uuid"] or d["serial"] or "-"] for d in data["devices"]]
     return columns_table(columns, rows, title=f"{data['hardware']}: {len(data['devices'])} device(s) from {data['source']}",
                          title_justify="left")

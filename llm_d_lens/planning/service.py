@@ -58,7 +58,7 @@ class PoolPlan:
             **self.pool.to_dict(),
             "verdict": self.verdict(),
             "best": best.to_dict() if best else None,
-            "handOff": self.hand_off(best) if best else None,
+            "hand_off": self.hand_off(best) if best else None,
             "options": [o.to_dict() for o in self.options],
         }
 

@@ -157,7 +157,7 @@ def test_cli_parses_a_saved_output_and_refuses_a_missing_file(capsys, tmp_path):
 
     assert main(["plan", "discover", "--hardware", "xpu", "--from-file", str(DATA / "xpu-smi-discovery.json"), "-o", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["hardware"] == "intel-xpu" and [d["memoryBytes"] for d in document["devices"]] == [128 * GIB] * 2
+    assert document["hardware"] == "intel-xpu" and [d["memory_bytes"] for d in document["devices"]] == [128 * GIB] * 2
     assert main(["plan", "discover", "--hardware", "xpu", "--from-file", str(tmp_path / "none.json")]) == 1
     assert "PLANNING_DISCOVERY_OUTPUT_INVALID" in capsys.readouterr().err
 
@@ -198,8 +198,8 @@ def test_cluster_inspect_discover_fills_the_bucket_vram(monkeypatch, capsys):
     monkeypatch.setattr(source_module, "make_runner", lambda source: fake)
     assert main(["cluster", "inspect", "--discover", "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    bucket = next(v for v in data["vendors"] if v["profileId"] == "intel-gaudi")
+    bucket = next(v for v in data["vendors"] if v["profile_id"] == "intel-gaudi")
     assert bucket["vram"]["sources"] == ["discovery:hl-smi@intel-gaudi-resource-driver/gaudi-plugin-9x"]
-    assert bucket["vram"]["devicesWithVram"] == 2 and any("memory of 2 device(s)" in n for n in data["notes"])
+    assert bucket["vram"]["devices_with_vram"] == 2 and any("memory of 2 device(s)" in n for n in data["notes"])
     assert main(["cluster", "inspect", "--demo", "--discover", "-o", "json"]) == 0
     assert any("node discovery skipped" in n for n in json.loads(capsys.readouterr().out)["notes"])

@@ -26,7 +26,7 @@ from llm_d_lens.planning.service import plan, start_predictions
 DATA = Path(__file__).parent / "testdata"
 GIB = 2**30
 CATALOGUE = json.loads((DATA / "aic-catalogue.json").read_text())
-SYSTEMS = {name: SystemFacts(name, f["backends"], f["memoryBytes"], f["gpusPerNode"]) for name, f in CATALOGUE["systems"].items()}
+SYSTEMS = {name: SystemFacts(name, f["backends"], f["memory_bytes"], f["gpus_per_node"]) for name, f in CATALOGUE["systems"].items()}
 ANSWER = json.loads((DATA / "aic-qwen3-32b-h200-vllm.json").read_text())
 
 
@@ -92,10 +92,10 @@ def test_lens_rejects_near_misses_aic_keeps_on_its_front():
 def test_a_judged_answer_counts_replicas_on_free_devices_without_spanning_nodes():
     result = judge(ANSWER, Targets(), pool("NVIDIA H200", 140.4, free=(2, 2)))
     agg, disagg = result["aggregated"], result["disaggregated"]
-    assert (agg["tensorParallel"], agg["gpus"], agg["replicasOnFreeDevices"]) == (4, 4, 0)  # 2 + 2 free is no TP4 pod
-    assert disagg["prefill"] == {"tensorParallel": 1, "pipelineParallel": 1, "workers": 4}
-    assert disagg["decode"]["tensorParallel"] == 4 and disagg["tpotMs"] <= 30
-    assert judge(ANSWER, Targets(), pool("NVIDIA H200", 140.4, free=(8, 8)))["aggregated"]["replicasOnFreeDevices"] == 4
+    assert (agg["tensor_parallel"], agg["gpus"], agg["replicas_on_free_devices"]) == (4, 4, 0)  # 2 + 2 free is no TP4 pod
+    assert disagg["prefill"] == {"tensor_parallel": 1, "pipeline_parallel": 1, "workers": 4}
+    assert disagg["decode"]["tensor_parallel"] == 4 and disagg["tpot_ms"] <= 30
+    assert judge(ANSWER, Targets(), pool("NVIDIA H200", 140.4, free=(8, 8)))["aggregated"]["replicas_on_free_devices"] == 4
     none = judge(ANSWER, Targets(ttft_ms=10.0), pool("NVIDIA H200", 140.4))
     assert none["aggregated"] is None and "no configuration AIC found meets TTFT <= 10 ms" in none["verdict"]
 
@@ -142,7 +142,7 @@ def test_real_aic_predicts_the_demos_nvidia_pools_and_caches_the_second_request(
         first = start_predictions(result, Targets(), engine).to_dict(wait=True)
         h200 = first["pools"]["nvidia/NVIDIA H200"]
         assert h200["state"] == "predicted" and h200["system"] == "h200_sxm"
-        assert h200["aggregated"]["tpotMs"] <= 30 and h200["aggregated"]["ttftMs"] <= 2000
+        assert h200["aggregated"]["tpot_ms"] <= 30 and h200["aggregated"]["ttft_ms"] <= 2000
         assert first["pools"]["amd/AMD_Instinct_MI300X_OAM"]["state"] == "skipped"
         second = start_predictions(result, Targets(), engine).to_dict(wait=True)
         assert second["pools"]["nvidia/NVIDIA H200"]["cached"] is True

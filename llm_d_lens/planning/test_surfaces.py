@@ -28,13 +28,13 @@ def test_cli_plans_a_catalogue_model_on_the_demo_as_json(capsys):
     assert main(["plan", "--model", "llama-3.1-8b", "--demo", "--context", "4096", "--concurrency", "8", "-o", "json",
                  "--no-predict"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["request"] == {"context": 4096, "concurrency": 8, "dtype": "bf16", "kvDtype": "bf16",
-                               "memoryUtilization": 0.9, "overheadGiB": 2.0}
+    assert data["request"] == {"context": 4096, "concurrency": 8, "dtype": "bf16", "kv_dtype": "bf16",
+                               "memory_utilization": 0.9, "overhead_gib": 2.0}
     assert data["source"]["kind"] == "demo"
-    tpu = next(p for p in data["pools"] if p["profileId"] == "google-tpu")
+    tpu = next(p for p in data["pools"] if p["profile_id"] == "google-tpu")
     # 8B in bf16 (14.96 GiB) fits one 32 GiB TPU v6e chip: 28.8 usable - 14.96 - 2 = 11.84 GiB for KV
-    assert (tpu["best"]["tensorParallel"], tpu["best"]["pipelineParallel"]) == (1, 1)
-    assert tpu["best"]["maxConcurrency"] == 23  # 11.84 GiB / (4096 x 128 KiB = 0.5 GiB)
+    assert (tpu["best"]["tensor_parallel"], tpu["best"]["pipeline_parallel"]) == (1, 1)
+    assert tpu["best"]["max_concurrency"] == 23  # 11.84 GiB / (4096 x 128 KiB = 0.5 GiB)
     assert data["predictions"]["state"] == aic.status().state and "not asked" in data["predictions"]["message"]
 
 

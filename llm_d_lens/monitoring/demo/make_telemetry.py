@@ -81,10 +81,10 @@ def lines() -> Iterator[str]:
     for t in range(0, DURATION + 1, STEP):
         for node in overview["nodes"]:
             for held in node["hardware"]:
-                plan = plan_for(registry.get(held["profileId"]))
+                plan = plan_for(registry.get(held["profile_id"]))
                 if plan is None or not held["devices"]:
                     continue
-                per_device = held["vram"]["totalBytes"] / held["devices"] if held["vram"]["totalBytes"] else 64 * 2**30
+                per_device = held["vram"]["total_bytes"] / held["devices"] if held["vram"]["total_bytes"] else 64 * 2**30
                 model = (held["products"] or [""])[0]
                 for device in range(held["devices"]):
                     wanted = _wanted(device, device < held["allocated"], t, float(per_device // 2**20 * 2**20))
