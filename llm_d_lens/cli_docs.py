@@ -32,7 +32,7 @@ while this file is out of date, so what it says is what the commands do.
 - `-o/--output` is the output **format**: `table` (fits 80 columns), `wide` (every column), `json`,
   `yaml`; commands whose result is a document (manifests, a scenario) take `yaml` or `json`.
   List commands also take `name`: one name a line, plain (`demo`, not kubectl's `cluster/demo`),
-  as `lens hardware show`, `--cluster` or `--guide` take it. Commands that print one line for a
+  as `lens hardware show`, `--cluster`, `--guide` or `--model` take it. Commands that print one line for a
   shell (`profiles flags`, `profiles compose-file`) default to `text`, that line as it is.
 - JSON and YAML keys are snake_case on every command and endpoint; Kubernetes names and label
   keys inside values stay as Kubernetes spells them.

@@ -21,6 +21,7 @@ LISTS: dict[str, tuple[list[str], Any]] = {
     "profiles list": (["profiles", "list"], lambda doc: [r["name"] for r in doc]),
     "deploy guides": (["deploy", "guides", "--llm-d-root", str(LLM_D)], lambda doc: doc["guides"]),
     "cluster list": (["cluster", "list", "--clusters", "{clusters}"], None),  # names without probing: see below
+    "plan models": (["plan", "models"], lambda doc: [spec["id"] for spec in doc]),
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from llm_d_lens.cli import main
-from llm_d_lens.testing.tables import commands_offering
+from llm_d_lens.testing.tables import camel_keys, commands_offering
 
 PACKAGE = Path(__file__).resolve().parent
 LLM_D = PACKAGE.parent / ".." / "shared" / "upstream" / "llm-d"
@@ -231,28 +231,6 @@ def test_wide_shows_every_column_of_the_default_table(name: str, request, monkey
 
 
 # -- one naming ------------------------------------------------------------------------------------
-
-CAMEL = re.compile(r"^[a-z]+[A-Z]")
-#: keys whose values are Kubernetes' or a label set's own, kept as Kubernetes spells them
-KUBERNETES_VALUES = {"labels", "objects", "items", "selector", "node_labels", "node_label_selector", "annotations",
-                     "requests", "limits", "capacity", "allocatable", "metadata", "spec", "status_object",
-                     "options", "values"}  # a chart's own values too
-
-
-def camel_keys(document: Any, path: str = "") -> list[str]:
-    """Every camelCase key of a JSON document, by path, outside the values Kubernetes spells."""
-    found: list[str] = []
-    if isinstance(document, dict):
-        for key, value in document.items():
-            if CAMEL.match(str(key)):
-                found.append(f"{path}.{key}")
-            if key not in KUBERNETES_VALUES:
-                found += camel_keys(value, f"{path}.{key}")
-    elif isinstance(document, list):
-        for i, item in enumerate(document[:50]):
-            found += camel_keys(item, f"{path}[{i}]")
-    return found
-
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_json_keys_are_snake_case(name: str, request, monkeypatch, tmp_path, capsys) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from llm_d_lens.test_cli_tables import camel_keys
+from llm_d_lens.testing.tables import camel_keys
 
 #: documents in another tool's format, whose keys are that format's (OpenAPI's operationId, ...)
 FOREIGN = {"/openapi.json"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.output import ListFormat, OutputFormat, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(invoke_without_command=True)
@@ -92,13 +92,13 @@ def plan(
 
 
 @app.command("models")
-def models(output: OutputFormat = OutputOption) -> None:
+def models(output: ListFormat = list_output_option()) -> None:
     """The catalogue: shapes and published parameter counts of common open models."""
     from llm_d_lens.planning.catalogue import entries, catalogue_spec
     from llm_d_lens.planning.render import models_renderable
 
     specs = [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
-    emit(specs, output, models_renderable)
+    emit(specs, output, models_renderable, names=lambda specs: [spec["id"] for spec in specs])
 
 
 @app.command("discover")

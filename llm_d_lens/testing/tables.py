@@ -7,6 +7,7 @@ and numeric columns right-aligned, so ``allocat…`` twice or a cut ``NVI…`` c
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 
@@ -74,4 +75,26 @@ def commands_offering(choice: str) -> list[str]:
             walk(sub, [*path, name])
 
     walk(plain_metavars(typer.main.get_command(build_app())), [])
+    return found
+
+
+CAMEL = re.compile(r"^[a-z]+[A-Z]")
+#: keys whose values are Kubernetes' or a label set's own, kept as Kubernetes spells them
+KUBERNETES_VALUES = {"labels", "objects", "items", "selector", "node_labels", "node_label_selector", "annotations",
+                     "requests", "limits", "capacity", "allocatable", "metadata", "spec", "status_object",
+                     "options", "values"}  # a chart's own values too
+
+
+def camel_keys(document: Any, path: str = "") -> list[str]:
+    """Every camelCase key of a JSON document, by path, outside the values Kubernetes spells."""
+    found: list[str] = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if CAMEL.match(str(key)):
+                found.append(f"{path}.{key}")
+            if key not in KUBERNETES_VALUES:
+                found += camel_keys(value, f"{path}.{key}")
+    elif isinstance(document, list):
+        for i, item in enumerate(document[:50]):
+            found += camel_keys(item, f"{path}[{i}]")
     return found
