@@ -69,7 +69,7 @@ SAMPLES: dict[str, Sample] = {
     "cluster inspect": _s("cluster", "inspect", "--demo", "--nodes"),
     "cluster list": _s("cluster", "list", "--clusters", "{tmp}/clusters.yaml", needs="tmp"),
     "incluster check": _s("incluster", "check", needs="cluster"),
-    "plan": _s("plan", "--demo", "--model", "llama-3.1-70b"),
+    "plan": _s("plan", "--demo", "--model", "llama-3.1-70b", "--all"),
     "plan models": _s("plan", "models"),
     "plan discover": _s("plan", "discover", "--hardware", "nvidia", "--from-file", str(TOOL_PAGE)),
 }

@@ -87,11 +87,11 @@ def _guides_table(report: dict[str, Any], only_guide: str | None = None, only_ha
         if not rows:
             continue
         table = Table(title=f"guide {guide}", box=box.SIMPLE, title_justify="left", pad_edge=False)
-        table.add_column("hardware", max_width=11, overflow="fold")
-        table.add_column("server", max_width=6, overflow="fold")
-        table.add_column("overlay", max_width=26, overflow="fold")
-        table.add_column("status", max_width=14, overflow="fold")
-        table.add_column("model", max_width=12, overflow="fold")
+        table.add_column("HARDWARE", max_width=11, overflow="fold")
+        table.add_column("SERVER", max_width=6, overflow="fold")
+        table.add_column("OVERLAY", max_width=26, overflow="fold")
+        table.add_column("STATUS", max_width=14, overflow="fold")
+        table.add_column("MODEL", max_width=12, overflow="fold")
         for row in rows:
             table.add_row(row["hardware"], row["model_server"] or "-", row["overlay"],
                           f"[{style.get(row['status'], 'yellow')}]{row['status']}[/]", row.get("model") or "-")

@@ -181,7 +181,7 @@ def show_queries(
 
         kind = "dashboard queries" if dashboard else "queries per refresh"
         t = Table(title=f"{sum(len(q) for q in data.values())} {kind}", show_lines=True)
-        for column in ("hardware", "reads", "PromQL"):
+        for column in ("HARDWARE", "READS", "PROMQL"):
             t.add_column(column, overflow="fold")
         for hw, named in data.items():
             for name, promql in named.items():
@@ -268,8 +268,8 @@ def _exporters_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
     t = Table(title=f"{len(rows)} exporters")
-    for column in ("hardware", "exporter", "nodes", "missing on", "scrape"):
-        t.add_column(column, overflow="fold")
+    for column in ("HARDWARE", "EXPORTER", "NODES", "MISSING ON", "SCRAPE"):
+        t.add_column(column, overflow="fold", justify="right" if column == "NODES" else "left")
     for r in rows:
         exporter = f"{r['chart']} {r['version']}" if r["chart"] else f"(not Lens') {r['managed_by']}"
         scrapes = sorted({p["scrape"] for p in r["pods"]})

@@ -85,11 +85,12 @@ def _options_table(pool: dict[str, Any]) -> Any:
     from rich.table import Table
 
     table = Table(title=pool["pool"], title_justify="left")
-    for column in ("TPxPP", "weights", "KV/tok", "KV cache", "headroom", "max seq", "replicas", "why"):
-        table.add_column(column, justify="left" if column == "why" else "right")
+    for column in ("TPxPP", "WEIGHTS GiB", "KV KiB/TOK", "KV CACHE GiB", "HEADROOM GiB", "MAX SEQ", "REPLICAS", "WHY"):
+        table.add_column(column, justify="left" if column == "WHY" else "right", overflow="fold",
+                         min_width=max(len(word) for word in column.split()))
     for o in pool["options"]:
         table.add_row(f"{o['tensor_parallel']}x{o['pipeline_parallel']}", f"{o['weights_gib']:,.1f}",
-                      f"{o['kv_per_token_bytes'] / KIB:,.0f}K", f"{o['kv_cache_gib']:,.1f}", f"{o['headroom_gib']:,.1f}",
+                      f"{o['kv_per_token_bytes'] / KIB:,.0f}", f"{o['kv_cache_gib']:,.1f}", f"{o['headroom_gib']:,.1f}",
                       f"{o['max_concurrency']:,}", f"{o['replicas_free']}/{o['replicas_total']}", o["reason"])
     return table
 
@@ -97,14 +98,16 @@ def _options_table(pool: dict[str, Any]) -> Any:
 def models_renderable(specs: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
-    table = Table(title="models Lens knows by name (any other: --model path/to/config.json)", title_justify="left")
-    for column in ("name", "params", "layers", "heads/kv", "experts", "dtype", "KV/tok bf16"):
-        table.add_column(column, justify="left" if column == "name" else "right")
+    table = Table(title="models Lens knows by name (any other: --model path/to/config.json); KV at bf16",
+                  title_justify="left")
+    for column in ("NAME", "PARAMS", "LAYERS", "HEADS/KV", "EXPERTS", "DTYPE", "KV KiB/TOK"):
+        table.add_column(column, justify="left" if column == "NAME" else "right", overflow="fold",
+                         min_width=max(len(word) for word in column.split()))
     for spec in specs:
         experts = f"{spec['experts']}/{spec['experts_per_token']}" if spec["experts"] else "-"
         table.add_row(spec["id"], f"{spec['parameters'] / 1e9:,.1f}B", str(spec["layers"]),
                       f"{spec['attention_heads']}/{spec['kv_heads']}", experts, spec["dtype"],
-                      f"{spec['kv_values_per_token'] * 2 / KIB:,.0f}K")
+                      f"{spec['kv_values_per_token'] * 2 / KIB:,.0f}")
     return table
 
 
