@@ -1,19 +1,18 @@
-"""How long the cluster inventory takes on big snapshots, against ``json.load`` of the same file.
+"""How long the cluster inventory takes on big snapshots, against the fastest whole-file parse of it.
 
 For each size it writes a synthetic snapshot shaped like ``kubectl get ... -o json`` output: nodes of
 every built-in kind (device-plugin and DRA GPUs with 8 devices each, TPU hosts, CPU pools), about
 20 pods per node with realistic specs and statuses, ResourceSlices for the DRA nodes and allocated
-ResourceClaims for the pods that use them. It then prints, per size, the median time of
-``json.load`` (the floor) and of the whole inventory as ``lens cluster inspect --snapshot`` runs it
-(``service.inspect``: read, parse, count), and their ratio. The goal is a ratio of at most 1.5 at 5,000 nodes and time per node that stays
-flat as the cluster grows.
+ResourceClaims for the pods that use them (deterministic: the same sizes give the same bytes).
 
-The inventory reads and counts with the cyclic garbage collector paused (see
-``snapshot.gc_paused``), which plain ``json.load`` does not, so it can beat that floor. The last two columns are therefore the
-honest measure of everything else the inventory does: ``json.load`` with the collector paused too,
-and the inventory's ratio to it.
+The floor is ``orjson.loads`` of the file with the cyclic garbage collector paused (the inventory
+pauses it too, see ``snapshot.gc_paused``); ``json.load`` and msgspec's whole-document decode are
+printed beside it. The inventory is ``service.inspect`` as ``lens cluster inspect --snapshot`` runs
+it: read, decode only the fields it reads (``cluster/decode.py``), count. Goals: at most 1.2x the
+floor at 5,000 nodes, time per node flat as the cluster grows, and a peak memory (each measured
+in a fresh process, imports included) at most 1.1x that of a process that only ``json.load``s the file.
 
-    python bench/inventory.py                       # 1,000 / 2,000 / 5,000 nodes
+    python bench/inventory.py                       # 500 / 2,000 / 5,000 nodes
     python bench/inventory.py --sizes 50,100 --repeat 1
 """
 
@@ -24,6 +23,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import msgspec  # noqa: E402
+import orjson  # noqa: E402
 
 from llm_d_lens.cluster.catalog import Catalog  # noqa: E402
 from llm_d_lens.cluster.service import inspect  # noqa: E402
@@ -229,9 +232,43 @@ def median_seconds(actions: list[Callable[[], Any]], repeat: int) -> list[float]
     return [statistics.median(samples) for samples in times]
 
 
+#: what a fresh process does to measure its peak memory: only parse the file, or run the inventory
+PEAK_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+if sys.argv[1] == "json.load":
+    with open(sys.argv[2], "rb") as stream:
+        document = json.load(stream)
+else:
+    from pathlib import Path
+    from llm_d_lens.cluster.service import inspect
+    from llm_d_lens.cluster.source import ClusterSource
+    overview = inspect(ClusterSource(snapshot=Path(sys.argv[2])))
+# VmHWM, not ru_maxrss: the latter is inherited across fork and exec from the (large) bench process
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def peak_mib(what: str, path: Path) -> float:
+    """Peak resident memory of a fresh process doing ``what`` on the file (VmHWM, in KiB)."""
+    done = subprocess.run([sys.executable, "-c", PEAK_CHILD, what, str(path), str(Path(__file__).resolve().parents[1])],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout.split()[-1]) / 1024
+
+
+def gc_paused(action: Callable[[], Any]) -> Callable[[], Any]:
+    def paused() -> Any:
+        gc.disable()
+        try:
+            return action()
+        finally:
+            gc.enable()
+    return paused
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,2000,5000", help="comma-separated node counts")
+    parser.add_argument("--sizes", default="500,2000,5000", help="comma-separated node counts")
     parser.add_argument("--pods-per-node", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is printed")
     parser.add_argument("--indent", type=int, default=4, help="JSON indent of the snapshot (kubectl writes 4; 0 = compact)")
@@ -240,36 +277,34 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(size) for size in args.sizes.split(",")]
     catalog = Catalog()  # discovery of the profiles happens once per process, outside the timings
     directory = args.keep or Path(tempfile.mkdtemp(prefix="lens-bench-"))
-    print(f"{'nodes':>6} {'pods':>7} {'MiB':>7} {'json.load s':>12} {'inventory s':>12} {'ratio':>6} {'ms/1k nodes':>12} "
-          f"{'no-gc load s':>12} {'ratio':>6}")
-    per_node: list[tuple[float, float, float]] = []  # seconds per node: inventory, json.load, GC-paused json.load
+    print(f"{'nodes':>6} {'pods':>7} {'MiB':>6} {'json.load s':>11} {'msgspec s':>10} {'orjson s':>9} {'inventory s':>11} "
+          f"{'ratio':>6} {'ms/1k nodes':>11} {'peak json MiB':>13} {'peak inv MiB':>12} {'ratio':>6}")
+    per_node: list[tuple[float, float]] = []  # seconds per node: inventory, orjson
     for size in sizes:
         path = directory / f"cluster-{size}.json"
-        write_snapshot(path, size, args.pods_per_node, args.indent)
+        if not path.exists():
+            write_snapshot(path, size, args.pods_per_node, args.indent)
 
-        def floor() -> Any:
+        def json_load() -> Any:
             with path.open("rb") as stream:
                 return json.load(stream)
 
-        def floor_without_gc() -> Any:
-            gc.disable()
-            try:
-                return floor()
-            finally:
-                gc.enable()
-
-        floor_s, bare_s, inventory_s = median_seconds(
-            [floor, floor_without_gc, lambda: inspect(ClusterSource(snapshot=path), catalog=catalog)], args.repeat)
-        per_node.append((inventory_s / size, floor_s / size, bare_s / size))
-        print(f"{size:>6} {size * args.pods_per_node:>7} {path.stat().st_size / 2**20:>7.1f} {floor_s:>12.4f} {inventory_s:>12.4f} "
-              f"{inventory_s / floor_s:>6.2f} {inventory_s / size * 1e6:>12.1f} {bare_s:>12.4f} {inventory_s / bare_s:>6.2f}", flush=True)
+        actions = [json_load, gc_paused(lambda: msgspec.json.decode(path.read_bytes())),
+                   gc_paused(lambda: orjson.loads(path.read_bytes())),
+                   lambda: inspect(ClusterSource(snapshot=path), catalog=catalog)]
+        json_s, msgspec_s, floor_s, inventory_s = median_seconds(actions, args.repeat)
+        json_peak, inventory_peak = peak_mib("json.load", path), peak_mib("inventory", path)
+        per_node.append((inventory_s / size, floor_s / size))
+        print(f"{size:>6} {size * args.pods_per_node:>7} {path.stat().st_size / 2**20:>6.1f} {json_s:>11.4f} {msgspec_s:>10.4f} "
+              f"{floor_s:>9.4f} {inventory_s:>11.4f} {inventory_s / floor_s:>6.2f} {inventory_s / size * 1e6:>11.1f} "
+              f"{json_peak:>13.1f} {inventory_peak:>12.1f} {inventory_peak / json_peak:>6.2f}", flush=True)
         if not args.keep:
             os.unlink(path)
     if not args.keep:
         os.rmdir(directory)
     growth = [last / first for last, first in zip(per_node[-1], per_node[0], strict=True)]
-    print(f"time per node, largest vs smallest size: inventory {growth[0]:.2f}x, json.load {growth[1]:.2f}x, "
-          f"GC-paused json.load {growth[2]:.2f}x (1.00x is linear)")
+    print(f"time per node, largest vs smallest size: inventory {growth[0]:.2f}x, GC-paused orjson.loads {growth[1]:.2f}x "
+          f"(1.00x is linear)")
     return 0
 
 
