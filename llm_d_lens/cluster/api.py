@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from llm_d_lens.cluster.source import ClusterSource
@@ -40,17 +40,24 @@ def cluster_runner() -> Runner | None:
     return None
 
 
-@router.get("/clusters/overview")
+@router.get("/clusters/overview", response_model=dict[str, Any],
+            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
 async def overview(
+    request: Request,
     nodes: bool = Query(True, description="Include the per-node detail (large on big clusters)."),
     source: ClusterSource = Depends(cluster_source),
     runner: Runner | None = Depends(cluster_runner),
-) -> dict[str, Any]:
-    """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims."""
-    document = (await read_inventory(source, runner)).overview.to_dict()
-    if not nodes:
-        document.pop("nodes")
-    return document
+) -> Response:
+    """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
+
+    A snapshot's (or the demo's) answer is encoded once while the file is unchanged and carries an
+    ``ETag``; send it back in ``If-None-Match`` to get ``304 Not Modified`` instead of the document.
+    """
+    from llm_d_lens.conditional import respond
+
+    found = await read_inventory(source, runner)
+    encoded = await run_in_threadpool(found.encoded, nodes)  # once per kept inventory; a large one takes a moment
+    return respond(request, encoded)
 
 
 async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:

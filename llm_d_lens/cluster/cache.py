@@ -4,6 +4,11 @@ A snapshot (or the demo) is the same cluster until its file changes, so re-parsi
 request or page only costs time: on a 5,000-node snapshot, seconds each. The key is the file's
 identity (path, size, modification time) and the registry's version, so an edited snapshot or a
 newly installed plugin is read afresh. A live cluster is never cached here: it changes under us.
+
+Rebuilds are single-flight: requests that arrive while a file-backed source is being read wait for
+that one read instead of each parsing the file again (on a big snapshot, N parses at once would
+also hold N parsed clusters in memory). Each kept inventory also keeps its overview encoded as JSON
+(with and without nodes), so a second request serves bytes without walking the overview again.
 """
 
 from __future__ import annotations
@@ -11,22 +16,41 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.cluster.model import Overview
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
 from llm_d_lens.runner import Runner
+
+if TYPE_CHECKING:
+    from llm_d_lens.conditional import Encoded
 
 
 @dataclass(frozen=True)
 class Inventory:
     overview: Overview
     read_at: float  # Unix seconds when the source was read
+    _encoded: dict[bool, Encoded] = field(default_factory=dict, repr=False, compare=False)
+    _encoding: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def encoded(self, nodes: bool = True) -> Encoded:
+        """The overview as the API's JSON bytes and their ETag; encoded once per inventory and shape."""
+        from llm_d_lens.conditional import encode
+
+        with self._encoding:  # concurrent first requests encode once
+            found = self._encoded.get(nodes)
+            if found is None:
+                document = self.overview.to_dict()
+                if not nodes:
+                    document.pop("nodes")
+                found = self._encoded[nodes] = encode(document)
+            return found
 
 
 _lock = threading.Lock()
+_building = threading.Lock()  # held while a file-backed source is read: one read at a time, the rest wait for it
 _last: tuple[Any, Inventory] | None = None
 
 
@@ -52,15 +76,24 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
 
     global _last
     key = _file_key(source) if runner is None else None
-    if key is not None:
-        with _lock:
-            if _last is not None and _last[0] == key:
-                return _last[1]
-    found = Inventory(inspect(source, runner), time.time())
-    if key is not None:
+    if key is None:
+        return Inventory(inspect(source, runner), time.time())
+    kept = _kept(key)
+    if kept is not None:
+        return kept
+    with _building:
+        kept = _kept(key)  # read by the request this one waited for
+        if kept is not None:
+            return kept
+        found = Inventory(inspect(source, runner), time.time())
         with _lock:
             _last = (key, found)
-    return found
+        return found
+
+
+def _kept(key: Any) -> Inventory | None:
+    with _lock:
+        return _last[1] if _last is not None and _last[0] == key else None
 
 
 def forget() -> None:
