@@ -24,7 +24,8 @@ SERVER_SETTINGS = {"--context": "LENS_KUBE_CONTEXT", "--kubeconfig": "LENS_KUBEC
                    "a snapshot": "a snapshot (LENS_CLUSTER_SNAPSHOT)", "the demo": "the demo (LENS_CLUSTER_DEMO)"}
 
 
-def cluster_source() -> ClusterSource:
+async def cluster_source() -> ClusterSource:
+    """The configured source; async so FastAPI resolves it on the event loop (a sync dependency costs a worker thread per request)."""
     from llm_d_lens.api.request_fields import reword
     from llm_d_lens.errors import LensError, ServerNotConfigured
 
@@ -35,7 +36,7 @@ def cluster_source() -> ClusterSource:
         raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {message}") from None
 
 
-def cluster_runner() -> Runner | None:
+async def cluster_runner() -> Runner | None:
     """None: the source builds a CommandRunner; tests override this with a FakeRunner."""
     return None
 
@@ -53,8 +54,12 @@ async def overview(
     A snapshot's (or the demo's) answer is encoded once while the file is unchanged and carries an
     ``ETag``; send it back in ``If-None-Match`` to get ``304 Not Modified`` instead of the document.
     """
+    from llm_d_lens.cluster.cache import encoded_if_kept
     from llm_d_lens.conditional import respond
 
+    ready = encoded_if_kept(source, nodes) if runner is None else None
+    if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
+        return respond(request, ready)
     found = await read_inventory(source, runner)
     encoded = await run_in_threadpool(found.encoded, nodes)  # once per kept inventory; a large one takes a moment
     return respond(request, encoded)

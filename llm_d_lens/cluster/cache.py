@@ -67,7 +67,31 @@ def _file_key(source: ClusterSource) -> Any:
         stat = os.stat(path)
     except OSError:
         return None  # let the read itself report what is wrong with the path
-    return (path, stat.st_size, stat.st_mtime_ns, stat.st_ino, get_registry().version_hash())
+    return (path, stat.st_size, stat.st_mtime_ns, stat.st_ino, _version(get_registry()))
+
+
+_versions: tuple[Any, str] | None = None
+
+
+def _version(registry: Any) -> str:
+    """The registry's version hash, computed once per registry: its profiles are fixed when it is built."""
+    global _versions
+    known = _versions
+    if known is not None and known[0] is registry:
+        return known[1]
+    version = registry.version_hash()
+    _versions = (registry, version)
+    return version
+
+
+def encoded_if_kept(source: ClusterSource, nodes: bool = True) -> Encoded | None:
+    """The kept overview's bytes, if the source is file-backed, unchanged and already encoded; else None.
+
+    Costs one ``stat``, so a request for an unchanged snapshot is answered without a worker thread.
+    """
+    key = _file_key(source)
+    kept = _kept(key) if key is not None else None
+    return kept._encoded.get(nodes) if kept is not None else None
 
 
 def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:

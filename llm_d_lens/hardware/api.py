@@ -43,10 +43,11 @@ _encoded: tuple[Any, int, Any] | None = None  # (registry, failures, Encoded)
 
 @router.get("/hardware/capabilities", response_model=dict[str, Any],
             responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
-def capabilities_route(request: Request) -> Response:
+async def capabilities_route(request: Request) -> Response:
     """Every registered profile with all its fields, and a hash that changes when any does.
 
     The ``ETag`` starts with that hash; send it back in ``If-None-Match`` to get ``304 Not Modified``.
+    Async: once encoded, an answer is a lookup, not worth a worker thread (the first build is a few ms).
     """
     from llm_d_lens.conditional import encode, respond
 
