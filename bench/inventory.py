@@ -36,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import msgspec  # noqa: E402
 import orjson  # noqa: E402
 
+from startup import plugin_profile  # noqa: E402
+
 from llm_d_lens.cluster.catalog import Catalog  # noqa: E402
+from llm_d_lens.cluster.inventory import build_inventory  # noqa: E402
 from llm_d_lens.cluster.service import inspect  # noqa: E402
 from llm_d_lens.cluster.source import ClusterSource  # noqa: E402
 
@@ -266,6 +269,28 @@ def gc_paused(action: Callable[[], Any]) -> Callable[[], Any]:
     return paused
 
 
+def plugin_build_ratio(path: Path, count: int, repeat: int) -> tuple[float, float, int]:
+    """The build alone (objects already read) with the built-in registry, and with ``count`` plugin profiles more.
+
+    Returns (built-ins seconds, with plugins seconds, number of built-in profiles).
+    """
+    from llm_d_lens.cluster.snapshot import load_snapshot
+    from llm_d_lens.hardware.discovery import DiscoveredProfile
+    from llm_d_lens.hardware.loader import validate_payload
+    from llm_d_lens.hardware.registry import Registry, get_registry
+
+    builtins = get_registry()
+    extra = [validate_payload(plugin_profile(i), f"bench plugin {i}") for i in range(count)]
+    discovered = [DiscoveredProfile(p, json.dumps(p.model_dump(mode="json"), sort_keys=True), []) for p in builtins.profiles()]
+    discovered += [DiscoveredProfile(p, p.id, []) for p in extra]
+    crowded = Registry(discovered)
+    objects = load_snapshot(path, partial=True)
+    # a fresh catalogue per build, as `lens cluster inspect` makes one: its per-name caches start empty
+    times = median_seconds([gc_paused(lambda: build_inventory(objects, Catalog(builtins))),
+                            gc_paused(lambda: build_inventory(objects, Catalog(crowded)))], repeat)
+    return times[0], times[1], len(builtins)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="500,2000,5000", help="comma-separated node counts")
@@ -273,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is printed")
     parser.add_argument("--indent", type=int, default=4, help="JSON indent of the snapshot (kubectl writes 4; 0 = compact)")
     parser.add_argument("--keep", type=Path, help="write the snapshots into this directory and keep them")
+    parser.add_argument("--plugin-profiles", type=int, default=200,
+                        help="plugin profiles installed beside the built-ins for the last measurement")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
     catalog = Catalog()  # discovery of the profiles happens once per process, outside the timings
@@ -298,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{size:>6} {size * args.pods_per_node:>7} {path.stat().st_size / 2**20:>6.1f} {json_s:>11.4f} {msgspec_s:>10.4f} "
               f"{floor_s:>9.4f} {inventory_s:>11.4f} {inventory_s / floor_s:>6.2f} {inventory_s / size * 1e6:>11.1f} "
               f"{json_peak:>13.1f} {inventory_peak:>12.1f} {inventory_peak / json_peak:>6.2f}", flush=True)
+        if size == sizes[0]:
+            plugins = plugin_build_ratio(path, args.plugin_profiles, args.repeat)
         if not args.keep:
             os.unlink(path)
     if not args.keep:
@@ -305,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     growth = [last / first for last, first in zip(per_node[-1], per_node[0], strict=True)]
     print(f"time per node, largest vs smallest size: inventory {growth[0]:.2f}x, GC-paused orjson.loads {growth[1]:.2f}x "
           f"(1.00x is linear)")
+    print(f"inventory build at {sizes[0]} nodes with {args.plugin_profiles} plugin profiles: {plugins[1]:.4f} s, with the "
+          f"{plugins[2]} built-ins: {plugins[0]:.4f} s, ratio {plugins[1] / plugins[0]:.2f} (goal <= 1.2)")
     return 0
 
 

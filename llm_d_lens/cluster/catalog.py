@@ -15,7 +15,7 @@ from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile, MemoryLabel
 from llm_d_lens.hardware.registry import Registry, get_registry
-from llm_d_lens.hardware.resolution import Resolver, selector_matches
+from llm_d_lens.hardware.resolution import Resolver
 
 GIB = 2**30
 MIB = 2**20
@@ -54,9 +54,12 @@ class Catalog:
         self._classes: dict[str, str | None] = {}
         self._patterns: dict[str, tuple[list[re.Pattern[str]], list[re.Pattern[str]]]] = {}
         self._models: dict[str, dict[str, tuple[float, str]]] = {}
-        self._selectors: list[tuple[str, dict[str, str]]] = [
-            (p.id, dict(p.node_label_selector)) for p in self.registry.profiles() if p.node_label_selector
-        ]
+        self._selectors: dict[str, dict[str, str]] = {
+            p.id: dict(p.node_label_selector) for p in self.registry.profiles() if p.node_label_selector
+        }
+        self._order = {profile_id: position for position, profile_id in enumerate(self._selectors)}
+        index = self.registry.index
+        self._pairs, self._keys = index.selector_pairs, index.selector_keys
 
     def profile(self, profile_id: str) -> HardwareProfile:
         return self.registry.get(profile_id)
@@ -102,8 +105,27 @@ class Catalog:
             return self._classes[name]
 
     def present(self, labels: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
-        """The profiles whose node_label_selector these node labels satisfy, with the selector."""
-        return [(pid, sel) for pid, sel in self._selectors if selector_matches(sel, labels)]
+        """The profiles whose node_label_selector these node labels satisfy, with the selector, in registry order.
+
+        Through the registry's selector postings: each of the node's labels looks up the profiles
+        that name it (with that value, or ``"*"``), and a profile matches when every one of its
+        selector's labels was hit. O(labels) per node, however many profiles are installed.
+        """
+        pairs, keys = self._pairs, self._keys
+        hits: dict[str, int] | None = None
+        for item in labels.items():
+            for found in (pairs.get(item), keys.get(item[0])):
+                if found:
+                    if hits is None:
+                        hits = {}
+                    for profile_id in found:
+                        hits[profile_id] = hits.get(profile_id, 0) + 1
+        if hits is None:
+            return []
+        selectors = self._selectors
+        matched = [pid for pid, count in hits.items() if pid in selectors and count == len(selectors[pid])]
+        matched.sort(key=self._order.__getitem__)
+        return [(pid, selectors[pid]) for pid in matched]
 
     def _resource_patterns(self, profile_id: str) -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
         if profile_id not in self._patterns:
