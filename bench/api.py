@@ -101,8 +101,14 @@ def requests_per_second(port: int, path: str, count: int, headers: dict[str, str
 def bare_app(bodies: dict[str, bytes]) -> FastAPI:
     """A FastAPI app answering each path with fixed bytes: the floor."""
     app = FastAPI()
+
+    def route(body: bytes) -> Any:
+        async def answer() -> Response:  # async: no worker thread, the strictest floor
+            return Response(body, media_type="application/json")
+        return answer
+
     for path, body in bodies.items():
-        app.add_api_route(path, (lambda body=body: Response(body, media_type="application/json")), methods=["GET"])
+        app.add_api_route(path, route(body), methods=["GET"])
     return app
 
 

@@ -8,9 +8,10 @@ point it at other files: a path in a query string would let anyone read the serv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from llm_d_lens.cluster.source import ClusterSource
@@ -24,8 +25,7 @@ SERVER_SETTINGS = {"--context": "LENS_KUBE_CONTEXT", "--kubeconfig": "LENS_KUBEC
                    "a snapshot": "a snapshot (LENS_CLUSTER_SNAPSHOT)", "the demo": "the demo (LENS_CLUSTER_DEMO)"}
 
 
-async def cluster_source() -> ClusterSource:
-    """The configured source; async so FastAPI resolves it on the event loop (a sync dependency costs a worker thread per request)."""
+def cluster_source() -> ClusterSource:
     from llm_d_lens.api.request_fields import reword
     from llm_d_lens.errors import LensError, ServerNotConfigured
 
@@ -36,7 +36,7 @@ async def cluster_source() -> ClusterSource:
         raise ServerNotConfigured(f"the cluster API is misconfigured on the server: {message}") from None
 
 
-async def cluster_runner() -> Runner | None:
+def cluster_runner() -> Runner | None:
     """None: the source builds a CommandRunner; tests override this with a FakeRunner."""
     return None
 
@@ -46,8 +46,6 @@ async def cluster_runner() -> Runner | None:
 async def overview(
     request: Request,
     nodes: bool = Query(True, description="Include the per-node detail (large on big clusters)."),
-    source: ClusterSource = Depends(cluster_source),
-    runner: Runner | None = Depends(cluster_runner),
 ) -> Response:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
 
@@ -57,12 +55,22 @@ async def overview(
     from llm_d_lens.cluster.cache import encoded_if_kept
     from llm_d_lens.conditional import respond
 
+    source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
     ready = encoded_if_kept(source, nodes) if runner is None else None
     if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
         return respond(request, ready)
     found = await read_inventory(source, runner)
     encoded = await run_in_threadpool(found.encoded, nodes)  # once per kept inventory; a large one takes a moment
     return respond(request, encoded)
+
+
+def inline_dependency(request: Request, dependency: Callable[[], Any]) -> Any:
+    """A cheap sync dependency called on the event loop, honouring ``app.dependency_overrides`` as ``Depends`` does.
+
+    ``Depends`` runs a sync dependency in a worker thread: two thread hops per request were most of
+    what a cached overview cost. Only for dependencies that do no I/O (reading the environment).
+    """
+    return request.app.dependency_overrides.get(dependency, dependency)()
 
 
 async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:

@@ -80,7 +80,7 @@ async def inventory() -> Panel:
     from llm_d_lens.cluster.api import cluster_runner, cluster_source, read_inventory
 
     async def load() -> dict[str, Any]:
-        found = await read_inventory(await cluster_source(), await cluster_runner())
+        found = await read_inventory(cluster_source(), cluster_runner())
         return {"overview": found.overview.to_dict(), "read_at": found.read_at}
 
     return await guarded(load)
