@@ -43,6 +43,7 @@ demo: $(STAMP)
 	$(BIN)/lens telemetry devices --snapshot llm_d_lens/monitoring/accelerator/testdata/amd-cpx-partitions.prom --hardware amd
 	$(BIN)/lens telemetry queries --hardware nvidia --output json
 	$(BIN)/lens cluster inspect --demo --nodes
+	$(BIN)/lens plan --model llama-3.1-70b --demo --concurrency 16
 
 schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write

@@ -1,10 +1,13 @@
 """How much Lens adds to kustomize, and how discovery scales with the size of an llm-d checkout.
 
-Two measurements, each against a floor taken in the same run:
+Three measurements, each against a floor taken in the same run:
 
 * render: ``lens``'s whole render job (resolve the overlay, ``kubectl kustomize``, fit, validate)
   for every upstream overlay that renders, against plain ``kubectl kustomize`` of the same
   directory. Goal: at most 1.2x.
+* cli: the ``lens deploy render`` command (start-up included) against ``kubectl kustomize`` of the
+  same overlay, goal at most 1.3x; and ``lens deploy guides`` against ``find`` of the tree's
+  Kustomizations, for information.
 * discovery: finding every overlay of every profile in the real tree copied N times (N guides),
   against ``os.walk`` over the same copy. Goal: at most 2x. Reading every Kustomization as well
   (what ``lens deploy guides`` does) is printed too, for information.
@@ -35,6 +38,7 @@ from llm_d_lens.hardware.registry import get_registry  # noqa: E402
 from llm_d_lens.runner import CommandRunner  # noqa: E402
 
 RENDER_GOAL = 1.2
+CLI_RENDER_GOAL = 1.3
 DISCOVERY_GOAL = 2.0
 
 
@@ -94,6 +98,36 @@ def bench_render(root: Path, repeat: int, limit: int | None) -> None:
               f"ratio {total_lens / total_floor:.2f} (goal <= {RENDER_GOAL})")
 
 
+def bench_cli(root: Path, repeat: int) -> None:
+    """What a user waits for: the `lens` command against the command it wraps, start-up included."""
+    kubectl = shutil.which("kubectl")
+    lens = shutil.which("lens", path=str(Path(sys.executable).parent)) or shutil.which("lens")
+    if kubectl is None or lens is None:
+        print("cli: skipped (" + ("kubectl" if kubectl is None else "the lens command") + " is not installed)")
+        return
+    rows = [r for r in describe_guides(root=root)["overlays"] if r["status"] == "ok"]
+    if not rows:
+        print("cli: skipped (no renderable overlay)")
+        return
+    row = rows[0]
+    render_argv = [lens, "deploy", "render", "--llm-d-root", str(root), "--guide", row["guide"], "--hardware", row["hardware"],
+                   "--model-server", row["model_server"], "--overlay", row["overlay"]]
+
+    def run(argv: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(argv, check=True, capture_output=True)
+
+    lens_s, floor_s = paired(run(render_argv), run([kubectl, "kustomize", str(root / row["path"])]), repeat)
+    print(f"cli render {row['path']}: lens {lens_s:.3f} s, kubectl kustomize {floor_s:.3f} s, "
+          f"ratio {lens_s / floor_s:.2f} (goal <= {CLI_RENDER_GOAL})")
+    find = shutil.which("find")
+    if find is None:
+        print("cli guides: skipped (find is not installed)")
+        return
+    lens_s, floor_s = paired(run([lens, "deploy", "guides", "--llm-d-root", str(root), "-o", "json"]),
+                             run([find, str(root), "-name", "kustomization.yaml"]), repeat)
+    print(f"cli guides: lens {lens_s:.3f} s, find of its Kustomizations {floor_s:.3f} s, ratio {lens_s / floor_s:.2f}")
+
+
 def copied_tree(root: Path, copies: int, into: Path) -> Path:
     """The real tree with each guide copied ``copies`` times (``<guide>-<i>``), shared recipes once."""
     target = into / "llm-d"
@@ -148,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"deploy benchmark: llm-d tree {root}")
     bench_render(root, args.repeat, args.max_overlays)
+    bench_cli(root, args.repeat)
     bench_discovery(root, args.copies, args.repeat)
     return 0
 

@@ -40,6 +40,10 @@ def test_a_tiny_run_prints_medians_and_ratios() -> None:
         assert len(renders) == 2
         assert any(re.fullmatch(rf"render total: lens {number} s, kubectl kustomize {number} s, ratio {number} \(goal <= 1\.2\)", line)
                    for line in lines)
+        clis = [line for line in lines if line.startswith("cli ")]
+        assert len(clis) == 2 and re.fullmatch(
+            rf"cli render guides/\S+: lens {number} s, kubectl kustomize {number} s, ratio {number} \(goal <= 1\.3\)", clis[0])
+        assert re.fullmatch(rf"cli guides: lens {number} s, find of its Kustomizations {number} s, ratio {number}", clis[1])
     else:
         assert lines[1].startswith("render: skipped")
     # every guide is copied twice, so the copy holds twice the overlays the tree itself has

@@ -77,7 +77,7 @@ def create_app() -> FastAPI:
     @app.get("/readyz", tags=["health"])
     def readyz() -> Any:
         """503 problem+json listing every skipped plugin or conflict; liveness stays on /healthz."""
-        from llm_d_lens.hardware.readiness import describe, problems
+        from llm_d_lens.api.readiness import describe, problems
 
         found = problems()
         if found:

@@ -23,6 +23,7 @@ def inspect(
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
     nodes: bool = typer.Option(False, "--nodes", help="Also print one row per node (JSON/YAML always include nodes)."),
+    discover: bool = typer.Option(False, "--discover", help="Read unknown VRAM with the profiles' discovery tools (live only)."),
     timeout: float = TimeoutOption,
     output: OutputFormat = OutputOption,
 ) -> None:
@@ -36,6 +37,10 @@ def inspect(
 
     source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
     overview = inspect_cluster(source)
+    if discover:
+        from llm_d_lens.planning.node_discovery import discover_into
+
+        discover_into(overview, source)
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes))
 
 

@@ -139,3 +139,49 @@ def capacity_bars(rows: Sequence[tuple[str, float, float]]) -> BarChart:
         chart.bars.append(Bar(label, allocated, free, allocated / top * span, free / top * span))
     chart.ticks = [(chart.label_width + i / 4 * span, number(top * i / 4, 0 if top >= 4 else 1)) for i in range(5)]
     return chart
+
+
+@dataclass
+class Segment:
+    name: str
+    css: str
+    value: float
+    x: float
+    width: float
+
+
+@dataclass
+class StackRow:
+    label: str
+    segments: list[Segment]
+    total: float
+
+
+@dataclass
+class StackChart:
+    rows: list[StackRow]
+    unit: str
+    width: int = WIDTH
+    row: int = 28
+    label_width: int = 200
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def height(self) -> int:
+        return self.row * len(self.rows) + 30
+
+
+def stacked_bars(rows: Sequence[tuple[str, Sequence[tuple[str, float]]]], unit: str) -> StackChart:
+    """One bar per row, its named parts side by side on one shared scale (a device's memory, split by use)."""
+    chart = StackChart(rows=[], unit=unit)
+    span = chart.width - chart.label_width - 20
+    top = nice_ceiling(max((sum(max(v, 0) for _, v in parts) for _, parts in rows), default=0))
+    for label, parts in rows:
+        x, segments = float(chart.label_width), []
+        for index, (name, value) in enumerate(parts):
+            width = max(value, 0) / top * span
+            segments.append(Segment(name, f"p{index}", value, x, width))
+            x += width
+        chart.rows.append(StackRow(label, segments, sum(max(v, 0) for _, v in parts)))
+    chart.ticks = [(chart.label_width + i / 4 * span, number(top * i / 4, 0 if top >= 4 else 1)) for i in range(5)]
+    return chart

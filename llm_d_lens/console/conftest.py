@@ -115,7 +115,7 @@ def _plugin_source(root: Path, dist: str, payloads: dict[str, dict], module_sour
 
 
 ACME_TELEMETRY = {
-    "provider_id": "acme-npu-exporter",
+    "provider_id": "declarative",
     "device_metric_sources": {
         "power": {"metrics": ["acme_npu_power_milliwatts"], "unit": "mW", "output_unit": "W"},
         "utilization": {"metrics": ["acme_npu_busy_percent"], "unit": "percent", "output_unit": "ratio"},

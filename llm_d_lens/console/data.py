@@ -198,3 +198,28 @@ def doctor() -> dict[str, Any]:
     from llm_d_lens.hardware.doctor import doctor_report
 
     return doctor_report()
+
+
+#: the weight formats the plan form offers (the planning domain accepts more by name)
+DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
+
+
+def models() -> list[dict[str, Any]]:
+    """``GET /api/v1/planning/models``."""
+    from llm_d_lens.planning.api import models as route
+
+    return route()
+
+
+async def plan(params: dict[str, Any]) -> Panel:
+    """``POST /api/v1/planning/plan`` for the form's model, on the server's cluster."""
+
+    async def load() -> Any:
+        from llm_d_lens.cluster.api import cluster_runner, cluster_source
+        from llm_d_lens.planning.api import PlanRequest, plan as route
+
+        request = PlanRequest(model=params["model"], context=params["context"], concurrency=params["concurrency"],
+                              dtype=params["dtype"] or None)
+        return await route(request, source=cluster_source(), runner=cluster_runner())
+
+    return await guarded(load)

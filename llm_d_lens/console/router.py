@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from llm_d_lens import __version__
 from llm_d_lens.console import data
-from llm_d_lens.console.charts import capacity_bars, line_chart
+from llm_d_lens.console.charts import capacity_bars, line_chart, stacked_bars
 from llm_d_lens.console.format import clock, gib, moment, number, quantity
 from llm_d_lens.console.tables import paginate
 from llm_d_lens.errors import LensError
@@ -56,12 +56,15 @@ def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 
 
 def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
-    """(tabs, plugin failures for the banner, the capabilities panel); a registry that cannot load is shown, not raised."""
+    """(tabs, the banner's problems as /readyz lists them, the capabilities panel); a registry that cannot load is shown, not raised."""
+    from llm_d_lens.api.readiness import problems
+
     try:
         document = data.capabilities()
+        found = problems()  # exactly what /readyz reports
     except LensError as exc:
         return [], [], data.failed(exc)
-    return data.tabs(document), document.get("failures", []), data.Panel(document)
+    return data.tabs(document), found, data.Panel(document)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -118,6 +121,7 @@ def _node_rows(overview: dict[str, Any], profile_id: str) -> list[dict[str, Any]
 DEVICE_COLUMNS = {
     "device": lambda r: r["name"], "util": lambda r: r["utilization_ratio"], "memory": lambda r: r["memory_used_bytes"],
     "power": lambda r: r["power_watts"], "temperature": lambda r: r["temperature_celsius"],
+    "health": lambda r: (r.get("health") or {}).get("status"),
 }
 
 
@@ -204,6 +208,27 @@ async def accelerator_page(
         devices=devices, device_page=device_page, pods=pods, charts=charts, ranges=ranges, chart_nodes=chart_nodes,
         params=params, quantities=data.TITLES, has_telemetry=has_telemetry,
     )
+
+
+@router.get("/plan", response_class=HTMLResponse)
+async def plan_page(
+    model: str = Query("llama-3.1-8b", max_length=200),
+    context: int = Query(8192, ge=1, le=10**7),
+    concurrency: int = Query(1, ge=1, le=10**6),
+    dtype: str = Query("", max_length=32),
+) -> HTMLResponse:
+    """``POST /api/v1/planning/plan`` for a catalogue model, as a form and a table."""
+    tabs, failures, registry = _registry_state()
+    params = {"model": model, "context": context, "concurrency": concurrency, "dtype": dtype}
+    found = await data.plan(params)
+    chart = None
+    if found.ok:
+        fitting = [p for p in found.data["pools"] if p.get("best")]
+        chart = stacked_bars([(p["product"], [
+            ("weights", p["best"]["weightsGiB"]), ("KV cache", p["best"]["kvCacheGiB"]),
+            ("overhead", p["best"]["overheadGiB"]), ("headroom", p["best"]["headroomGiB"])]) for p in fitting], "GiB") if fitting else None
+    return render("plan.html", page="plan", tabs=tabs, failures=failures, registry=registry, params=params,
+                  models=data.models(), dtypes=data.DTYPES, plan=found, chart=chart)
 
 
 @router.get("/doctor", response_class=HTMLResponse)

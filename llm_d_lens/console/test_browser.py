@@ -107,6 +107,16 @@ def test_a_plugin_that_fails_to_load_is_a_banner_on_every_page_and_stops_nothing
         assert "lens-broken" in banner.inner_text() and "acme SDK" in banner.inner_text()
     assert "lens-broken" in v.page.locator("#failures").inner_text()
     assert v.page.locator("#doctor-bad").count() == 1
+    # the banner lists what /readyz lists
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(lens + "/readyz", timeout=30)
+    assert caught.value.code == 503
+    ready = json.load(caught.value)
+    v.go("/")
+    banner = v.page.locator("#plugin-banner .failure")
+    assert banner.count() == len(ready["problems"]) and {p["distribution"].split()[0] for p in ready["problems"]} == {"lens-broken"}
 
 
 def test_the_overview_shows_the_apis_numbers(lens, visit):
@@ -254,3 +264,23 @@ def test_a_5000_row_node_table_is_paged(tmp_path: Path, visit):
             v.page.locator('#nodes input[name="q"]').press("Enter")
         assert v.page.locator("#node-table tbody tr").count() == 10
         assert "1–10 of 10" in v.page.locator(".pager").first.inner_text()
+
+
+def test_the_plan_form_plans_the_chosen_model_on_the_cluster(lens, visit):
+    v = visit(lens)
+    v.go("/plan")
+    v.page.locator('#plan-form select[name="model"]').select_option("qwen3-32b")
+    v.page.locator('#plan-form input[name="context"]').fill("32768")
+    with v.page.expect_navigation():
+        v.page.locator("#plan-form button").click()
+    api = json.loads(urllib.request.urlopen(urllib.request.Request(
+        lens + "/api/v1/planning/plan", data=json.dumps({"model": "qwen3-32b", "context": 32768}).encode(),
+        headers={"Content-Type": "application/json"}), timeout=60).read())
+    rows = v.page.locator("#plan-table tbody tr[data-pool]")
+    assert rows.count() == len(api["pools"])
+    for pool in api["pools"]:
+        cell = v.page.locator(f'#plan-table tr[data-pool="{pool["pool"]}"] [data-field="parallelism"]')
+        expected = f'{pool["best"]["tensorParallel"]} × {pool["best"]["pipelineParallel"]}' if pool["best"] else "–"
+        assert cell.inner_text() == expected
+    assert "32,768 tokens" in v.page.locator(".source").inner_text()
+    assert v.errors == [] and v.foreign() == []

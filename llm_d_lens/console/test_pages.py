@@ -102,6 +102,8 @@ def test_demo_telemetry_draws_a_chart_per_quantity_with_units(server, monkeypatc
     assert charts == [("power", "W"), ("utilization", "%"), ("memory_used", "GiB"), ("temperature", "°C")]
     points = [int(n) for n in re.findall(r'data-points="(\d+)"', page)]
     assert points and all(13 <= n <= 16 for n in points)  # 15 minutes at one point a minute
+    # the demo's exporter pages carry no error counters: health is unknown, and says so per device
+    assert page.count('<span class="health unknown">unknown</span>') == 8
 
 
 def test_an_unknown_tab_is_a_404_page_naming_it(server):
@@ -188,3 +190,28 @@ def test_capacity_bars_share_one_scale():
 
 def test_links_keep_other_parameters_and_drop_empty_ones():
     assert link("/accelerators/a b", {"q": "x", "page": 3, "desc": False}, page=4) == "/accelerators/a%20b?q=x&page=4"
+
+
+def test_the_plan_page_shows_the_planning_apis_best_fit_per_pool(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    api = server.post("/api/v1/planning/plan", json={"model": "deepseek-v3", "context": 4096}).json()
+    page = server.get("/plan", params={"model": "deepseek-v3", "context": 4096}).text
+    for pool in api["pools"]:
+        row = page[page.index(f'data-pool="{pool["pool"]}"'):]
+        row = row[:row.index("</tr>")]
+        best = pool["best"]
+        if best:
+            assert f'data-field="parallelism">{best["tensorParallel"]} × {best["pipelineParallel"]}<' in row
+            assert f'data-field="headroom">{best["headroomGiB"]:.2f} GiB<' in row
+        else:
+            assert "nothing fits" in row
+    # a pool that fits gets a bar per use of its memory, with the API's figures
+    fitting = [p for p in api["pools"] if p["best"]]
+    assert page.count('data-part="weights"') == len(fitting) > 0
+    assert f'data-value="{fitting[0]["best"]["weightsGiB"]}"' in page
+
+
+def test_an_unknown_model_on_the_plan_page_is_its_coded_error(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    page = server.get("/plan", params={"model": "gpt-17"}).text
+    assert 'data-code="PLANNING_MODEL_UNKNOWN"' in page and "gpt-17" in page

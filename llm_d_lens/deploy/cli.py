@@ -95,7 +95,7 @@ def _guides_table(report: dict[str, Any]) -> Any:
                           style="yellow"))
     for guide in report.get("contents", []):
         held = [f"{key.replace('_', ' ')}: {', '.join(Path(p).name for p in guide[key])}"
-                for key in ("router_values", "monitoring", "manifests", "helpers", "other") if guide[key]]
+                for key in ("router_values", "monitoring", "manifests", "helpers", "other", "shared") if guide.get(key)]
         if held:
             parts.append(Text(f"guide {guide['guide']} also holds {'; '.join(held)}"))
     for row in report["unsupported"]:

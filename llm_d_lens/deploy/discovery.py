@@ -130,7 +130,10 @@ def _compiled(template: str, fixed: tuple[tuple[str, str], ...]) -> tuple[_Segme
             segments.append(_Segment(literal=raw))
         else:
             parts = _PLACEHOLDER.split(raw)  # literal, name, literal, name, ...
-            regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+)" for i, p in enumerate(parts))
+            # a * beside a placeholder ({variant}-* for a generation such as <variant>-v6) is a level of the overlay's name, as * alone is
+            lazy = "?" if "*" in raw else ""
+            regex = "".join(re.escape(p).replace(r"\*", r"(?P<_wildcard>[^/]+)") if i % 2 == 0 else f"(?P<{p}>.+{lazy})"
+                            for i, p in enumerate(parts))
             segments.append(_Segment(pattern=re.compile(regex)))
     return tuple(segments)
 
@@ -346,6 +349,7 @@ def discover(
             for root in roots:
                 overlays.extend(_overlays_below(walker, root, profile, template, fixed, claimed))
     unsupported: list[UnsupportedDir] = []
+    overlay_paths = [o.path + "/" for o in overlays]
     if report_unsupported:
         resolver = Resolver(registry)
         seen: set[str] = set()
@@ -353,7 +357,8 @@ def discover(
             for m in matches:
                 captures = dict(m.captures)
                 name = captures.get("variant", "")
-                if not resolver.match_overlay_dir(name).supported and m.real not in seen:
+                if (not resolver.match_overlay_dir(name).supported and m.real not in seen
+                        and not any(p.startswith("/".join(m.parts) + "/") for p in overlay_paths)):  # owned via another template
                     seen.add(m.real)
                     unsupported.append(UnsupportedDir(captures.get("guide", guide or ""), name, "/".join(m.parts), m.directory))
     overlays.sort(key=lambda o: (o.guide, o.hardware, o.model_server or "", o.name))

@@ -74,6 +74,13 @@ class OverlayUnsafe(DeployError):
     http_status = 422
 
 
+class HelmValuesLayout(DeployError):
+    """The revision predates the kustomize overlays: its per-hardware settings are Helm values files."""
+
+    code = "LLM_D_HELM_VALUES_LAYOUT"
+    http_status = 422
+
+
 class KustomizeNotFound(DeployError):
     code = "KUSTOMIZE_NOT_FOUND"
     http_status = 503  # the server lacks a tool: its operator's to install, not the caller's fault

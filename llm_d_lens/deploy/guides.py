@@ -43,34 +43,39 @@ class GuideContents:
     manifests: list[str] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)  # helper Kustomizations: in the guide, or helpers/ it applies
     other: list[str] = field(default_factory=list)  # further Kustomizations of the guide, outside modelserver/
+    shared: list[str] = field(default_factory=list)  # bases and components under modelserver/ of no one hardware
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "router_values": self.router_values, "monitoring": self.monitoring,
-                "manifests": self.manifests, "helpers": self.helpers, "other": self.other}
+                "manifests": self.manifests, "helpers": self.helpers, "other": self.other, "shared": self.shared}
 
 
 def guide_names(source: LlmdSource) -> list[str]:
-    """Every guide of the source (``optimized-baseline``, ``multimodal-serving/aggregation``)."""
+    """Every guide of the source (``optimized-baseline``, ``multimodal-serving/aggregation``).
+
+    A guide is the shallowest directory under ``guides/`` that holds ``modelserver/``, or a README
+    while none of its sub-directories holds both (``multimodal-serving`` only groups two guides;
+    ``wide-ep-lws/manifests`` is a folder of its guide).
+    """
     top = Path(source.root) / "guides"
     found: list[str] = []
 
-    def visit(directory: Path, parts: tuple[str, ...]) -> None:
+    def subdirs(directory: Path) -> list[Path]:
         try:
-            children = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+            return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
         except OSError:
-            return
-        for child in children:
+            return []
+
+    def visit(directory: Path, parts: tuple[str, ...]) -> None:
+        for child in subdirs(directory):
             if not parts and child.name == RECIPES:
                 continue
             name = (*parts, child.name)
-            if (child / "modelserver").is_dir():
+            groups = any((g / "modelserver").is_dir() and _has_readme(g) for g in subdirs(child))
+            if (child / "modelserver").is_dir() or (_has_readme(child) and not groups):
                 found.append("/".join(name))
-                continue
-            before = len(found)
-            if len(name) < MAX_GUIDE_DEPTH:
+            elif len(name) < MAX_GUIDE_DEPTH:
                 visit(child, name)
-            if len(found) == before and _has_readme(child):
-                found.append("/".join(name))
 
     if top.is_dir():
         visit(top, ())
@@ -160,3 +165,20 @@ def companions_for(overlay: Overlay, guide: GuideContents) -> list[str]:
         elif (overlay.path + "/").startswith(helper.rsplit("/", 1)[0] + "/") and overlay.path != helper:
             needed.append(helper)
     return needed
+
+
+_VALUES_FILE = re.compile(r"(?:.*[-_.])?values(?:[-_.].*)?\.ya?ml")
+
+
+def helm_values_files(source: LlmdSource, guide: str | None = None) -> list[str]:
+    """The Helm values files of the guides (or of one), outside ``router/``: the layout before the overlays."""
+    top = Path(source.root) / "guides"
+    start = top / guide if guide else top
+    found = []
+    for directory, dirs, files in os.walk(start):
+        relative = Path(directory).relative_to(top).parts
+        if relative[:1] == (RECIPES,) or "router" in relative:
+            dirs[:] = []
+            continue
+        found += [source.display(os.path.join(directory, f)) for f in files if _VALUES_FILE.fullmatch(f)]
+    return sorted(found)

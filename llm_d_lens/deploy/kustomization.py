@@ -115,6 +115,16 @@ class KustomizationReader:
         self._cache: dict[Path, Kustomization] = {}
         self._inspections: dict[Path, Inspection] = {}
         self._files: dict[Path, dict[str, str]] = {}
+        self._documents: dict[Path, list[Any]] = {}
+        self._engines: dict[Path, str | None] = {}
+
+    def documents(self, path: Path) -> list[Any]:
+        """The YAML documents of a resource or patch file, each file parsed once per reader."""
+        path = Path(os.path.normpath(path))
+        cached = self._documents.get(path)
+        if cached is None:
+            cached = self._documents[path] = yaml_documents(path)
+        return cached
 
     def load(self, directory: Path) -> Kustomization:
         cached = self._cache.get(directory)
@@ -171,6 +181,13 @@ class KustomizationReader:
         directory = Path(directory)
         if directory in seen:
             return None
+        if directory in self._engines:
+            return self._engines[directory]
+        found = self._engine(directory, seen)
+        self._engines[directory] = found
+        return found
+
+    def _engine(self, directory: Path, seen: frozenset[Path]) -> str | None:
         doc = self.load(directory)
         label = doc.own_labels().get(ENGINE_LABEL)
         if label:
@@ -183,11 +200,11 @@ class KustomizationReader:
                 if isinstance(text, str):
                     documents += inline_documents(text)
                 elif isinstance(path, str) and is_yaml_file(path):
-                    documents += yaml_documents(doc.directory / path)
+                    documents += self.documents(doc.directory / path)
         for _, reference, _ in _strings(doc.data.get("resources"), "resources", "any"):
             target = doc.directory / reference
             if is_yaml_file(reference) and target.is_file():
-                documents += yaml_documents(target)
+                documents += self.documents(target)
         found = engine_of_documents(documents)
         if found:
             return found
@@ -247,11 +264,7 @@ class KustomizationReader:
         if cached is not None:
             return cached
         found: dict[str, str] = {}
-        try:
-            documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            documents = []  # kustomize reports an unreadable resource when it renders; here it just adds no labels
-        for document in documents:
+        for document in self.documents(path):  # an unreadable file adds no labels; kustomize reports it when it renders
             if not isinstance(document, dict):
                 continue
             for pod in pod_templates(document):

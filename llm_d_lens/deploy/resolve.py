@@ -15,13 +15,14 @@ from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of
 from llm_d_lens.deploy.errors import (
     DeployRequestInvalid,
     GuideNotFound,
+    HelmValuesLayout,
     OverlayAmbiguous,
     OverlayBuildingBlock,
     OverlayLabelMismatch,
     OverlayNotFound,
     OverlayUnsafe,
 )
-from llm_d_lens.deploy.guides import guide_names, is_helper
+from llm_d_lens.deploy.guides import guide_names, helm_values_files, is_helper
 from llm_d_lens.deploy.kustomization import Inspection, KustomizationReader
 from llm_d_lens.deploy.source import LlmdSource, check_name
 from llm_d_lens.deploy.targets import Role, roles
@@ -178,8 +179,23 @@ def choose_overlay(
     return OverlayChoice(chosen, profile, inspection, status, tuple(why), overlay_roles[chosen.path])
 
 
+def refuse_helm_values_layout(source: LlmdSource, guide: str | None) -> None:
+    """Raise the error for a revision from before the overlays, when its guides hold Helm values files."""
+    values = helm_values_files(source, guide) if guide is None or (source.root / "guides" / guide).is_dir() else []
+    if not values:
+        return
+    shown = ", ".join(values[:12]) + (f" and {len(values) - 12} more" if len(values) > 12 else "")
+    raise HelmValuesLayout(
+        f"llm-d source {source.describe()} keeps its per-hardware settings in Helm values files, not in kustomize "
+        f"overlays, so Lens has no overlay to render{f' for guide {guide}' if guide else ''}: {shown}. Install those "
+        f"with helm as that revision's guide says, or read a newer --revision",
+        details={"source": source.to_dict(), "guide": guide, "values_files": values})
+
+
 def _raise_none(source: LlmdSource, registry: Registry, profile: HardwareProfile, guide: str) -> None:
     in_guide: Catalog = discover(source, registry, guide=guide)
+    if not in_guide.overlays:
+        refuse_helm_values_layout(source, guide)
     if in_guide.overlays or in_guide.unsupported:
         others = sorted({o.hardware for o in in_guide.overlays})
         raise OverlayNotFound(

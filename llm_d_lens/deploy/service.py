@@ -28,6 +28,7 @@ from llm_d_lens.deploy.resolve import (
     choose_overlay,
     confirm_identity,
     guide_not_found,
+    refuse_helm_values_layout,
     overlay_statuses,
 )
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
@@ -211,6 +212,8 @@ def describe_guides(
     with open_source(root, revision, runner=runner, env=env) as source:
         catalog = discover(source, registry, guide=guide, profiles=profiles)
         all_guides = guide_names(source)
+        if not catalog.overlays and not discover(source, registry, guide=guide).overlays:
+            refuse_helm_values_layout(source, guide)
         if guide is not None and not catalog.overlays and not catalog.unsupported and guide not in all_guides:
             whole_guide = catalog if profiles is None else discover(source, registry, guide=guide)
             if not whole_guide.overlays and not whole_guide.unsupported:
@@ -226,13 +229,17 @@ def describe_guides(
                              "model": inspection.labels.get(MODEL_LABEL), "status": status.state, "detail": status.detail})
         listed = sorted(({o.guide for o in catalog.overlays} | set(all_guides)) if guide is None else {guide})
         helpers = {g: [o for o in found if o.guide == g and statuses[o.path].state == "helper"] for g in listed}
-        guide_contents = [contents(source, g, helpers[g]).to_dict() for g in listed]
+        guide_contents = {g: contents(source, g, helpers[g]) for g in listed}
         unsupported = []
         for directory in catalog.unsupported:
+            if directory.guide not in all_guides:
+                continue  # a folder of a guide (wide-ep-lws/manifests), not a guide of its own
             found = [(path, reader.inspect(d)) for d, path in kustomizations_below(source, directory.directory)]
             labelled = [(path, i) for path, i in found if i.kind == "Kustomization" and i.accelerator_labels]
+            if directory.guide in guide_contents:  # bases and components the guide's overlays share
+                guide_contents[directory.guide].shared += [path for path, i in found if (path, i) not in labelled]
             if not labelled:
-                continue  # shared bases and components, not hardware overlays
+                continue
             pairs = sorted({i.accelerator_labels for _, i in labelled if i.accelerator_labels})
             unsupported.append({**directory.to_dict(), "overlays": [path for path, _ in labelled],
                                 "labels": [f"{v}/{n}" for v, n in pairs],
@@ -240,7 +247,7 @@ def describe_guides(
         return {
             "source": source.to_dict(),
             "guides": sorted(set(listed) | {u["guide"] for u in unsupported}),
-            "contents": guide_contents,
+            "contents": [c.to_dict() for c in guide_contents.values()],
             "shared": {"router_base": ROUTER_BASE if (source.root / ROUTER_BASE).is_file() else None,
                        "gateways": [p for d, p in kustomizations_below(source, str(source.root / GATEWAYS))]
                        if (source.root / GATEWAYS).is_dir() else []},

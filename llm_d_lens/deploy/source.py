@@ -123,9 +123,39 @@ def _commit_of(runner: Runner, directory: Path, revision: str, origin: str) -> t
         raise SourceInvalid(f"revision {revision!r} is not a git revision", details={"revision": revision})
     top = Path(_git(runner, directory, ["rev-parse", "--show-toplevel"], origin, revision).strip())
     prefix = _git(runner, directory, ["rev-parse", "--show-prefix"], origin, revision).strip()
-    commit = _git(runner, directory, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
-                  origin, revision, unknown=f"no commit named {revision!r} in {origin}").strip()
+    commit = _resolve(runner, directory, revision)
+    if commit is None:
+        # a fresh clone has origin/main but no local main: a branch name is found on the remotes too
+        remote = sorted(r for r in _lines(_git(runner, directory, ["for-each-ref", "--format=%(refname:short)",
+                                                                   f"refs/remotes/*/{revision}"], origin, revision))
+                        if not r.endswith("/HEAD"))
+        preferred = [r for r in remote if r == f"origin/{revision}"] or remote
+        if len(preferred) > 1:
+            raise SourceInvalid(f"revision {revision!r} of llm-d source {origin} is a branch of several remotes "
+                                f"({', '.join(preferred)}); name one, e.g. --revision {preferred[0]}",
+                                details={"root": origin, "revision": revision, "candidates": preferred})
+        commit = _resolve(runner, directory, preferred[0]) if preferred else None
+    if commit is None:
+        shallow = _git(runner, directory, ["rev-parse", "--is-shallow-repository"], origin, revision).strip() == "true"
+        hint = (f"; {origin} is a shallow clone, which may lack it: `git -C {origin} fetch --unshallow` "
+                f"(or `git fetch origin {revision}`) brings it") if shallow else ""
+        raise SourceInvalid(f"cannot read revision {revision!r} of llm-d source {origin}: no commit named "
+                            f"{revision!r} in {origin}{hint}", details={"root": origin, "revision": revision,
+                                                                       "shallow": shallow})
     return commit, prefix, top
+
+
+def _resolve(runner: Runner, directory: Path, revision: str) -> str | None:
+    """The commit ``revision`` names in the repository, or None."""
+    argv = ["git", "-C", str(directory), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"]
+    try:
+        return runner.run(argv).stdout.strip() or None
+    except CommandFailed:
+        return None
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _git(runner: Runner, directory: Path, args: list[str], origin: str, revision: str, *, unknown: str | None = None) -> str:

@@ -34,7 +34,7 @@ _EXPORT = re.compile(r"^\s*export\s+([A-Z_][A-Z0-9_]*)=[\"']?([^\s\"'#]*)[\"']?\
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _LISTED = re.compile(r"`(modelserver/[^`\s]+)`")
 _OPTION = re.compile(r"[a-z0-9][a-z0-9._/-]*")
-#: How deep below the guide directory Markdown files are read (``modelserver/gpu/<server>/README.md``).
+#: How deep below the guide directory Markdown files are read (``modelserver/<variant>/<server>/README.md``).
 MAX_DOC_DEPTH = 4
 
 

@@ -80,6 +80,7 @@ def test_the_listing_says_what_a_guide_holds_besides_its_overlays(guide_tree: Pa
         "manifests": ["guides/cache/manifests/pvc.yaml"],
         "helpers": [f"{G}/kv/fs/kv-client", "helpers/kv-master/base"],
         "other": [],
+        "shared": [],
     }
     rows = {r["overlay"]: r for r in report["overlays"]}
     assert rows["kv/fs/kv-client"]["status"] == "helper"  # never an alternative overlay

@@ -22,12 +22,14 @@ def test_a_generation_level_and_extra_roots_are_accepted() -> None:
     profile = validate_payload(with_roots("guides/{guide}/modelserver/{variant}/*/{model_server}",
                                           ["guides/{guide}/modelserver/{variant}/{model_server}"]), "test")
     assert profile.deployment.extra_overlay_roots == ["guides/{guide}/modelserver/{variant}/{model_server}"]
+    older = validate_payload(with_roots("guides/{guide}/modelserver/{variant}-*/{model_server}", []), "test")
+    assert older.deployment.overlay_root == "guides/{guide}/modelserver/{variant}-*/{model_server}"
 
 
 @pytest.mark.parametrize("extra,message", [
     ("guides/{guide}/../{variant}", "must be a relative path inside the llm-d source"),
     ("/srv/llm-d/{variant}", "must be a relative path inside the llm-d source"),
-    ("guides/{guide}/modelserver/{variant}/v*/{model_server}", "* must be a whole path segment"),
+    ("guides/{guide}/modelserver/{variant}/v*/{model_server}", "* must be a whole path segment, or follow {variant} as in {variant}-*"),
     ("guides/{guide}/modelserver/{arch}", "unknown placeholder {arch}"),
 ])
 def test_templates_that_leave_the_source_or_do_not_parse_are_refused(extra: str, message: str) -> None:

@@ -32,7 +32,8 @@ def test_the_default_is_the_default_server_and_the_plain_overlay(source: LlmdSou
     assert (choice.overlay.model_server, choice.overlay.name) == ("vllm", "base")
     assert choice.explanation == (
         f"llm-d source: {source.origin}",
-        "hardware 'cuda' (profile nvidia): overlays under guides/{guide}/modelserver/{variant}/{model_server} with {variant}=gpu",
+        "hardware 'cuda' (profile nvidia): overlays under guides/{guide}/modelserver/{variant}/{model_server} or "
+        "guides/{guide}/modelserver/nvidia-{variant}/{model_server} with {variant}=gpu",
         "model server vllm: the default (others: sglang; pass --model-server)",
         "not a default candidate: broken (broken: guides/demo/modelserver/gpu/vllm/broken/kustomization.yaml: "
         "patches[0].path: patch-missing.yaml does not exist (guides/demo/modelserver/gpu/vllm/broken/patch-missing.yaml))",

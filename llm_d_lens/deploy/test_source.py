@@ -99,3 +99,38 @@ def test_unknown_revisions_and_non_repositories_are_clear_errors(tree: Path) -> 
     with pytest.raises(SourceInvalid, match="is not a git revision"):
         with open_source(tree, "--output=/tmp/x", runner=CommandRunner()):
             pass
+
+
+@needs_git
+def test_a_branch_only_a_remote_has_is_found_there(tree: Path, tmp_path: Path) -> None:
+    git(tree, "init", "-q", "-b", "main")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "x")
+    upstream_commit = git(tree, "rev-parse", "HEAD")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tree), str(clone)], check=True, capture_output=True)
+    git(clone, "checkout", "-q", "--detach")
+    git(clone, "branch", "-q", "-D", "main")  # like a clone that only has origin/main
+    assert subprocess.run(["git", "-C", str(clone), "rev-parse", "--verify", "--quiet", "main"],
+                          capture_output=True).returncode != 0
+    with open_source(clone, "main", runner=CommandRunner()) as source:
+        assert source.commit == upstream_commit
+
+
+@needs_git
+def test_a_shallow_clone_that_lacks_the_revision_says_so(tree: Path, tmp_path: Path) -> None:
+    git(tree, "init", "-q", "-b", "main")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "first")
+    first = git(tree, "rev-parse", "HEAD")
+    (tree / "later.txt").write_text("x")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "second")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{tree}", str(clone)], check=True, capture_output=True)
+    with pytest.raises(SourceInvalid) as raised:
+        with open_source(clone, first, runner=CommandRunner()):
+            pass
+    assert f"no commit named {first!r}" in raised.value.message
+    assert "is a shallow clone, which may lack it: `git -C" in raised.value.message
+    assert raised.value.details["shallow"] is True

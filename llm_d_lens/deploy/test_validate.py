@@ -69,3 +69,25 @@ def test_a_mode_without_devices_refuses_device_requests() -> None:
     assert check([deployment(GPU2, labels=cpu)], "cpu", "default") == [
         ("error", "UNEXPECTED_DEVICE_REQUEST",
          "container modelserver asks for nvidia.com/gpu: 2, but access mode 'default' asks for none")]
+
+
+def test_a_claim_on_a_template_the_render_lacks_is_an_upstream_error() -> None:
+    # early upstream revisions renamed the template with namePrefix but not the pod's reference to it
+    from llm_d_lens.deploy.conftest import claim_template, deployment
+    from llm_d_lens.deploy.shape import FitOptions, fit
+    from llm_d_lens.deploy.validate import validate
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.hardware.resolution import Resolver
+
+    registry = get_registry()
+    xpu = {"llm-d.ai/accelerator-variant": "xpu", "llm-d.ai/accelerator-vendor": "intel"}
+    rendered = [claim_template("ob-xpu-claim", {"name": "intel", "exactly": {"deviceClassName": "gpu.intel.com", "count": 1}}),
+                deployment({}, labels=xpu, claims=[{"name": "c", "resourceClaimTemplateName": "xpu-claim"}], uses=[{"name": "c"}])]
+    profile = registry.get("intel-xpu")
+    fitted = fit(rendered, profile, FitOptions(mode="dra"), Resolver(registry))
+    mode = profile.effective_modes()["dra"]
+    issues = [i for i in validate(fitted.objects, profile, "dra", mode, fitted.counts, Resolver(registry))
+              if i.code == "CLAIM_TEMPLATE_NOT_RENDERED"]
+    assert [i.message for i in issues] == [
+        "claim c names ResourceClaimTemplate xpu-claim, which the render does not contain (an upstream problem); "
+        "the render has ob-xpu-claim: a namePrefix renamed it without a nameReference"]

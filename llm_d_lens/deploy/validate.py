@@ -91,6 +91,16 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
                                     f"registered hardware; Lens cannot check it"))
         issues += _shape(pod, requests, profile, mode_name, mode, counts.get(pod.display))
     for pod in all_pod_templates(objects):
+        for entry in pod.spec.get("resourceClaims") or []:
+            name = entry.get("resourceClaimTemplateName") if isinstance(entry, dict) else None
+            # a template the render lacks may come from an operator (a ComputeDomain creates its own); one the
+            # render holds under a prefixed name is a reference kustomize's namePrefix did not follow
+            similar = sorted(t for t in view.templates if t.endswith(f"-{name}")) if name and name not in view.templates else []
+            if similar:
+                issues.append(Issue("error", "CLAIM_TEMPLATE_NOT_RENDERED", pod.display,
+                                    f"claim {entry.get('name')} names ResourceClaimTemplate {name}, which the render does "
+                                    f"not contain (an upstream problem); the render has {', '.join(similar)}: a namePrefix "
+                                    f"renamed it without a nameReference"))
         for container in [*pod.containers(), *(c for c in pod.spec.get("initContainers") or [] if isinstance(c, dict))]:
             image = container.get("image")
             if isinstance(image, str) and is_placeholder_image(image):

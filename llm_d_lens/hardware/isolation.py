@@ -47,7 +47,7 @@ class Outcome:
 
     payloads: Any = None
     error: str | None = None
-    kind: str | None = None  # import | call | payload | not-callable | output | timeout | crashed
+    kind: str | None = None  # import | call | payload | not-callable | output | timeout | crashed | interrupted
 
     def to_dict(self) -> dict[str, Any]:
         return {"payloads": self.payloads, "error": self.error, "kind": self.kind}
@@ -150,7 +150,8 @@ def load_entry_points(eps: Sequence[EntryPoint], *, timeout: float | None = None
         if cached is not None:
             return cached
     outcomes = run_isolated([_entry(ep) for ep in eps], timeout=timeout)
-    _write_cache(path, outcomes)
+    if not any(o.kind == "interrupted" for o in outcomes):  # a signal from outside says nothing of the plugin
+        _write_cache(path, outcomes)
     return outcomes
 
 
@@ -227,6 +228,9 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
             if not chunk:  # the child closed its end: it finished or died
                 code = proc.wait()
                 if current is not None and current not in results:
+                    if code < 0 or code == 130:  # killed or interrupted from outside: not the plugin's doing
+                        return results, (current, Outcome(error=f"loading was interrupted (exit code {code}); it is "
+                                                                "tried again on the next run", kind="interrupted"))
                     return results, (current, Outcome(error=f"the loading process died (exit code {code}) while "
                                                             "loading this plugin", kind="crashed"))
                 return results, None

@@ -20,14 +20,15 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
     "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
     # device health
     "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
+    "pcie_throughput", "link_throughput", "link_errors",
 ]
 
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -230,8 +231,8 @@ class MetricSource(Contract):
     unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
     scale: float = Field(default=1.0, strict=False, description="Extra factor applied after the unit conversion.")
     output_unit: OutputUnit = Field(
-        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started) "
-        "or code (the last event's code, 0 for none)."
+        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), "
+        "code (the last event's code, 0 for none) or B/s."
     )
     aggregation: Aggregation = Field(
         default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
@@ -285,8 +286,32 @@ class Allocation(Contract):
     resource_id_pattern: str | None = Field(default=None, description="Regular expression with a named group 'pci'.")
 
 
+class Exporter(Contract):
+    """The vendor's exporter: how Lens finds its pods and their scrape targets, and how it is installed.
+
+    Seed 000 section 6: the vendor's official chart, integrated with the monitoring stack already there
+    (Lens installs no Prometheus or Grafana). ``release`` is installed through the drivers' pinned,
+    idempotent path; an exporter another component deploys (an operator, the platform) gives
+    ``unmanaged_reason`` instead.
+    """
+
+    release: DriverRelease | None = Field(default=None, description="The exporter's chart, pinned like a driver mode.")
+    unmanaged_reason: str | None = Field(
+        default=None, min_length=1, description="Who deploys the exporter when Lens does not (exactly one of release or this)."
+    )
+    pod_selectors: list[LabelMap] = Field(
+        min_length=1, description="Label sets that identify the exporter's pods; a pod carrying every label of any one set is an exporter pod."
+    )
+    port: int = Field(ge=1, le=65535, description="The port its /metrics page is served on.")
+    port_name: str | None = Field(default=None, description="The Service or container port name a monitor selects.")
+    monitor: Literal["ServiceMonitor", "PodMonitor"] | None = Field(
+        default=None, description="The Prometheus Operator object its scrape needs (the chart's option, or the user's)."
+    )
+
+
 class Telemetry(Contract):
     provider_id: str = Field(min_length=1)
+    exporter: Exporter | None = Field(default=None, description="The exporter that publishes this hardware's device metrics.")
     device_metrics: dict[str, str] = Field(default_factory=dict, description="Quantity -> PromQL expression.")
     device_metric_sources: dict[Quantity, MetricSource] = Field(default_factory=dict)
     label_schema: LabelSchema = Field(default_factory=LabelSchema)

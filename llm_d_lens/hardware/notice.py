@@ -27,4 +27,5 @@ def warn_if_problems() -> None:
     already, shown = shown, False  # one command, one notice
     if already or built is None or not built.failures:
         return
+    sys.stdout.flush()  # after the command's own output, not inside it
     print(summary(built.failures), file=sys.stderr)

@@ -100,7 +100,8 @@ def main(argv: list[str]) -> int:
     records = os.fdopen(int(argv[0]), "w", buffering=1, encoding="utf-8")
     request = json.loads(sys.stdin.read())
     sys.path[:] = request["path"]
-    signal.signal(signal.SIGINT, _on_sigint)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started ignoring Ctrl-C (nohup, a background job): keep to it
+        signal.signal(signal.SIGINT, _on_sigint)
 
     def emit(record: dict[str, Any]) -> None:
         records.write(json.dumps(record) + "\n")

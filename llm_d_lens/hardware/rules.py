@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from llm_d_lens.hardware.errors import ProfileIssue
-from llm_d_lens.hardware.models import DriverRelease, FallbackSource, HardwareProfile, MetricSource
+from llm_d_lens.hardware.models import DriverRelease, Exporter, FallbackSource, HardwareProfile, MetricSource
 
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
 KUBE_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?$")
@@ -21,7 +21,7 @@ UNIT_DIMENSION = {
     "mW": "W", "W": "W",
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
-    "count": "count", "code": "code",
+    "count": "count", "code": "code", "B/s": "B/s",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
@@ -29,6 +29,7 @@ QUANTITY_UNITS = {
     "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
     "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
     "pcie_replays": "count", "critical_event": "code",
+    "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -224,8 +225,9 @@ def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
         segments = root.split("/")
         if root.startswith("/") or ".." in segments or "" in segments or "." in segments:
             yield ProfileIssue(path, "must be a relative path inside the llm-d source", root)
-        if any("*" in segment and segment != "*" for segment in segments):
-            yield ProfileIssue(path, "* must be a whole path segment", root)
+        if any("*" in segment and segment != "*" and not ("{variant}" in segment and segment.count("*") == 1)
+               for segment in segments):
+            yield ProfileIssue(path, "* must be a whole path segment, or follow {variant} as in {variant}-*", root)
 
 
 def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:
@@ -240,11 +242,25 @@ def _telemetry(p: HardwareProfile) -> Iterator[ProfileIssue]:
         if source.output_unit != QUANTITY_UNITS[quantity]:
             yield ProfileIssue(f"{base}.output_unit", f"{quantity} is reported in {QUANTITY_UNITS[quantity]}", source.output_unit)
     yield from _device_metrics(p)
+    if t.exporter is not None:
+        yield from _exporter(t.exporter)
     yield from _tiles(p)
     yield from _label_names(p)
     joins = set(t.modes.values()) | {t.allocation_join}
     if "pod-status" in joins and not (t.allocation and t.allocation.resource_id_pattern):
         yield ProfileIssue("$.telemetry.allocation.resource_id_pattern", "the pod-status join needs a resource_id_pattern", None)
+
+
+def _exporter(exporter: Exporter) -> Iterator[ProfileIssue]:
+    base = "$.telemetry.exporter"
+    if (exporter.release is None) == (exporter.unmanaged_reason is None):
+        yield ProfileIssue(f"{base}.release", "give exactly one of release (Lens installs the chart) or unmanaged_reason",
+                           exporter.unmanaged_reason, has_value=exporter.unmanaged_reason is not None)
+    if exporter.release is not None:
+        yield from _release_issues(f"{base}.release", exporter.release, "helm")
+    for i, selector in enumerate(exporter.pod_selectors):
+        if not selector:
+            yield ProfileIssue(f"{base}.pod_selectors[{i}]", "an empty label set would select every pod", selector)
 
 
 def promql_metric_names(expression: str) -> list[str]:

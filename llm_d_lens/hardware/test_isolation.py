@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +111,39 @@ def test_load_results_are_cached_until_the_installed_set_changes_and_doctor_alwa
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-lens\nVersion: 2.0.0\n")
     acme = next(r for r in json.loads(lens(plugins, "hardware", "list", "-o", "json").stdout) if r["id"] == "acme")
     assert acme["origins"] == ["entry point 'acme' of acme-lens 2.0.0"] and runs.read_text() == "3"
+
+
+def test_a_real_ctrl_c_stops_lens_and_the_plugin_loader_without_a_traceback(plugins, tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    plugins.make("sleeper", module_source=f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                                          "time.sleep(600)\n", profile_entry_points={"sleeper": "sleeper_lens:x"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins.root), *sys.path]), LENS_PLUGINS_TIMEOUT="600")
+    process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "hardware", "list", "-o", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        for _ in range(600):  # until the plugin is inside its import
+            if pid_file.exists() and pid_file.read_text():
+                break
+            assert process.poll() is None
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal sends the whole foreground group
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130 and "Traceback" not in err and out == ""  # click's exit code for Ctrl-C
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # the loading process did not outlive Lens
+
+
+def test_a_loader_killed_from_outside_is_reported_but_not_cached(plugins):
+    from llm_d_lens.hardware.isolation import Outcome, load_entry_points, run_isolated
+
+    source = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"  # what the OOM killer would do
+    plugins.make("victim", module_source=source, profile_entry_points={"victim": "victim_lens:x"})
+    ep = EntryPoint("victim", "victim_lens:x", "llm_d_lens.hardware.profiles")
+    [outcome] = run_isolated([{"name": ep.name, "value": ep.value, "group": ep.group}], timeout=30)
+    assert outcome == Outcome(error="loading was interrupted (exit code -9); it is tried again on the next run",
+                              kind="interrupted")
+    load_entry_points([ep], timeout=30)
+    assert list(Path(os.environ["LENS_CACHE_DIR"]).glob("plugins-*.json")) == []

@@ -17,6 +17,9 @@ Facts the mapping rests on (kubectl 1.32, helm 3):
   (10 by default; its storage driver GETs a record before deleting it); ``--create-namespace``
   creates the namespace.
 - ``kubectl auth can-i`` creates a SelfSubjectAccessReview.
+- ``kubectl exec`` GETs the pod, then opens its ``pods/exec`` subresource. kubectl 1.31+ does so with
+  a WebSocket upgrade, which servers authorise as ``get``, and from Kubernetes 1.35 as ``create``
+  too (the older SPDY POST was always ``create``), so it needs both.
 - kubectl and helm also read discovery (``/api``, ``/apis``) to map names to resources.
 
 Kubernetes grants every authenticated account discovery (``system:discovery``), ``GET /version``
@@ -54,6 +57,7 @@ AUTHENTICATED_DEFAULTS = frozenset({
 _KUBECTL_VALUE_FLAGS = frozenset({
     "--kubeconfig", "--context", "--cluster", "--user", "-n", "--namespace", "-o", "--output", "-l", "--selector",
     "--field-selector", "--request-timeout", "-f", "--filename", "-k", "--kustomize", "--server", "-s",
+    "-c", "--container",
 })
 _HELM_VALUE_FLAGS = frozenset({
     "--kubeconfig", "--kube-context", "-n", "--namespace", "-o", "--output", "--filter", "--version", "--repo",
@@ -185,6 +189,12 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
         return CommandAccess(argv, ())
     if verb == "version":
         return CommandAccess(argv, (Access("get", url="/version"),))
+    if verb == "exec":
+        if len(words) < 2:
+            raise _unmapped(argv, "kubectl exec without a pod")
+        scope = _namespace_scope(args)
+        return CommandAccess(argv, (Access("get", "", "pods", scope=scope), Access("get", "", "pods/exec", scope=scope),
+                                    Access("create", "", "pods/exec", scope=scope)))
     if verb == "auth" and words[1:2] == ["can-i"]:
         return CommandAccess(argv, (Access("create", "authorization.k8s.io", "selfsubjectaccessreviews"),))
     if verb == "get":

@@ -16,6 +16,7 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("check")
 def check(
     installer: bool = typer.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
+    node_discovery: bool = typer.Option(False, "--node-discovery", help="Also check kubectl exec into driver pods (lens plan --discover)."),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
     kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
     output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, json or yaml."),
@@ -25,7 +26,7 @@ def check(
     from llm_d_lens.runner import CommandRunner
 
     runner = CommandRunner(kubeconfig=str(kubeconfig) if kubeconfig else None, context=context)
-    report = asyncio.run(ask(runner, mutations=installer))
+    report = asyncio.run(ask(runner, mutations=installer, node_discovery=node_discovery))
     emit(report.to_dict(), output, table)
     report.raise_if_missing()
 

@@ -35,3 +35,10 @@ class PermissionsMissing(LensError):
 
     code = "INCLUSTER_PERMISSIONS_MISSING"
     http_status = 503
+
+
+class PermissionsUnknown(LensError):
+    """kubectl could not ask the API server at all (unreachable, no credentials): nothing is known yet."""
+
+    code = "INCLUSTER_PERMISSIONS_UNKNOWN"
+    http_status = 502

@@ -63,8 +63,15 @@ def load_facts(path: Path) -> Facts:
             raise RoleInvalid(f"{path}: customResources[{index}] needs kind, group, plural and namespaced, not {entry!r}",
                               details={"file": str(path), "field": f"customResources[{index}]"}) from None
     charts = data.get("driverCharts") or {}
-    if not isinstance(charts, Mapping) or not all(isinstance(v, list) for v in charts.values()):
-        raise RoleInvalid(f"{path}: driverCharts must map chart names to lists of kinds",
+    kinds: dict[str, tuple[str, ...]] = {}
+    for chart, entry in (charts.items() if isinstance(charts, Mapping) else ()):
+        listed = entry.get("kinds") if isinstance(entry, Mapping) else None
+        if not isinstance(listed, list) or not isinstance(entry.get("rendered"), str):
+            raise RoleInvalid(f"{path}: driverCharts.{chart} needs kinds (a list) and rendered (where they were read)",
+                              details={"file": str(path), "field": f"driverCharts.{chart}"})
+        kinds[str(chart)] = tuple(str(kind) for kind in listed)
+    if not isinstance(charts, Mapping):
+        raise RoleInvalid(f"{path}: driverCharts must map chart names to their kinds",
                           details={"file": str(path), "field": "driverCharts"})
-    return Facts(DEFAULT_TABLE.with_extra(extra), {str(k): tuple(str(x) for x in v) for k, v in charts.items()})
+    return Facts(DEFAULT_TABLE.with_extra(extra), kinds)
 

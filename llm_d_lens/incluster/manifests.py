@@ -14,10 +14,11 @@ import yaml
 from llm_d_lens.runner import Runner
 
 #: The overlays an operator chooses between; ``manifests/`` itself is the read-only default.
-OVERLAYS = ("read-only", "installer", "prometheus")
+OVERLAYS = ("read-only", "installer", "prometheus", "node-discovery")
 #: The ClusterRoles each overlay must bind, no more and no fewer.
 ROLES = {"read-only": ("lens-read",), "prometheus": ("lens-read",),
-         "installer": ("lens-read", "lens-installer", "lens-driver-charts")}
+         "installer": ("lens-read", "lens-installer", "lens-driver-charts"),
+         "node-discovery": ("lens-read", "lens-node-discovery")}
 
 
 def manifests_root() -> Path | None:

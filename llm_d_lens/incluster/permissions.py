@@ -16,22 +16,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_d_lens.incluster.errors import PermissionsMissing
+from llm_d_lens.incluster.errors import PermissionsMissing, PermissionsUnknown
 from llm_d_lens.runner import CommandError, Runner
 
 READ_ROLE = "lens-read"
 INSTALL_ROLE = "lens-installer"
+DISCOVERY_ROLE = "lens-node-discovery"
 
 
 @dataclass(frozen=True)
 class Need:
     role: str
     verb: str
-    resource: str  # kubectl's qualified name: "daemonsets.apps", "pods"
+    resource: str  # kubectl's qualified name: "daemonsets.apps", "pods", or a subresource "pods/exec"
     purpose: str
 
     def argv(self) -> list[str]:
-        return ["kubectl", "auth", "can-i", self.verb, self.resource, "--all-namespaces"]
+        # `can-i get pods/x` would ask about the pod named x: a subresource goes in --subresource
+        resource, slash, subresource = self.resource.partition("/")
+        return ["kubectl", "auth", "can-i", self.verb, resource, *([f"--subresource={subresource}"] if slash else []),
+                "--all-namespaces"]
 
 
 def _needs(role: str, verbs: Sequence[str], resources: Sequence[str], purpose: str) -> list[Need]:
@@ -57,6 +61,12 @@ INSTALL_NEEDS: tuple[Need, ...] = (
                                                        "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
             "preflight: a profile's presence.ensure_refs"),
+)
+
+#: node discovery's kubectl exec into driver pods (the node-discovery overlay)
+DISCOVERY_NEEDS: tuple[Need, ...] = (
+    Need(DISCOVERY_ROLE, "get", "pods", "lens plan --discover: kubectl exec reads the pod first"),
+    *_needs(DISCOVERY_ROLE, ["get", "create"], ["pods/exec"], "lens plan --discover: the vendor tool in the driver pod"),
 )
 
 
@@ -89,22 +99,28 @@ class PermissionReport:
                 "checks": [a.to_dict() for a in self.answers]}
 
     def raise_if_missing(self) -> None:
-        """A coded error naming each missing grant and what it breaks."""
-        if self.ok:
-            return
-        shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" + (f": {a.error}" if a.error else "")
-                          for a in self.missing[:6])
-        more = f" and {len(self.missing) - 6} more" if len(self.missing) > 6 else ""
-        raise PermissionsMissing(
-            f"this account lacks {len(self.missing)} permission(s) Lens uses: {shown}{more}. Apply manifests/ "
-            "(kubectl apply -k manifests/) or grant them; docs/in-cluster.md says what each is for.",
-            details={"missing": [a.to_dict() for a in self.missing]},
-        )
+        """A coded error naming each denied grant and what it breaks, or why nothing could be asked."""
+        denied = [a for a in self.missing if a.allowed is False]
+        unknown = [a for a in self.missing if a.allowed is None]
+        if denied:
+            shown = "; ".join(f"{a.need.verb} {a.need.resource} ({a.need.purpose})" for a in denied[:6])
+            more = f" and {len(denied) - 6} more" if len(denied) > 6 else ""
+            also = f" ({len(unknown)} more could not be asked: {unknown[0].error})" if unknown else ""
+            raise PermissionsMissing(
+                f"this account lacks {len(denied)} permission(s) Lens uses: {shown}{more}{also}. Apply manifests/ "
+                "(kubectl apply -k manifests/) or grant them; docs/in-cluster.md says what each is for.",
+                details={"missing": [a.to_dict() for a in self.missing]},
+            )
+        if unknown:
+            raise PermissionsUnknown(
+                f"could not ask the API server about {len(unknown)} permission(s): {unknown[0].error}",
+                details={"unknown": [a.to_dict() for a in unknown]},
+            )
 
 
-async def check(runner: Runner, *, mutations: bool = False) -> PermissionReport:
-    """Ask about every read need, and the installer's too when mutations are on; all at once."""
-    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ())
+async def check(runner: Runner, *, mutations: bool = False, node_discovery: bool = False) -> PermissionReport:
+    """Ask about every read need, the installer's when mutations are on, node discovery's when asked; all at once."""
+    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ()) + (DISCOVERY_NEEDS if node_discovery else ())
     answers = await asyncio.gather(*(_ask(runner, need) for need in needs))
     return PermissionReport(tuple(answers), mutations)
 

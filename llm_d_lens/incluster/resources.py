@@ -44,6 +44,7 @@ RESOURCES: tuple[Resource, ...] = (
     _R("Deployment", "apps", "deployments", True),
     _R("StatefulSet", "apps", "statefulsets", True),
     _R("Job", "batch", "jobs", True),
+    _R("PriorityClass", "scheduling.k8s.io", "priorityclasses", False),
     # resource.k8s.io (DRA), node.k8s.io
     _R("ResourceSlice", "resource.k8s.io", "resourceslices", False),
     _R("DeviceClass", "resource.k8s.io", "deviceclasses", False),

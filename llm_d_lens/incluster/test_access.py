@@ -65,9 +65,16 @@ def test_helm_reads_and_installs_touch_release_secrets_in_the_release_namespace(
     assert ("", "namespaces", "create") not in {a.grant for a in without.accesses}
 
 
+def test_exec_reads_the_pod_and_opens_its_exec_subresource_both_ways() -> None:
+    found = accesses_of(["kubectl", "exec", "-n", "gpu", "plugin-x", "-c", "plugin", "--", "tool", "-q"])
+    assert {a.grant for a in found.accesses} == {("", "pods", "get"), ("", "pods/exec", "get"), ("", "pods/exec", "create")}
+    assert {a.scope for a in found.accesses} == {"gpu"}
+
+
 @pytest.mark.parametrize("argv", [
     ["kubectl", "delete", "pod", "x"],
-    ["kubectl", "exec", "pod", "--", "sh"],
+    ["kubectl", "exec"],
+    ["kubectl", "port-forward", "pod", "8080"],
     ["helm", "uninstall", "plugin"],
     ["helm", "upgrade", "plugin", "chart"],  # an upgrade without --install is not a call Lens makes
     ["kubectl", "get"],

@@ -9,8 +9,10 @@ accesses (llm_d_lens/incluster/access.py), and the ClusterRoles rendered by the 
   presence, deploy render);
 - ``lens-installer`` == what the mutating operations (driver install, plan against the cluster,
   preflight's NFD rules, deploy apply) need beyond ``lens-read``;
-- ``lens-driver-charts`` == what the declared contents of the charts the profiles install need
+- ``lens-driver-charts`` == what the recorded contents of the charts the profiles install need
   beyond both (manifests/rbac-facts.yaml);
+- ``lens-node-discovery`` == what ``kubectl exec`` into driver pods (``lens plan --discover``) needs
+  beyond ``lens-read``;
 
 so each grant sits in exactly one role, and nothing is granted that no call needs. A static
 inventory of every kubectl/helm argv literal in the package makes sure no call is left out of the
@@ -67,6 +69,11 @@ def node_labels() -> dict[str, str]:
 NFD_RULES_REF = "https://example.com/nfd/node-feature-rules.yaml"
 #: the ensure_refs contract (presence.ensure_refs are NFD NodeFeatureRules), as a manifest
 NFD_RULE = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": "accelerators"}}
+
+
+#: what each profile's discovery tool prints, as the planning tests record it
+TOOL_OUTPUT = {"hl-smi": "hl-smi-noheader-nounits.csv", "amd-smi": "amd-smi-static.json",
+               "xpu-smi": "xpu-smi-discovery.json", "nvidia-smi": "nvidia-smi-noheader-nounits.csv"}
 
 
 def empty(kind: str = "List") -> dict[str, Any]:
@@ -132,6 +139,11 @@ def cluster() -> Recorder:
             runner.reply(["helm", "get", "values", release["name"], "--namespace", namespace, "-o", "json"], json_body={})
     runner.reply(["helm", "list", "--all-namespaces", "--all", "-o", "json"],
                  json_body=[r for listed in releases.values() for r in listed])
+    runner.reply(["kubectl", "get", "pods", "--all-namespaces", "--field-selector", "spec.nodeName=gpu-1", "-o", "json"],
+                 json_body={**empty(), "items": [pod for listed in pods.values() for pod in listed]})
+    for tool, output in TOOL_OUTPUT.items():
+        runner.reply(lambda argv, tool=tool: argv[:2] == ["kubectl", "exec"] and tool in argv[argv.index("--") + 1:][:1],
+                     stdout=(PACKAGE / "planning" / "testdata" / output).read_text(encoding="utf-8"))
     runner.reply(["helm", "upgrade", "--install", ...], stdout="Release has been upgraded. Happy Helming!\n")
     runner.reply(["kubectl", "apply", ...], stdout="configured\n")
     return runner
@@ -231,10 +243,23 @@ def check_own_permissions(runner: Recorder) -> None:
     assert asyncio.run(check(runner, mutations=True)).ok
 
 
+def discover_node_memory(runner: Recorder) -> None:
+    """`lens plan --discover`: each profile's vendor tool, run in its driver pod on the node."""
+    from llm_d_lens.planning.node_discovery import run_on_node
+
+    profiles = [p for p in get_registry().profiles() if p.planning.discovery is not None]
+    assert profiles, "no profile declares planning.discovery: nothing would exec"
+    for profile in profiles:
+        devices, where = run_on_node(profile, "gpu-1", runner)
+        assert devices and where.startswith("discovery:"), profile.id
+
+
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
+#: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role
+DISCOVER: tuple[Callable[[Recorder], None], ...] = (discover_node_memory,)
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,7 +308,7 @@ def recorded() -> dict[str, list[RecordedCall]]:
     """Every call each group of operations makes, run once for the module."""
     if LLM_D is None:
         pytest.skip("no llm-d tree at ../shared/upstream/llm-d: deploy apply's kinds come from rendering its guides")
-    return {"read": calls_of(READ), "install": calls_of(INSTALL)}
+    return {"read": calls_of(READ), "install": calls_of(INSTALL), "discover": calls_of(DISCOVER)}
 
 
 @pytest.fixture(scope="module")
@@ -291,8 +316,10 @@ def needs(recorded) -> dict[str, dict]:
     read, read_charts = own_and_chart_needs(recorded["read"])
     assert read_charts == {}, "a read-only operation installed a chart"
     install, chart = own_and_chart_needs(recorded["install"])
-    met = {g for g in [*read, *install] if g in AUTHENTICATED_DEFAULTS}
-    return {"read": without_defaults(read), "install": without_defaults(install), "charts": chart, "defaults": met}
+    discover, _ = own_and_chart_needs(recorded["discover"])
+    met = {g for g in [*read, *install, *discover] if g in AUTHENTICATED_DEFAULTS}
+    return {"read": without_defaults(read), "install": without_defaults(install), "charts": chart,
+            "discover": without_defaults(discover), "defaults": met}
 
 
 def without_defaults(needed: dict) -> dict:
@@ -308,6 +335,12 @@ def test_the_only_needs_left_to_kubernetes_defaults_are_version_and_access_revie
 def installer_objects() -> list[dict[str, Any]]:
     assert ROOT is not None
     return render_overlay(ROOT / "overlays" / "installer", CommandRunner())
+
+
+@pytest.fixture(scope="module")
+def discovery_objects() -> list[dict[str, Any]]:
+    assert ROOT is not None
+    return render_overlay(ROOT / "overlays" / "node-discovery", CommandRunner())
 
 
 def test_the_read_only_role_grants_exactly_what_the_read_operations_call(needs, installer_objects) -> None:
@@ -329,9 +362,17 @@ def test_the_chart_role_grants_exactly_the_declared_chart_contents_beyond_both(n
     assert result.exact, result.report("lens-driver-charts")
 
 
-def test_each_grant_is_in_exactly_one_role(installer_objects) -> None:
+def test_the_node_discovery_role_grants_exactly_what_exec_needs_beyond_reading(needs, discovery_objects) -> None:
+    beyond = {grant: by for grant, by in needs["discover"].items() if grant not in needs["read"]}
+    result = compare(beyond, grants_of(role_named(discovery_objects, "lens-node-discovery")))
+    assert result.exact, result.report("lens-node-discovery")
+    assert ("", "pods/exec", "create") in beyond  # what makes it dangerous, and why it is opt-in
+
+
+def test_each_grant_is_in_exactly_one_role(installer_objects, discovery_objects) -> None:
     roles = {name: grants_of(role_named(installer_objects, name))
              for name in ("lens-read", "lens-installer", "lens-driver-charts")}
+    roles["lens-node-discovery"] = grants_of(role_named(discovery_objects, "lens-node-discovery"))
     names = list(roles)
     for i, first in enumerate(names):
         for second in names[i + 1:]:
@@ -428,7 +469,7 @@ def test_the_inventory_finds_the_calls_it_must() -> None:
 
 
 def test_every_kubectl_and_helm_literal_in_the_code_is_made_by_a_scenario(recorded) -> None:
-    made = [tuple(call.requested) for call in recorded["read"] + recorded["install"]]
+    made = [tuple(call.requested) for call in recorded["read"] + recorded["install"] + recorded["discover"]]
     unmade = [f"{where}: {' '.join(prefix)}" for where, prefix in argv_literals()
               if not any(argv[:len(prefix)] == prefix for argv in made)]
     assert unmade == [], "calls no scenario makes, so no role was checked for them"

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from llm_d_lens.incluster.errors import PermissionsMissing
+from llm_d_lens.incluster.errors import PermissionsMissing, PermissionsUnknown
 from llm_d_lens.incluster.facts import load_facts
 from llm_d_lens.incluster.manifests import manifests_root, render
-from llm_d_lens.incluster.permissions import INSTALL_NEEDS, READ_NEEDS, check
+from llm_d_lens.incluster.permissions import DISCOVERY_NEEDS, INSTALL_NEEDS, READ_NEEDS, check
 from llm_d_lens.incluster.rbac import grants_of, role_named
 from llm_d_lens.incluster.resources import DEFAULT_TABLE
 from llm_d_lens.runner import CommandRunner, FakeRunner
@@ -21,8 +21,9 @@ needs_manifests = pytest.mark.skipif(ROOT is None or shutil.which("kubectl") is 
 
 
 def grant(need) -> tuple[str, str, str]:
-    resource = DEFAULT_TABLE.by_name(need.resource)
-    return resource.group, resource.plural, need.verb
+    name, slash, subresource = need.resource.partition("/")
+    resource = DEFAULT_TABLE.by_name(name)
+    return resource.group, resource.plural + slash + subresource, need.verb
 
 
 def answering(no: set[str] = frozenset(), *, stderr: str = "") -> FakeRunner:
@@ -45,6 +46,16 @@ def test_the_read_needs_are_exactly_the_read_only_role() -> None:
         r.group for r in DEFAULT_TABLE.resources}
     installer = {g for g in grants_of(role_named(objects, "lens-installer")) if g[0] not in vendor_groups}
     assert {grant(n) for n in INSTALL_NEEDS} == installer
+    discovery = render(ROOT / "overlays" / "node-discovery", CommandRunner())
+    assert {grant(n) for n in DISCOVERY_NEEDS} == grants_of(role_named(discovery, "lens-node-discovery"))
+
+
+async def test_a_subresource_is_asked_with_subresource_not_as_a_pod_name() -> None:
+    runner = answering()
+    report = await check(runner, node_discovery=True)
+    assert report.ok and {n.role for n in (a.need for a in report.answers)} == {"lens-read", "lens-node-discovery"}
+    asked = [c.requested for c in runner.calls if "--subresource=exec" in c.requested]
+    assert sorted(a[3] for a in asked) == ["create", "get"] and all(a[4] == "pods" for a in asked)
 
 
 async def test_a_missing_dra_grant_is_named_with_what_it_breaks() -> None:
@@ -68,6 +79,11 @@ async def test_an_unreachable_server_is_an_unknown_answer_with_kubectl_s_reason(
     (missing,) = report.missing
     assert missing.allowed is None and missing.error == reason
     assert report.to_dict()["checks"][0]["error"] == reason
+    # not knowing is not "lacks": a different code, naming kubectl's reason once
+    with pytest.raises(PermissionsUnknown) as raised:
+        report.raise_if_missing()
+    assert raised.value.code == "INCLUSTER_PERMISSIONS_UNKNOWN"
+    assert raised.value.message == f"could not ask the API server about 1 permission(s): {reason}"
 
 
 async def test_the_installer_is_asked_about_only_when_mutations_are_on() -> None:

@@ -3,7 +3,7 @@
 The scenarios of test_least_privilege.py prove the roles are exact for the operations Lens offers;
 this is the other net: whatever argv any domain's tests drive the code into (error paths, odd
 clusters, synthetic profiles), it must map to RBAC access (llm_d_lens/incluster/access.py) that
-``lens-read``, ``lens-installer`` or ``lens-driver-charts`` grants. It runs last (llm_d_lens/conftest.py)
+``lens-read``, ``lens-installer``, ``lens-driver-charts`` or ``lens-node-discovery`` grants. It runs last (llm_d_lens/conftest.py)
 and skips when run without the rest of the suite, since it would have nothing to check.
 """
 
@@ -47,9 +47,10 @@ def test_every_kubectl_and_helm_call_the_suite_makes_is_granted() -> None:
         pytest.skip(f"only {len(modules)} test module(s) made kubectl/helm calls in this run: run the whole suite")
     assert ROOT is not None
     facts = load_facts(ROOT / "rbac-facts.yaml")
-    objects = render(ROOT / "overlays" / "installer", CommandRunner())
+    objects = [*render(ROOT / "overlays" / "installer", CommandRunner()),
+               *render(ROOT / "overlays" / "node-discovery", CommandRunner())]
     granted = set(AUTHENTICATED_DEFAULTS)
-    for role in ("lens-read", "lens-installer", "lens-driver-charts"):
+    for role in ("lens-read", "lens-installer", "lens-driver-charts", "lens-node-discovery"):
         granted |= grants_of(role_named(objects, role))
     problems = set()
     for test, argv, stdin in calls:

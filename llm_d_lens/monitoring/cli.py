@@ -217,6 +217,95 @@ def grafana_dashboard(
     console(stderr=True).print(f"wrote {path}")
 
 
+exporters_app = typer.Typer(help="The exporters that publish device metrics: present on every node, scraped, installed.")
+app.add_typer(exporters_app, name="exporters")
+ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
+KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
+
+
+def _exporter_profiles(hardware: list[str]) -> list[Any]:
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = get_registry()
+    return [registry.get(h) for h in hardware] if hardware else registry.profiles()
+
+
+@exporters_app.callback(invoke_without_command=True)
+def exporters(
+    ctx: typer.Context,
+    hardware: list[str] = HardwareOption,
+    prometheus: str = typer.Option(None, "--prometheus", help="Prometheus base URL to check scrape targets (default: env LENS_PROMETHEUS_URL; none: not checked)."),
+    context: str = ContextOption,
+    kubeconfig: str = KubeconfigOption,
+    timeout: float = TimeoutOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Per hardware: the nodes that have it, whether its exporter runs on each, and whether Prometheus scrapes it."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from pathlib import Path
+
+    from llm_d_lens.monitoring.accelerator.exporters import read_exporters
+    from llm_d_lens.monitoring.gpu_driver.cli import make_view
+
+    settings = _settings(timeout)
+    url = prometheus or settings.prometheus_url
+    view = make_view(context, Path(kubeconfig) if kubeconfig else None)
+
+    async def run() -> list[Any]:
+        if not url:
+            return await read_exporters(_exporter_profiles(hardware), view, None)
+        from llm_d_lens.prometheus.client import PrometheusClient
+
+        async with PrometheusClient(url, timeout=settings.timeout) as client:
+            return await read_exporters(_exporter_profiles(hardware), view, client)
+
+    rows = [s.to_dict() for s in _run(run())]
+    emit(rows, output, _exporters_table)
+
+
+def _exporters_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"{len(rows)} exporters")
+    for column in ("hardware", "exporter", "nodes", "missing on", "scrape"):
+        t.add_column(column, overflow="fold")
+    for r in rows:
+        exporter = f"{r['chart']} {r['version']}" if r["chart"] else f"(not Lens') {r['managed_by']}"
+        scrapes = sorted({p["scrape"] for p in r["pods"]})
+        missing = ", ".join(r["missing_nodes"]) or "-"
+        t.add_row(r["hardware"], exporter, f"{len(r['nodes']) - len(r['missing_nodes'])}/{len(r['nodes'])}",
+                  f"[red]{missing}[/red]" if r["missing_nodes"] else missing, ", ".join(scrapes) or "-")
+    return t
+
+
+@exporters_app.command("install")
+def exporters_install(
+    hardware: str = typer.Option(..., "--hardware", help="The hardware whose exporter to install."),
+    option: list[str] = typer.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact commands and run none."),
+    context: str = ContextOption,
+    kubeconfig: str = KubeconfigOption,
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Install the hardware's exporter chart, pinned and idempotent, exactly like a driver (lens driver install)."""
+    from pathlib import Path
+
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.exporters import install_target
+    from llm_d_lens.monitoring.gpu_driver.cli import make_view, print_install
+    from llm_d_lens.monitoring.gpu_driver.install import install
+    from llm_d_lens.monitoring.gpu_driver.target import parse_option
+
+    target = install_target(get_registry().get(hardware), dict(parse_option(text) for text in option))
+    view = make_view(context, Path(kubeconfig) if kubeconfig else None)
+    rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
+    if output is OutputFormat.table:
+        print_install(rows)
+    else:
+        emit(rows, output, lambda data: data)
+
+
 def _warn(warnings: list[str], output: OutputFormat) -> None:
     if output is OutputFormat.table:
         for warning in warnings:

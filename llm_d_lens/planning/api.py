@@ -22,7 +22,7 @@ router = APIRouter(tags=["planning"])
 
 #: the CLI's flags in the domain's messages, as this API's body fields
 FIELDS = {"--model": "model", "--context": "context", "--concurrency": "concurrency", "--dtype": "dtype",
-          "--kv-dtype": "kv_dtype", "--model path/to/config.json": "config", "--model ./path/to/config.json": "config"}
+          "--kv-dtype": "kv_dtype"}
 
 
 class PlanRequest(BaseModel):
@@ -57,7 +57,7 @@ def _spec(request: PlanRequest) -> Any:
         return from_config(request.config, "config")
     spec = lookup(request.model or "")
     if spec is None:
-        raise ModelUnknown(request.model or "", nearest(request.model or ""))
+        raise ModelUnknown(request.model or "", nearest(request.model or ""), ModelUnknown.API_HINT)
     return spec
 
 
@@ -109,7 +109,12 @@ async def plan(
         with flags_as_fields(FIELDS):
             targets = Targets(request.isl, request.osl, request.ttft, request.tpot, request.backend).checked()
         if status().available:
-            result.predictions = await run_in_threadpool(_start_job, result, targets)
+            from llm_d_lens.planning.errors import PredictionsUnavailable
+
+            try:
+                result.predictions = await run_in_threadpool(_start_job, result, targets)
+            except PredictionsUnavailable as exc:  # the memory fit stands without AIC
+                result.predictions = {**status().to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
     return result.to_dict()
 
 

@@ -77,6 +77,8 @@ def resolve(name: str) -> ModelSpec:
     A path that exists wins over a catalogue name: a local ``meta-llama/Llama-3.1-8B`` download
     is what the user has, and its config may differ from the catalogue's (a fine-tune, a quant).
     """
+    if not name.strip():
+        raise ModelUnknown(name, [])
     path = Path(name).expanduser()
     if path.exists():
         return read_config_file(path)

@@ -71,7 +71,12 @@ def plan(
         from llm_d_lens.planning.service import start_predictions
 
         console(stderr=True).print("AIC: searching each matched pool (8-25 s a system)...", highlight=False, markup=False)
-        result.predictions = start_predictions(result, targets).to_dict(wait=True)
+        from llm_d_lens.planning.errors import PredictionsUnavailable
+
+        try:
+            result.predictions = start_predictions(result, targets).to_dict(wait=True)
+        except PredictionsUnavailable as exc:  # the memory fit stands without AIC
+            result.predictions = {**aic.to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
     emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))

@@ -23,13 +23,14 @@ class ModelUnknown(PlanningError):
     code = "PLANNING_MODEL_UNKNOWN"
     http_status = 404
 
-    def __init__(self, name: str, nearest: list[str]):
-        hint = f"nearest catalogue names: {', '.join(nearest)}; " if nearest else ""
-        super().__init__(
-            f"model {name!r} is not in the catalogue ({hint}`lens plan models` lists them all); "
-            "for another model pass its config.json or model directory: --model ./path/to/config.json",
-            details={"model": name, "nearest": nearest},
-        )
+    CLI_HINT = ("`lens plan models` lists them all", "for another model pass its config.json or model directory: "
+                "--model ./path/to/config.json")
+    API_HINT = ("GET /api/v1/planning/models lists them all", "for another model send its config.json object as config")
+
+    def __init__(self, name: str, nearest: list[str], hint: tuple[str, str] = CLI_HINT):
+        shown = f"nearest catalogue names: {', '.join(nearest)}; " if nearest else ""
+        super().__init__(f"model {name!r} is not in the catalogue ({shown}{hint[0]}); {hint[1]}",
+                         details={"model": name, "nearest": nearest})
 
 
 class ModelConfigNotFound(PlanningError):

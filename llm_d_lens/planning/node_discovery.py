@@ -95,8 +95,12 @@ def run_on_node(profile: HardwareProfile, node: str, runner: Runner, pod: PodRef
 
 
 def fill_unknown_memory(overview: Overview, profiles: dict[str, HardwareProfile], runner: Runner) -> list[str]:
-    """Run discovery on each node whose hardware has devices but no known memory; notes say what happened."""
+    """Run discovery on each node whose hardware has devices but no known memory; notes say what happened.
+
+    The node's and its bucket's VRAM both gain the figures, with the ``discovery:`` source.
+    """
     notes: list[str] = []
+    buckets = {b.profile_id: b for b in overview.buckets}
     for node in overview.nodes:
         for hardware in node.hardware:
             profile = profiles.get(hardware.profile_id)
@@ -108,18 +112,36 @@ def fill_unknown_memory(overview: Overview, profiles: dict[str, HardwareProfile]
             except (PlanningError, CommandError) as exc:  # one node's failure never stops the plan
                 notes.append(f"{node.name}: {hardware.profile_id}: node discovery failed: {exc.message}")
                 continue
-            notes.append(_apply(hardware, devices, where, node.name))
+            notes.append(_apply(hardware, devices, where, node.name, buckets.get(hardware.profile_id)))
     return notes
 
 
-def _apply(hardware: NodeHardware, devices: list[DiscoveredDevice], where: str, node: str) -> str:
+def _apply(hardware: NodeHardware, devices: list[DiscoveredDevice], where: str, node: str, bucket: Any) -> str:
     known = [d for d in devices if d.memory_bytes]
     if not known:
         return f"{node}: {hardware.profile_id}: {where} listed {len(devices)} device(s), none with memory"
     count = min(len(known), hardware.counts.devices)
     smallest = min(d.memory_bytes or 0 for d in known)  # a mixed node plans on its smallest device
-    hardware.vram.add(smallest * count, count, where)
-    hardware.vram.devices_unknown = max(0, hardware.vram.devices_unknown - count)
+    products = {d.product for d in known if d.product}
+    for vram in (hardware.vram, bucket.vram if bucket is not None else None):
+        if vram is not None:
+            vram.add(smallest * count, count, where)
+            vram.devices_unknown = max(0, vram.devices_unknown - count)
     if not hardware.products:
-        hardware.products.update(d.product for d in known if d.product)
+        hardware.products.update(products)
+        if bucket is not None:
+            bucket.products.update(products)
     return f"{node}: {hardware.profile_id}: memory of {count} device(s) read by {where}"
+
+
+def discover_into(overview: Overview, source: Any, runner: Runner | None = None) -> list[str]:
+    """``--discover`` of `lens cluster inspect` and `lens plan`: fill gaps on a live cluster, note why not elsewhere."""
+    if not getattr(source, "live", False):
+        notes = ["node discovery skipped: it runs on a live cluster's nodes, not on a snapshot or the demo"]
+    else:
+        from llm_d_lens.hardware.registry import get_registry
+
+        profiles = {p.id: p for p in get_registry().profiles()}
+        notes = fill_unknown_memory(overview, profiles, runner or source.runner())
+    overview.notes.extend(notes)
+    return notes

@@ -109,14 +109,9 @@ def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None,
     overview = inspect(source, runner)
     notes: list[str] = []
     if discover:
-        if getattr(source, "live", False):
-            from llm_d_lens.hardware.registry import get_registry
-            from llm_d_lens.planning.node_discovery import fill_unknown_memory
+        from llm_d_lens.planning.node_discovery import discover_into
 
-            profiles = {p.id: p for p in get_registry().profiles()}
-            notes = fill_unknown_memory(overview, profiles, runner or source.runner())
-        else:
-            notes = ["node discovery skipped: it runs on a live cluster's nodes, not on a snapshot or the demo"]
+        notes = discover_into(overview, source, runner)
     result = plan_for_overview(model, request, overview)
     result.notes[:0] = notes
     return result

@@ -160,3 +160,46 @@ def test_cli_parses_a_saved_output_and_refuses_a_missing_file(capsys, tmp_path):
     assert document["hardware"] == "intel-xpu" and [d["memoryBytes"] for d in document["devices"]] == [128 * GIB] * 2
     assert main(["plan", "discover", "--hardware", "xpu", "--from-file", str(tmp_path / "none.json")]) == 1
     assert "PLANNING_DISCOVERY_OUTPUT_INVALID" in capsys.readouterr().err
+
+
+def live_cluster_with_unlabelled_gaudi_node() -> FakeRunner:
+    """A live cluster (through kubectl) whose Gaudi node advertises 8 devices but no product or memory."""
+    from llm_d_lens.cluster.test_support import as_list, node
+
+    fake = FakeRunner()
+    gaudi = node("gaudi-07", resources={"habana.ai/gaudi": "8"})
+    fake.reply(["kubectl", "get", "nodes", "-o", "json"], json_body=as_list(gaudi))
+    fake.reply(["kubectl", "get", "pods", "--all-namespaces", "-o", "json"], json_body=as_list())
+    for kind in ("resourceslices", "deviceclasses", "resourceclaims"):
+        fake.reply(["kubectl", "get", f"{kind}.resource.k8s.io", ...], json_body=as_list())
+    fake.reply(["kubectl", "get", "pods", "--all-namespaces", "--field-selector", ...], json_body={"items": [
+        daemonset_pod("kube-system", "fluentd-9x", "fluentd"),
+        daemonset_pod("intel-gaudi-resource-driver", "gaudi-plugin-9x", "intel-gaudi-resource-driver-kubelet-plugin")]})
+    fake.reply(["kubectl", "exec", ...], stdout=(DATA / "hl-smi-noheader-nounits.csv").read_text())
+    return fake
+
+
+def test_a_live_plan_reads_unknown_memory_on_the_node_and_marks_it(monkeypatch):
+    from llm_d_lens.planning.service import plan
+
+    fake = live_cluster_with_unlabelled_gaudi_node()
+    result = plan(catalogue_spec("llama-3.1-70b"), FitRequest(), ClusterSource(context="prod"), fake, discover=True)
+    pool = result.pools[0]
+    assert pool.pool.memory_source == "discovery:hl-smi@intel-gaudi-resource-driver/gaudi-plugin-9x"
+    assert pool.pool.device_memory_bytes == 131072 * MIB and pool.pool.product == "HL-325L"  # the tool named it
+    assert pool.best is not None and result.notes[0].startswith("gaudi-07: intel-gaudi: memory of 2 device(s)")
+
+
+def test_cluster_inspect_discover_fills_the_bucket_vram(monkeypatch, capsys):
+    from llm_d_lens.cli import main
+    from llm_d_lens.cluster import source as source_module
+
+    fake = live_cluster_with_unlabelled_gaudi_node()
+    monkeypatch.setattr(source_module, "make_runner", lambda source: fake)
+    assert main(["cluster", "inspect", "--discover", "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    bucket = next(v for v in data["vendors"] if v["profileId"] == "intel-gaudi")
+    assert bucket["vram"]["sources"] == ["discovery:hl-smi@intel-gaudi-resource-driver/gaudi-plugin-9x"]
+    assert bucket["vram"]["devicesWithVram"] == 2 and any("memory of 2 device(s)" in n for n in data["notes"])
+    assert main(["cluster", "inspect", "--demo", "--discover", "-o", "json"]) == 0
+    assert any("node discovery skipped" in n for n in json.loads(capsys.readouterr().out)["notes"])

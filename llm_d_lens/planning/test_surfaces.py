@@ -80,6 +80,11 @@ def test_api_takes_an_inline_config_and_names_its_fields(client):
     assert bad.json()["code"] == "PLANNING_MODEL_CONFIG_INVALID" and bad.json()["details"]["path"] == "hidden_size"
 
 
+def test_api_unknown_model_says_how_to_send_a_config_not_a_flag(client):
+    detail = client.post("/api/v1/planning/plan", json={"model": "llama-9"}).json()["detail"]
+    assert "send its config.json object as config" in detail and "--model" not in detail
+
+
 @pytest.mark.parametrize("body,code", [
     ({"model": "nope-1b"}, "PLANNING_MODEL_UNKNOWN"),
     ({"model": "llama-3.1-8b", "context": "8192"}, "REQUEST_INVALID"),
@@ -154,3 +159,23 @@ def test_api_predictions_run_as_a_job_the_client_polls(client):
         time.sleep(2)
     assert polled["state"] == "done"
     assert polled["pools"]["nvidia/NVIDIA H200"]["state"] == "predicted"
+
+
+@pytest.mark.skipif(aic.status().available, reason="aiconfigurator is installed here")
+def test_an_aic_that_fails_in_its_worker_leaves_the_memory_fit_standing(tmp_path, monkeypatch, capsys):
+    # a real distribution whose package imports but lacks AIC's internals: the worker's search fails
+    info = tmp_path / "aiconfigurator-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: aiconfigurator\nVersion: 0.0.1\n")
+    (tmp_path / "aiconfigurator").mkdir()
+    (tmp_path / "aiconfigurator" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "aiconfigurator", raising=False)
+    try:
+        assert main(["plan", "--model", "qwen3-32b", "--demo", "-o", "json"]) == 0
+    finally:
+        aic.engine().close()
+    data = json.loads(capsys.readouterr().out)
+    assert data["predictions"]["state"] == "failed" and data["predictions"]["code"] == "PLANNING_AIC_FAILED"
+    assert "aiconfigurator_core" in data["predictions"]["message"]
+    assert any(p["best"] for p in data["pools"])

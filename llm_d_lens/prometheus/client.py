@@ -138,6 +138,29 @@ class PrometheusClient:
             reason = str(exc) or type(exc).__name__
             raise self._error(PrometheusUnreachable, f"cannot reach Prometheus at {self.url}: {reason}", promql) from None
 
+    async def targets(self) -> list[dict[str, Any]]:
+        """Prometheus' active scrape targets (``/api/v1/targets``): labels, discovered labels, scrape URL, health."""
+        import httpx
+
+        what = "/api/v1/targets"
+        try:
+            async with self._slots:
+                response = await self._http.get(what, params={"state": "active"})
+        except httpx.TimeoutException:
+            raise self._error(PrometheusTimeout, f"Prometheus at {self.url} did not answer within {self.timeout:g} s", what) from None
+        except httpx.HTTPError as exc:
+            raise self._error(PrometheusUnreachable, f"cannot reach Prometheus at {self.url}: {str(exc) or type(exc).__name__}",
+                              what) from None
+        try:
+            body = response.json()
+            active = body["data"]["activeTargets"]
+        except (ValueError, KeyError, TypeError):
+            raise self._error(PrometheusResponseInvalid, f"{self.url} answered HTTP {response.status_code} without "
+                              "data.activeTargets (is the URL the Prometheus server's root?)", what) from None
+        if not isinstance(active, list):
+            raise self._error(PrometheusResponseInvalid, f"{self.url}: data.activeTargets is not a list", what)
+        return [t for t in active if isinstance(t, dict)]
+
     def _error(self, kind: type[LensError], text: str, promql: str, **details: Any) -> LensError:
         """``kind`` whose message ends with the query, so a user sees which one failed where."""
         shown = promql if len(promql) <= _QUERY_SHOWN else promql[:_QUERY_SHOWN] + "..."

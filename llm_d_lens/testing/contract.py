@@ -78,6 +78,7 @@ def check_distribution(name: str) -> list[ContractIssue]:
         _check_aliases(registry, profile, fail)
         _check_request_model(profile, fail)
         _check_charts(profile, fail)
+        _check_telemetry(profile, fail)
     provider_names = {ep.name for ep in provider_eps}
     for ep in provider_eps:
         if ep.name not in {p.id for p, _ in profiles}:
@@ -264,7 +265,7 @@ def _check_presence(registry: Any, profile: Any, fail: Any) -> None:
         fake.reply(["kubectl", "get", "nodes", "-o", "json"], json_body={"kind": "List", "items": [node]})
         clock = FakeClock()
         try:
-            return asyncio.run(ops.ensure_presence(view=ClusterView(fake), clock=clock, timeout_seconds=0)), None, clock
+            return _run(ops.ensure_presence(view=ClusterView(fake), clock=clock, timeout_seconds=0)), None, clock
         except Exception as exc:  # noqa: BLE001 - the check says what was raised
             return None, exc, clock
 
@@ -276,6 +277,30 @@ def _check_presence(registry: Any, profile: Any, fail: Any) -> None:
     report, error, _ = run(labels)
     if error is not None or report is None or not getattr(report, "present", False):
         fail("presence", "$.presence.node_label_selector", f"failed on a node carrying the labels: {error}", labels)
+
+
+def _run(coroutine: Any) -> Any:
+    """Run a coroutine to its end, also from inside an async test (whose loop is already running)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _check_telemetry(profile: Any, fail: Any) -> None:
+    """``telemetry.provider_id`` must name a registered telemetry provider that loads."""
+    from llm_d_lens.monitoring.accelerator.registry import TelemetryRegistry
+
+    if profile.telemetry is None:
+        return
+    try:
+        TelemetryRegistry().for_profile(profile)
+    except LensError as exc:
+        fail("telemetry provider", "$.telemetry.provider_id", exc.message, profile.telemetry.provider_id)
 
 
 class LensContract:

@@ -74,3 +74,16 @@ def test_presence_that_never_fails_is_caught(plugins):  # noqa: F811
     found = issues_of(plugins, "optimist-lens", profiles={"optimist": [minimal_profile("optimist")]}, module_source=source,
                       provider_entry_points={"optimist": "optimist_lens_lens:Provider"})
     assert [(i.check, i.message) for i in found] == [("presence", "passed on a cluster without the label")]
+
+
+def test_a_telemetry_provider_id_nobody_registered_is_named(plugins):  # noqa: F811
+    telemetry = {"provider_id": "missing-telemetry", "allocation_join": "none"}
+    found = issues_of(plugins, "tele-lens", profiles={"tele": [minimal_profile("tele", telemetry=telemetry)]})
+    assert [(i.check, i.path, i.value) for i in found] == [("telemetry provider", "$.telemetry.provider_id",
+                                                            "missing-telemetry")]
+
+
+async def test_the_kit_also_runs_inside_an_async_test(plugins):  # noqa: F811
+    """The presence check drives a coroutine; with this test's loop running it must not fail."""
+    plugins.make("loop-lens", profiles={"loopy": [minimal_profile("loopy")]})
+    assert check_distribution("loop-lens") == []

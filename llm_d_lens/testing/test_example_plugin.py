@@ -75,11 +75,13 @@ def test_the_api_serves_it_and_installs_its_driver_with_the_providers_hook(insta
 
     from llm_d_lens.api.app import create_app
     from llm_d_lens.hardware.registry import set_registry
+    from llm_d_lens.monitoring.accelerator.registry import set_telemetry_registry
     from llm_d_lens.monitoring.gpu_driver import api as driver_api
     from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
     from llm_d_lens.runner import FakeRunner
 
     set_registry(None)
+    set_telemetry_registry(None)  # both registries are read once per process: this one must see the plugin
     fake = FakeRunner()
     fake.reply(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"],
                json_body={"kind": "List", "items": [{"metadata": {"name": "nimbus"}, "handler": "nimbus"}]})
@@ -102,6 +104,7 @@ def test_the_api_serves_it_and_installs_its_driver_with_the_providers_hook(insta
         assert 'runtimeClassName="nimbus"' in command  # the provider's one hook, from the cluster
     finally:
         set_registry(None)
+        set_telemetry_registry(None)
 
 
 def test_its_own_tests_pass_with_the_contract_kit(installed):

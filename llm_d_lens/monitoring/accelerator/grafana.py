@@ -24,13 +24,14 @@ DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = {"type": "prometheus", "uid": f"${{{DATASOURCE_VARIABLE}}}"}
 #: Common unit -> Grafana's unit id.
 GRAFANA_UNITS = {"ratio": "percentunit", "bytes": "bytes", "W": "watt", "J": "joule", "celsius": "celsius",
-                 "count": "short", "code": "none"}
+                 "count": "short", "code": "none", "B/s": "Bps"}
 #: The panel title of each quantity when a profile's ``ui.chart_titles`` gives none.
 TITLES = {
     "utilization": "Utilisation", "memory_used": "Memory used", "memory_total": "Memory total", "power": "Power",
     "energy": "Energy (counter)", "temperature": "Temperature", "tensor_activity": "Tensor activity",
     "memory_temperature": "Memory temperature", "memory_bandwidth": "Memory bandwidth", "ecc_corrected": "Corrected memory errors",
     "ecc_uncorrected": "Uncorrected memory errors", "pcie_replays": "PCIe replays", "critical_event": "Last critical event",
+    "pcie_throughput": "PCIe throughput", "link_throughput": "Device link throughput", "link_errors": "Device link errors",
 }
 
 

@@ -22,7 +22,7 @@ UNIT_FACTORS: dict[str, Fraction] = {
     "mW": Fraction(1, 1000), "W": Fraction(1),
     "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
     "celsius": Fraction(1),
-    "count": Fraction(1), "code": Fraction(1),
+    "count": Fraction(1), "code": Fraction(1), "B/s": Fraction(1),
 }
 
 
@@ -50,6 +50,9 @@ QUANTITIES: tuple[Quantity, ...] = tuple(
         ("ecc_uncorrected", "errors", "ecc uncorrected"),
         ("pcie_replays", "count", "pcie replays"),
         ("critical_event", "code", "critical event"),
+        ("pcie_throughput", "bytes_per_second", "pcie"),
+        ("link_throughput", "bytes_per_second", "link"),
+        ("link_errors", "count", "link errors"),
     )
 )
 #: The health quantities, and when one of them flags a device: (quantity, what a non-zero value means).

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.errors import TelemetryProviderFailed, TelemetryProviderUnknown
 
@@ -77,6 +78,20 @@ class TelemetryRegistry:
         provider = self._load(ref, profile)
         with self._lock:
             return self._providers.setdefault(provider_id, provider)
+
+    def problems(self, profiles: Sequence[HardwareProfile]) -> list[dict[str, Any]]:
+        """Each profile whose telemetry provider is unknown or fails to load, in the shape of a plugin failure."""
+        found = [{"group": GROUP, "name": f["provider_id"], "distribution": f["distribution"], "reason": f["reason"],
+                  "profile_id": None, "kind": "telemetry-provider"} for f in self.failures]
+        for profile in profiles:
+            if profile.telemetry is None:
+                continue
+            try:
+                self.for_profile(profile)
+            except LensError as exc:
+                found.append({"group": GROUP, "name": profile.telemetry.provider_id, "distribution": "-",
+                              "reason": exc.message, "profile_id": profile.id, "kind": "telemetry-provider"})
+        return found
 
     def _load(self, ref: EntryPoint, profile: HardwareProfile) -> Any:
         from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env

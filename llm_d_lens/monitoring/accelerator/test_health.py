@@ -80,3 +80,16 @@ def test_xpu_manager_v2_memory_errors_sum_categories_and_tiles(prometheus):
     assert idle["ecc_uncorrected_errors"] == 1 and idle["health"]["status"] == "problem"
     # memory temperature: the hotter tile at hw_sensor_location="memory" (50, 52)
     assert busy["memory_temperature_celsius"] == 52
+
+
+def test_dcgm_pcie_and_nvlink_throughput_and_link_errors(dcgm):
+    devices, _ = dcgm
+    sick, clean = devices["health-node-01/0"], devices["health-node-01/1"]
+    # PROF_PCIE_TX_BYTES 1.25e9 + RX 7.5e8 (gauges, already bytes per second); NVLink TX 4e10 + RX 3.5e10
+    assert sick["pcie_throughput_bytes_per_second"] == 1.25e9 + 7.5e8
+    assert sick["link_throughput_bytes_per_second"] == 4.0e10 + 3.5e10
+    # NVLink CRC flit 4 + CRC data 1 + replay 0 + recovery 2
+    assert sick["link_errors_count"] == 4 + 1 + 0 + 2
+    # GPU 1 publishes PCIe but no NVLink fields: none of the NVLink quantities, not zero
+    assert clean["pcie_throughput_bytes_per_second"] == 0
+    assert (clean["link_throughput_bytes_per_second"], clean["link_errors_count"]) == (None, None)

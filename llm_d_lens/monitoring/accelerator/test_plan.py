@@ -31,6 +31,7 @@ def test_common_quantities_have_fixed_names_and_units():
         ("power_watts", "W"), ("energy_joules", "J"), ("temperature_celsius", "celsius"), ("tensor_activity_ratio", "ratio"),
         ("memory_temperature_celsius", "celsius"), ("memory_bandwidth_ratio", "ratio"), ("ecc_corrected_errors", "count"),
         ("ecc_uncorrected_errors", "count"), ("pcie_replays_count", "count"), ("critical_event_code", "code"),
+        ("pcie_throughput_bytes_per_second", "B/s"), ("link_throughput_bytes_per_second", "B/s"), ("link_errors_count", "count"),
     ]
 
 

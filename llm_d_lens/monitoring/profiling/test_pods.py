@@ -11,7 +11,7 @@ from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.attribution import PodAllocation
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading
 from llm_d_lens.monitoring.accelerator.service import select
-from llm_d_lens.monitoring.profiling.pods import metric_names, read_pods
+from llm_d_lens.monitoring.profiling.pods import POD_METRICS, metric_names, read_pods
 from llm_d_lens.monitoring.profiling.service import device_figures, read_pod_report
 from llm_d_lens.monitoring.test_support import as_stored, backfill, needs_prometheus, sample_text
 from llm_d_lens.prometheus.client import PrometheusClient
@@ -126,7 +126,8 @@ def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus
     assert pod["devices"]["devices"] == ["amd:amd-node-01/PCB049874-0071"]
     assert pod["devices"]["power_watts"] == 688
     assert pod["devices"]["memory_used_bytes"] == 178944 * 2**20
-    assert report.queries_sent == 3 + 1 + 12 + 1  # three pod metrics, the inventory, twelve quantities, the targets
+    # one query per pod metric, the inventory, twelve quantities, the targets
+    assert report.queries_sent == len(POD_METRICS) + 1 + 12 + 1
 
 
 @needs_prometheus

@@ -1,8 +1,10 @@
-"""Whether the hardware layer is whole: every installed plugin registered, no conflict.
+"""Whether the server is whole: every installed plugin registered, no conflict, every profile's
+telemetry provider known.
 
 A skipped plugin never takes the server down (liveness, ``/healthz``, stays 200), but an operator
 and a load balancer should see it: ``/readyz`` answers 503 listing these problems, and
-``lens serve --strict`` refuses to start while there are any.
+``lens serve --strict`` refuses to start while there are any. Each domain reports its own part;
+this module only gathers them.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from typing import Any
 
 
 def problems() -> list[dict[str, Any]]:
-    """Every plugin failure and conflict of the process-wide registry (built here if need be)."""
+    """Hardware plugin failures and conflicts, then telemetry providers the profiles name but nobody registered."""
     from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
 
     registry = get_registry()
     registry.load_all_providers()
-    return [failure.to_dict() for failure in registry.failures]
+    found = [failure.to_dict() for failure in registry.failures]
+    found += get_telemetry_registry().problems(registry.profiles())
+    return found
 
 
 def describe(found: list[dict[str, Any]]) -> str:

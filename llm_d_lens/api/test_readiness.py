@@ -11,21 +11,30 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.hardware.conftest import _forget_registry, fresh_registry, minimal_profile, plugins  # noqa: F401
+from llm_d_lens.monitoring.accelerator.registry import set_telemetry_registry
 from llm_d_lens.testing.prometheus import free_port
 
 
-def install_trouble(plugins) -> None:
+@pytest.fixture(autouse=True)
+def _fresh_telemetry_registry():
+    set_telemetry_registry(None)
+    yield
+    set_telemetry_registry(None)
+
+
+def install_trouble(plugins) -> None:  # noqa: F811
     plugins.make("exiter", module_source="import sys\nsys.exit(3)\n", profile_entry_points={"exiter": "exiter_lens:x"})
     plugins.make("rogue-lens", version="0.9.0",
                  profiles={"rogue": [minimal_profile("rogue", device_classes=["gpu.nvidia.com"])]})
     plugins.make("good-lens", profiles={"good": [minimal_profile("good")]})
 
 
-def test_the_api_keeps_serving_every_other_hardware_and_lists_the_failures(plugins, fresh_registry):
+def test_the_api_keeps_serving_every_other_hardware_and_lists_the_failures(plugins, fresh_registry):  # noqa: F811
     install_trouble(plugins)
     fresh_registry()
     client = TestClient(create_app())
@@ -47,18 +56,29 @@ def test_the_api_keeps_serving_every_other_hardware_and_lists_the_failures(plugi
     assert sorted(p["name"] for p in ready.json()["problems"]) == ["exiter", "rogue"]
 
 
-def test_readyz_is_200_when_every_plugin_registered(plugins, fresh_registry):
+def test_readyz_is_200_when_every_plugin_registered(plugins, fresh_registry):  # noqa: F811
     plugins.make("good-lens", profiles={"good": [minimal_profile("good")]})
     fresh_registry()
     ready = TestClient(create_app()).get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
 
 
+def test_readyz_names_a_profile_whose_telemetry_provider_nobody_registered(plugins, fresh_registry):  # noqa: F811
+    telemetry = {"provider_id": "ghost-telemetry", "allocation_join": "none"}
+    plugins.make("ghost-lens", profiles={"ghost": [minimal_profile("ghost", telemetry=telemetry)]})
+    fresh_registry()
+    ready = TestClient(create_app()).get("/readyz")
+    assert ready.status_code == 503
+    [problem] = ready.json()["problems"]
+    assert (problem["kind"], problem["profile_id"], problem["name"]) == ("telemetry-provider", "ghost", "ghost-telemetry")
+    assert "$.telemetry.provider_id" in problem["reason"]
+
+
 def env_with(plugins, **extra: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins.root), *sys.path]), **extra)
 
 
-def test_serve_strict_refuses_to_start_and_names_the_problems(plugins):
+def test_serve_strict_refuses_to_start_and_names_the_problems(plugins):  # noqa: F811
     install_trouble(plugins)
     result = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", "serve", "--strict", "--port", str(free_port())],
                             capture_output=True, text=True, env=env_with(plugins), timeout=120)
@@ -67,7 +87,7 @@ def test_serve_strict_refuses_to_start_and_names_the_problems(plugins):
     assert "exiter from exiter 1.0.0 (import)" in result.stderr and "rogue from rogue-lens 0.9.0 (conflict)" in result.stderr
 
 
-def test_a_hanging_plugin_neither_blocks_the_server_nor_its_shutdown(plugins):
+def test_a_hanging_plugin_neither_blocks_the_server_nor_its_shutdown(plugins):  # noqa: F811
     plugins.make("hanger", module_source="import time\ntime.sleep(600)\n", profile_entry_points={"hanger": "hanger_lens:x"})
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", str(port)],
