@@ -17,7 +17,7 @@ def inspect(source: ClusterSource, runner: Runner | None = None, catalog: Catalo
     collection ever walks its millions of objects (see :func:`snapshot.gc_paused`).
     """
     with gc_paused():
-        objects = source.load(runner)
+        objects = source.load(runner, partial=True)  # only the fields the inventory reads
         try:
             return build_inventory(objects, catalog, source=source.describe())
         finally:
