@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -50,7 +49,9 @@ def to_jsonable(data: Any) -> Any:
 def emit(data: Any, output: OutputFormat, table: Callable[[Any], Any]) -> None:
     """Print ``data`` as JSON or YAML, or render the Rich renderable ``table(data)`` returns."""
     if output is OutputFormat.json:
-        sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
+        from llm_d_lens.jsonwrite import dumps_indented
+
+        sys.stdout.write(dumps_indented(data))  # json.dumps(to_jsonable(data), indent=2) + "\n", at C speed
     elif output is OutputFormat.yaml:
         import yaml
 
