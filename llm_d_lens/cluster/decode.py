@@ -92,19 +92,21 @@ _PARTIAL = msgspec.json.Decoder(_List)
 #: deep document before the strict reader would: such a document always gets the strict answer.
 _PADDING = 16
 
-# What the strict reader refuses in valid JSON, found in the text with everything mapped onto a few
-# classes (digit -> 0, e/E -> e, + -> +, a number's end: , ] } or whitespace -> ; and the rest -> x),
-# so that plain substring and regex searches over C-speed translated chunks find it:
+# What the strict reader refuses in valid JSON, found in the text mapped onto a few classes, so that
+# C-speed translation, substring and regex searches find it: digit -> 0, e/E -> e, + -> +, the end
+# of a number (, ] }) -> ; and the rest -> x, with whitespace and the other letters deleted (no number
+# holds them, and whitespace is most of kubectl's indented output).
 #: a literal that can be beyond a double (1e309, 1.5E+400) or is an integer of over 4,300 digits:
 #: an exponent of 3 or more digits that ends the number, or any run of 100 digits
 _TABLE = bytes(
-    ord("0") if chr(b).isdigit() and b < 128 else ord("e") if b in b"eE" else ord("+") if b == ord("+")
-    else ord(";") if b in b",]} \t\r\n" else ord("x") for b in range(256))
+    ord("0") if 48 <= b <= 57 else ord("e") if b in b"eE" else ord("+") if b == ord("+")
+    else ord(";") if b in b",]}" else ord("x") for b in range(256))
+_DELETE = bytes(b for b in range(128) if (chr(b).isalpha() and chr(b) not in "eE") or chr(b) in " \t\r\n")
 _EXPONENT = re.compile(rb"0e\+?000+;")
 _DIGITS = b"0" * 100
-_CHUNK = 256 * 1024  # small enough that each chunk is translated and searched while it sits in the CPU cache
-#: bytes each chunk re-reads of the one before: longer than any match above can be
-_OVERLAP = 256
+_CHUNK = 64 * 1024  # small enough that each chunk is translated and searched while it sits in the CPU cache
+#: classes each chunk carries over from the one before: longer than any match above can be
+_CARRY = 128
 
 
 def may_be_refused(data: bytes | str) -> bool:
@@ -115,19 +117,20 @@ def may_be_refused(data: bytes | str) -> bool:
     the strict reader refuses nothing msgspec accepts, recursion depth aside (see :data:`_PADDING`).
     """
     utf8 = codecs.getincrementaldecoder("utf-8")() if isinstance(data, bytes) else None
-    step = _CHUNK - _OVERLAP
-    for start in range(0, max(len(data), 1), step):
+    carried = b""
+    for start in range(0, len(data), _CHUNK):
         piece = data[start:start + _CHUNK]
         if isinstance(piece, str):
             piece = piece.encode("utf-8", "surrogatepass")
-        elif utf8 is not None and (utf8.getstate()[0] or not piece[:step].isascii()):
+        elif utf8 is not None and (utf8.getstate()[0] or not piece.isascii()):
             try:  # each byte once; a sequence cut by the chunk's end waits in the decoder for the rest
-                utf8.decode(piece[:step])
+                utf8.decode(piece)
             except UnicodeDecodeError:
                 return True
-        classes = piece.translate(_TABLE)
+        classes = carried + piece.translate(_TABLE, _DELETE)
         if _DIGITS in classes or _EXPONENT.search(classes):
             return True
+        carried = classes[-_CARRY:]
     if utf8 is not None:
         try:
             utf8.decode(b"", final=True)  # a sequence the text ends in the middle of
