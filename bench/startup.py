@@ -66,20 +66,26 @@ def wall(argv: list[str], runs: int, env: dict[str, str] | None = None) -> float
     return statistics.median(samples)
 
 
+def plugin_profile(i: int) -> dict[str, object]:
+    """The profile of bench plugin ``i``: a device-plugin accelerator with its own resource and node label."""
+    name = f"benchvendor{i}"
+    return {
+        "id": name, "display_name": f"Bench Vendor {i}", "vendor": name, "accelerator_keys": [f"{name}-gpu"],
+        "benchmark_profile": None, "upstream_variant": name, "upstream_vendor": name,
+        "request_model": "extended-resource", "resource_prefixes": [f"{name}.example.com/gpu"],
+        "node_label_selector": {f"{name}.example.com/gpu.present": "true"}, "access_modes": ["plugin"],
+        "deployment": {"overlay_root": "guides/{guide}/modelserver/{variant}/{model_server}", "arch": name,
+                       "resource_name": f"{name}.example.com/gpu"},
+    }
+
+
 def make_plugins(root: Path, count: int) -> None:
     """``count`` distributions, each with one profile entry point, like ``pip install`` leaves them."""
     for i in range(count):
         name = f"benchvendor{i}"
         package = root / f"{name}_lens"
         package.mkdir()
-        profile = {
-            "id": name, "display_name": f"Bench Vendor {i}", "vendor": name, "accelerator_keys": [f"{name}-gpu"],
-            "benchmark_profile": None, "upstream_variant": name, "upstream_vendor": name,
-            "request_model": "extended-resource", "resource_prefixes": [f"{name}.example.com/gpu"],
-            "node_label_selector": {f"{name}.example.com/gpu.present": "true"}, "access_modes": ["plugin"],
-            "deployment": {"overlay_root": "guides/{guide}/modelserver/{variant}/{model_server}", "arch": name,
-                           "resource_name": f"{name}.example.com/gpu"},
-        }
+        profile = plugin_profile(i)
         (package / "profile.json").write_text(json.dumps(profile))
         (package / "__init__.py").write_text(
             "import json, pathlib\n"

@@ -8,27 +8,37 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "inventory.py"
-ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 10 + "$")
 
 
-def test_the_benchmark_prints_a_row_per_size_with_a_ratio_against_json_load(tmp_path: Path) -> None:
+def test_the_benchmark_prints_a_row_per_size_with_ratios_against_orjson_and_json_load_peak(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--sizes", "12,24", "--pods-per-node", "3", "--repeat", "1",
-                           "--keep", str(tmp_path)], capture_output=True, text=True, timeout=120, check=True)
+                           "--keep", str(tmp_path), "--plugin-profiles", "5"], capture_output=True, text=True, timeout=120, check=True)
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["nodes", "pods", "MiB", "json.load", "s", "inventory", "s", "ratio", "ms/1k", "nodes",
-                                "no-gc", "load", "s", "ratio"]
+    assert lines[0].split() == ["nodes", "pods", "MiB", "json.load", "s", "msgspec", "s", "orjson", "s", "inventory", "s",
+                                "ratio", "ms/1k", "nodes", "peak", "json", "MiB", "peak", "inv", "MiB", "ratio"]
     rows = [ROW.match(line) for line in lines[1:3]]
     assert all(rows), lines
     assert [(int(r[1]), int(r[2])) for r in rows] == [(12, 36), (24, 72)]  # type: ignore[index]
     for row in rows:
-        floor, inventory, ratio = float(row[4]), float(row[5]), float(row[6])  # type: ignore[index]
+        floor, inventory, ratio = float(row[6]), float(row[7]), float(row[8])  # type: ignore[index]
         assert floor > 0 and inventory > 0
         # the ratio agrees with the printed times, within their rounding (4 decimals) and its own (2)
-        for base, shown in ((floor, ratio), (float(row[8]), float(row[9]))):  # type: ignore[index]
-            low, high = (inventory - 5e-5) / (base + 5e-5), (inventory + 5e-5) / (base - 5e-5)
-            assert low - 0.005 <= shown <= high + 0.005
-    assert re.fullmatch(r"time per node, largest vs smallest size: inventory [\d.]+x, json.load [\d.]+x, "
-                        r"GC-paused json.load [\d.]+x \(1\.00x is linear\)", lines[3])
+        low, high = (inventory - 5e-5) / (floor + 5e-5), (inventory + 5e-5) / (floor - 5e-5)
+        assert low - 0.005 <= ratio <= high + 0.005
+        json_peak, inventory_peak, peak_ratio = float(row[10]), float(row[11]), float(row[12])  # type: ignore[index]
+        assert json_peak > 10 and inventory_peak > 10  # a Python process, measured (VmHWM), not zero
+        low, high = (inventory_peak - 0.05) / (json_peak + 0.05), (inventory_peak + 0.05) / (json_peak - 0.05)
+        assert low - 0.005 <= peak_ratio <= high + 0.005
+    assert re.fullmatch(r"time per node, largest vs smallest size: inventory [\d.]+x, GC-paused orjson.loads [\d.]+x "
+                        r"\(1\.00x is linear\)", lines[3])
+    plugins = re.fullmatch(r"inventory build at 12 nodes with 5 plugin profiles: ([\d.]+) s, with the (\d+) built-ins: ([\d.]+) s, "
+                           r"ratio ([\d.]+) \(goal <= 1\.2\)", lines[4])
+    assert plugins, lines[4]
+    crowded, builtins, plain, ratio = float(plugins[1]), int(plugins[2]), float(plugins[3]), float(plugins[4])
+    assert builtins >= 6 and plain > 0
+    low, high = (crowded - 5e-5) / (plain + 5e-5), (crowded + 5e-5) / (plain - 5e-5)  # the printed times' rounding
+    assert low - 0.005 <= ratio <= high + 0.005
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster-12.json", "cluster-24.json"]
 
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -89,7 +88,9 @@ def emit(data: Any, output: OutputFormat | ListFormat | TextFormat, table: Calla
     prints ``names(data)``, one a line; ``-o text`` prints what ``table(data)`` returns as it is.
     """
     if output.value == "json":
-        sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
+        from llm_d_lens.jsonwrite import dumps_indented
+
+        sys.stdout.write(dumps_indented(data))  # json.dumps(to_jsonable(data), indent=2) + "\n", at C speed
     elif output.value == "name" and names is not None:
         sys.stdout.write("".join(f"{name}\n" for name in names(data)))
     elif output.value == "text":

@@ -1,9 +1,14 @@
-"""The last inventory of a file-backed source, kept while the file is unchanged.
+"""The last inventories of file-backed sources (up to :data:`KEEP`), each kept while its file is unchanged.
 
 A snapshot (or the demo) is the same cluster until its file changes, so re-parsing it for every
 request or page only costs time: on a 5,000-node snapshot, seconds each. The key is the file's
 identity (path, size, modification time) and the registry's version, so an edited snapshot or a
 newly installed plugin is read afresh. A live cluster is never cached here: it changes under us.
+
+Rebuilds are single-flight per source: requests that arrive while a file-backed source is being read
+wait for that one read instead of each parsing the file again (on a big snapshot, N parses at once would
+also hold N parsed clusters in memory). Each kept inventory also keeps its overview encoded as JSON
+(with and without nodes), so a second request serves bytes without walking the overview again.
 """
 
 from __future__ import annotations
@@ -11,25 +16,46 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.cluster.model import Overview
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
 from llm_d_lens.runner import Runner
+
+if TYPE_CHECKING:
+    from llm_d_lens.conditional import Encoded
 
 
 @dataclass(frozen=True)
 class Inventory:
     overview: Overview
     read_at: float  # Unix seconds when the source was read
+    _encoded: dict[bool, Encoded] = field(default_factory=dict, repr=False, compare=False)
+    _encoding: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def encoded(self, nodes: bool = True) -> Encoded:
+        """The overview as the API's JSON bytes and their ETag; encoded once per inventory and shape."""
+        from llm_d_lens.conditional import encode
+
+        with self._encoding:  # concurrent first requests encode once
+            found = self._encoded.get(nodes)
+            if found is None:
+                document = self.overview.to_dict()
+                if not nodes:
+                    document.pop("nodes")
+                found = self._encoded[nodes] = encode(document)
+            return found
 
 
 _lock = threading.Lock()
 #: file key -> inventory, the most recently used last; a fleet of snapshots keeps each of them
 _kept: dict[Any, Inventory] = {}
 KEEP = 8
+#: file key -> the lock held while that source is read: one read per source, the rest wait for it
+#: (different sources are read side by side, as a fleet's members are)
+_building: dict[Any, threading.Lock] = {}
 
 
 def _file_key(source: ClusterSource) -> Any:
@@ -45,7 +71,31 @@ def _file_key(source: ClusterSource) -> Any:
         stat = os.stat(path)
     except OSError:
         return None  # let the read itself report what is wrong with the path
-    return (path, stat.st_size, stat.st_mtime_ns, stat.st_ino, get_registry().version_hash())
+    return (path, stat.st_size, stat.st_mtime_ns, stat.st_ino, _version(get_registry()))
+
+
+_versions: tuple[Any, str] | None = None
+
+
+def _version(registry: Any) -> str:
+    """The registry's version hash, computed once per registry: its profiles are fixed when it is built."""
+    global _versions
+    known = _versions
+    if known is not None and known[0] is registry:
+        return known[1]
+    version = registry.version_hash()
+    _versions = (registry, version)
+    return version
+
+
+def encoded_if_kept(source: ClusterSource, nodes: bool = True) -> Encoded | None:
+    """The kept overview's bytes, if the source is file-backed, unchanged and already encoded; else None.
+
+    Costs one ``stat``, so a request for an unchanged snapshot is answered without a worker thread.
+    """
+    key = _file_key(source)
+    kept = _lookup(key) if key is not None else None
+    return kept._encoded.get(nodes) if kept is not None else None
 
 
 def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
@@ -53,18 +103,33 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     from llm_d_lens.cluster.service import inspect
 
     key = _file_key(source) if runner is None else None
-    if key is not None:
-        with _lock:
-            if key in _kept:
-                _kept[key] = _kept.pop(key)
-                return _kept[key]
-    found = Inventory(inspect(source, runner), time.time())
-    if key is not None:
+    if key is None:
+        return Inventory(inspect(source, runner), time.time())
+    kept = _lookup(key)
+    if kept is not None:
+        return kept
+    with _lock:
+        building = _building.setdefault(key, threading.Lock())
+    with building:
+        kept = _lookup(key)  # read by the request this one waited for
+        if kept is not None:
+            return kept
+        found = Inventory(inspect(source, runner), time.time())
         with _lock:
             _kept[key] = found
             while len(_kept) > KEEP:
                 _kept.pop(next(iter(_kept)))
-    return found
+            _building.pop(key, None)  # later readers find the inventory; waiters hold their own reference
+        return found
+
+
+def _lookup(key: Any) -> Inventory | None:
+    """The kept inventory for this file key, marked most recently used; None if not kept."""
+    with _lock:
+        found = _kept.pop(key, None)
+        if found is not None:
+            _kept[key] = found
+        return found
 
 
 def forget() -> None:

@@ -53,7 +53,7 @@ def inspect(
         source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
     live = getattr(source, "snapshot", None) is None and not getattr(source, "demo", False)
     with progress(_reading(context or cluster), for_people=live and output.is_table):
-        overview = inspect_cluster(source)
+        overview = inspect_cluster(source, until_exit=True)  # the parsed cluster is left for the exit to drop
         if discover:
             from llm_d_lens.planning.node_discovery import discover_into
 

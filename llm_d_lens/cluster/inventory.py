@@ -299,12 +299,12 @@ class _Builder:
             explicit = spec.get("extendedResourceName")
             if isinstance(explicit, str) and explicit:
                 names[explicit] = class_name
-            if self.catalog.device_class(class_name) is None and not self._class_driver_claimed(spec):
+            if self.catalog.device_class(class_name) is None and not self._class_driver_claimed(item, spec):
                 self._unsupported("device-class", class_name)
         return names
 
-    def _class_driver_claimed(self, spec: Mapping[str, Any]) -> bool:
-        for selector in spec.get("selectors") or ():
+    def _class_driver_claimed(self, item: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+        for selector in list_at(item, "spec.selectors", spec.get("selectors")):
             cel = selector.get("cel") if isinstance(selector, dict) else None
             expression = cel.get("expression") if isinstance(cel, dict) else None
             for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_d_lens.cluster.objects import ClusterObjects, Document
-from llm_d_lens.cluster.snapshot import parse_json, refused_values
+from llm_d_lens.cluster.decode import decode_list
+from llm_d_lens.cluster.snapshot import refused_values
 from llm_d_lens.jsonread import JsonRefused
 from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, Runner, format_command
 
@@ -38,11 +39,16 @@ QUERIES: tuple[Query, ...] = (
 )
 
 
-async def fetch(runner: Runner, *, timeout: float | None = None, queries: Sequence[Query] = QUERIES) -> ClusterObjects:
-    """Every object the inventory reads, from the cluster the runner's kubeconfig/context points at."""
+async def fetch(runner: Runner, *, timeout: float | None = None, queries: Sequence[Query] = QUERIES,
+                partial: bool = False) -> ClusterObjects:
+    """Every object the inventory reads, from the cluster the runner's kubeconfig/context points at.
+
+    With ``partial`` only the fields the inventory reads are kept (see :mod:`.decode`); a snapshot
+    being saved needs the objects whole.
+    """
     # Every call runs to its end: cancelling the others on the first failure would kill kubectl
     # processes mid-flight, and the error shown would depend on which call failed first in time.
-    outcomes = await asyncio.gather(*(_get(runner, query, timeout) for query in queries), return_exceptions=True)
+    outcomes = await asyncio.gather(*(_get(runner, query, timeout, partial) for query in queries), return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
@@ -53,11 +59,11 @@ async def fetch(runner: Runner, *, timeout: float | None = None, queries: Sequen
     return ClusterObjects.from_documents(documents, dra_api=dra_api)
 
 
-def fetch_sync(runner: Runner, *, timeout: float | None = None) -> ClusterObjects:
-    return asyncio.run(fetch(runner, timeout=timeout))
+def fetch_sync(runner: Runner, *, timeout: float | None = None, partial: bool = False) -> ClusterObjects:
+    return asyncio.run(fetch(runner, timeout=timeout, partial=partial))
 
 
-async def _get(runner: Runner, query: Query, timeout: float | None) -> Document | None:
+async def _get(runner: Runner, query: Query, timeout: float | None, partial: bool) -> Document | None:
     try:
         result = await runner.arun(list(query.argv), timeout=timeout)
     except CommandFailed as exc:
@@ -65,7 +71,7 @@ async def _get(runner: Runner, query: Query, timeout: float | None) -> Document 
             return None
         raise
     try:
-        body = parse_json(result.stdout)
+        body = decode_list(result.stdout, partial=partial)
     except json.JSONDecodeError as exc:
         raise CommandOutputInvalid(result.argv, str(exc)) from None
     except JsonRefused as exc:

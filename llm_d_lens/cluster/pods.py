@@ -117,16 +117,20 @@ def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) ->
 
 def _container_requests(pod: dict[str, Any], group: str, index: int, container: dict[str, Any],
                         catalog: Catalog) -> dict[str, int] | None:
+    # Paths are spelled only on the way to an error: this runs for every container of every pod.
     if type(container) is not dict:
         object_at(pod, f"spec.{group}[{index}]", container)
     resources = container.get("resources")
     if not resources:
         return None
-    where = f"spec.{group}[{index}].resources"
     if type(resources) is not dict:
-        mapping_at(pod, where, resources)
-    requests = mapping_at(pod, f"{where}.requests", resources.get("requests"))
-    limits = mapping_at(pod, f"{where}.limits", resources.get("limits"))
+        mapping_at(pod, f"spec.{group}[{index}].resources", resources)
+    requests = resources.get("requests")
+    if type(requests) is not dict:
+        requests = mapping_at(pod, f"spec.{group}[{index}].resources.requests", requests)
+    limits = resources.get("limits")
+    if type(limits) is not dict:
+        limits = mapping_at(pod, f"spec.{group}[{index}].resources.limits", limits)
     found: dict[str, int] | None = None
     is_extended = catalog.is_extended
     for field_name, values in (("requests", requests), ("limits", limits)):

@@ -28,8 +28,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 SNAPSHOT_SUFFIXES = (".json", ".json.gz")
 
 
-def load_snapshot(path: str | os.PathLike[str]) -> ClusterObjects:
-    """Every object in a snapshot file or directory."""
+def load_snapshot(path: str | os.PathLike[str], *, partial: bool = False) -> ClusterObjects:
+    """Every object in a snapshot file or directory; with ``partial``, only the fields the inventory reads (see :mod:`.decode`)."""
     location = Path(path)
     if location.is_dir():
         files = sorted(p for p in location.iterdir() if p.is_file() and p.name.endswith(SNAPSHOT_SUFFIXES))
@@ -39,11 +39,13 @@ def load_snapshot(path: str | os.PathLike[str]) -> ClusterObjects:
         files = [location]
     else:
         raise SnapshotNotFound(f"{location}: no such snapshot file or directory", details={"path": str(location)})
-    return ClusterObjects.from_documents([Document(str(file), read_json(file)) for file in files])
+    return ClusterObjects.from_documents([Document(str(file), read_json(file, partial=partial)) for file in files])
 
 
-def read_json(file: Path) -> Any:
-    """A JSON file, gunzipped first when it is gzip data."""
+def read_json(file: Path, *, partial: bool = False) -> Any:
+    """A JSON file, gunzipped first when it is gzip data; the raw bytes are dropped before it is returned."""
+    from llm_d_lens.cluster.decode import decode_list
+
     source = str(file)
     try:
         if file.stat().st_size > MAX_SNAPSHOT_BYTES:
@@ -56,7 +58,7 @@ def read_json(file: Path) -> Any:
     if data[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in data[:512]:  # `tar czf` of a directory; JSON has no NUL
         raise SnapshotInvalid(source, "is a tar archive; extract it and pass the directory")
     try:
-        return parse_json(data)
+        return decode_list(data, partial=partial)
     except UnicodeDecodeError:
         raise SnapshotInvalid(source, "is not JSON (it is not UTF-8 text)") from None
     except json.JSONDecodeError as exc:

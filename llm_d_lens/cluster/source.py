@@ -71,14 +71,15 @@ class ClusterSource:
     def runner(self) -> Runner:
         return make_runner(self)
 
-    def load(self, runner: Runner | None = None) -> ClusterObjects:
+    def load(self, runner: Runner | None = None, *, partial: bool = False) -> ClusterObjects:
+        """The source's objects; ``partial`` keeps only the fields the inventory reads (see :mod:`.decode`)."""
         from llm_d_lens.cluster.live import fetch_sync
         from llm_d_lens.cluster.snapshot import load_snapshot
 
         if self.live:
-            return fetch_sync(runner or self.runner(), timeout=self.timeout)
+            return fetch_sync(runner or self.runner(), timeout=self.timeout, partial=partial)
         with self._snapshot_path() as path:
-            return load_snapshot(path)
+            return load_snapshot(path, partial=partial)
 
     @contextlib.contextmanager
     def _snapshot_path(self) -> Iterator[Path]:

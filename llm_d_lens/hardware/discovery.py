@@ -121,10 +121,14 @@ def discover(
     """
     settings = settings or PluginSettings.from_env()
     forget_dist_meta()  # name and version read once per discovery: each read parses METADATA
-    if profile_entry_points is None:
-        profile_entry_points = list(entry_points(group=PROFILES_GROUP))
-    if provider_entry_points is None:
-        provider_entry_points = list(entry_points(group=PROVIDERS_GROUP))
+    if profile_entry_points is None or provider_entry_points is None:
+        # one pass over the installed distributions for both groups: each call of entry_points()
+        # reads every distribution's entry_points.txt (and works out its name) again
+        installed = entry_points()
+        if profile_entry_points is None:
+            profile_entry_points = list(installed.select(group=PROFILES_GROUP))
+        if provider_entry_points is None:
+            provider_entry_points = list(installed.select(group=PROVIDERS_GROUP))
     found = Discovery()
     builtins: list[DiscoveredProfile] = []
     others: list[DiscoveredProfile] = []

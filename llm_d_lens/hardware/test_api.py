@@ -45,3 +45,38 @@ def test_unknown_hardware_is_a_problem_document(client):
 
 def test_healthz(client):
     assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_capabilities_are_fastapis_own_bytes_tagged_by_the_version_and_revalidated(client):
+    from typing import Any
+
+    from fastapi import FastAPI
+
+    from llm_d_lens.hardware.api import capabilities
+
+    bare = FastAPI()
+
+    @bare.get("/c")
+    def plain() -> dict[str, Any]:  # what the endpoint answered before it was cached
+        return capabilities()
+
+    first = client.get("/api/v1/hardware/capabilities")
+    assert first.content == TestClient(bare).get("/c").content
+    etag = first.headers["etag"]
+    assert etag.startswith(f'"{first.json()["version"]}-') and first.headers["cache-control"] == "no-cache"
+    again = client.get("/api/v1/hardware/capabilities", headers={"If-None-Match": etag})
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", etag)
+
+
+def test_a_new_registry_is_a_new_capabilities_document(client):
+    from llm_d_lens.hardware.registry import Registry, get_registry, set_registry
+
+    before = client.get("/api/v1/hardware/capabilities")
+    kept = get_registry()
+    set_registry(Registry([]))
+    try:
+        after = client.get("/api/v1/hardware/capabilities", headers={"If-None-Match": before.headers["etag"]})
+    finally:
+        set_registry(kept)
+    assert after.status_code == 200 and after.json()["profiles"] == [] and after.headers["etag"] != before.headers["etag"]
+    assert client.get("/api/v1/hardware/capabilities", headers={"If-None-Match": before.headers["etag"]}).status_code == 304

@@ -273,3 +273,30 @@ def test_a_provider_from_another_distribution_than_the_profile_is_refused(plugin
     [refused] = registry.failures
     assert refused.distribution == "squatter-lens 1.0.0" and "declared by acme-lens" in refused.reason
     assert not registry.has_provider_entry("acme")
+
+
+def test_discovery_reads_each_distributions_metadata_once(plugins, monkeypatch, tmp_path):
+    """entry_points.txt and METADATA of every installed distribution are read once per discovery, not per group."""
+    import collections
+    import importlib.metadata as metadata
+
+    for number in range(3):
+        plugins.make(f"vendor{number}-lens", profiles={f"vendor{number}": [minimal_profile(f"vendor{number}")]},
+                     provider_entry_points={f"vendor{number}": f"vendor{number}_lens:Provider"},
+                     module_source="class Provider:\n    pass\n")
+    reads: collections.Counter[tuple[str, str]] = collections.Counter()
+    read_text = metadata.PathDistribution.read_text
+
+    def counted(self, filename):
+        reads[(str(self._path), filename)] += 1
+        return read_text(self, filename)
+
+    monkeypatch.setattr(metadata.PathDistribution, "read_text", counted)
+    monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path / "cache"))
+    registry = build()
+    assert {"vendor0", "vendor1", "vendor2"} <= set(registry.ids())
+    ours = {key: count for key, count in reads.items() if "vendor" in key[0]}
+    assert {filename for _, filename in ours} == {"entry_points.txt", "METADATA"}
+    assert len(ours) == 6, ours  # three distributions, two files each
+    repeated = {key: count for key, count in reads.items() if count > 1}
+    assert not repeated, repeated

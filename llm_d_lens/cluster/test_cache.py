@@ -1,0 +1,125 @@
+"""Served from cache: the overview's bytes are FastAPI's own, tagged, revalidated with 304, read once."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from llm_d_lens.cluster import cache, service
+from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.cluster.test_api import client_for
+from llm_d_lens.cluster.test_support import as_list, node, pod
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> Iterator[None]:
+    cache.forget()
+    yield
+    cache.forget()
+
+
+def snapshot(tmp_path: Path, gpus: str = "8") -> Path:
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(as_list(node("mi300x", resources={"amd.com/gpu": gpus}), node("b200", resources={"nvidia.com/gpu": "8"}),
+                                       pod("a", "mi300x", limits={"amd.com/gpu": "5"}))))
+    return path
+
+
+def uncached_bytes(source: ClusterSource, nodes: bool) -> bytes:
+    """What the endpoint answered before it was cached: a route returning the overview's dict."""
+    bare = FastAPI()
+
+    @bare.get("/o")
+    def plain() -> dict[str, Any]:
+        document = service.inspect(source).to_dict()
+        if not nodes:
+            document.pop("nodes")
+        return document
+
+    return TestClient(bare).get("/o").content
+
+
+@pytest.mark.parametrize("nodes", [True, False])
+def test_the_cached_overview_is_byte_identical_to_fastapis_own_rendering(tmp_path: Path, nodes: bool) -> None:
+    source = ClusterSource(snapshot=snapshot(tmp_path))
+    client = client_for(source)
+    for _ in range(2):  # the first answer builds the cache, the second is served from it
+        response = client.get("/api/v1/clusters/overview", params={"nodes": str(nodes).lower()})
+        assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+        assert response.content == uncached_bytes(source, nodes)
+    assert ("nodes" in response.json()) is nodes
+
+
+def test_if_none_match_with_the_etag_is_a_304_without_a_body(tmp_path: Path) -> None:
+    client = client_for(ClusterSource(snapshot=snapshot(tmp_path)))
+    first = client.get("/api/v1/clusters/overview")
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and etag.endswith('"') and first.headers["cache-control"] == "no-cache"
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        again = client.get("/api/v1/clusters/overview", headers={"If-None-Match": header})
+        assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", etag), header
+    assert client.get("/api/v1/clusters/overview", headers={"If-None-Match": '"other"'}).status_code == 200
+    # with and without nodes are different documents, so different tags
+    without = client.get("/api/v1/clusters/overview", params={"nodes": "false"}, headers={"If-None-Match": etag})
+    assert without.status_code == 200 and without.headers["etag"] != etag
+
+
+def test_an_edited_snapshot_is_read_again_with_a_new_etag(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    client = client_for(ClusterSource(snapshot=path))
+    first = client.get("/api/v1/clusters/overview")
+    snapshot(tmp_path, gpus="4")
+    os.utime(path, ns=(1, 1))  # a different mtime, even on a coarse clock
+    second = client.get("/api/v1/clusters/overview", headers={"If-None-Match": first.headers["etag"]})
+    assert second.status_code == 200 and second.headers["etag"] != first.headers["etag"]
+    assert (first.json()["totalGpuCount"], second.json()["totalGpuCount"]) == (16, 12)
+
+
+def test_ten_concurrent_first_reads_of_a_snapshot_parse_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[ClusterSource] = []
+    real = service.inspect
+    arrived = threading.Barrier(10)
+
+    def counted(source: ClusterSource, runner: Any = None, catalog: Any = None) -> Any:
+        calls.append(source)
+        threading.Event().wait(0.3)  # long enough for the other nine, started together, to be waiting
+        return real(source, runner, catalog)
+
+    monkeypatch.setattr(service, "inspect", counted)
+    source = ClusterSource(snapshot=snapshot(tmp_path))
+    found: list[cache.Inventory] = []
+
+    def read() -> None:
+        arrived.wait()
+        found.append(cache.inventory(source))
+
+    threads = [threading.Thread(target=read) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len(found) == 10
+    assert all(inventory is found[0] for inventory in found)
+    assert found[0].overview.to_dict()["totalGpuCount"] == 16
+
+
+def test_a_live_cluster_is_read_on_every_request_yet_revalidates(tmp_path: Path) -> None:
+    from llm_d_lens.runner import FakeRunner
+
+    fake = FakeRunner(context="prod")
+    fake.reply(["kubectl", "get", "nodes", "-o", "json"], json_body=as_list(node("h100", resources={"nvidia.com/gpu": "8"})))
+    for kind in ("pods", "resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "resourceclaims.resource.k8s.io"):
+        fake.reply(["kubectl", "get", kind, ...], json_body=as_list())
+    client = client_for(ClusterSource(context="prod"), fake)
+    first = client.get("/api/v1/clusters/overview")
+    calls = len(fake.argvs())
+    second = client.get("/api/v1/clusters/overview", headers={"If-None-Match": first.headers["etag"]})
+    assert second.status_code == 304 and len(fake.argvs()) == 2 * calls == 10

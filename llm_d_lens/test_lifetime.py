@@ -1,0 +1,63 @@
+"""The ``lens`` console script exits with main's code, its output complete, without freeing the parsed cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_d_lens import lifetime
+
+LENS = Path(sys.executable).with_name("lens")
+needs_script = pytest.mark.skipif(not LENS.exists(), reason=f"no installed lens console script beside {sys.executable}")
+
+
+def run_lens(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LENS), *args], capture_output=True, text=True, timeout=300)
+
+
+@needs_script
+def test_the_console_script_prints_everything_main_prints_and_exits_with_its_code(capsys: pytest.CaptureFixture[str]) -> None:
+    from llm_d_lens.cli import main
+
+    assert main(["cluster", "inspect", "--demo", "-o", "json"]) == 0
+    expected = capsys.readouterr().out
+    done = run_lens("cluster", "inspect", "--demo", "-o", "json")
+    assert done.returncode == 0 and done.stdout == expected  # every buffered byte flushed before the exit
+    assert len(expected) > 8192  # more than one buffer's worth: a missing flush would lose its tail
+
+
+@needs_script
+@pytest.mark.parametrize(("args", "code", "stderr"), [
+    (("cluster", "inspect", "--snapshot", "/nonexistent/lens-cluster.json"), 1, "error: CLUSTER_SNAPSHOT_NOT_FOUND"),
+    (("cluster", "inspect", "--no-such-option"), 2, "No such option"),
+    (("--version",), 0, ""),
+])
+def test_exit_codes_and_errors_are_mains(args: tuple[str, ...], code: int, stderr: str) -> None:
+    done = run_lens(*args)
+    assert done.returncode == code, done.stderr
+    assert stderr in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() -> None:
+    """In-process callers (tests, the server) free it as before; the console script leaves it to the exit."""
+    probe = (
+        "import os, sys\n"
+        "from llm_d_lens import lifetime\n"
+        "real_exit = os._exit\n"
+        "def report(code):\n"
+        "    kinds = [type(v).__name__ for v in lifetime._kept]\n"
+        "    sys.stderr.write(f'kept={kinds}\\n'); sys.stderr.flush(); real_exit(code)\n"
+        "os._exit = report\n"
+        "sys.argv = ['lens', 'cluster', 'inspect', '--demo', '-o', 'json']\n"
+        "lifetime.console()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "kept=['ClusterObjects']" in done.stderr
+    from llm_d_lens.cli import main
+
+    assert main(["cluster", "inspect", "--demo"]) == 0
+    assert lifetime._kept == []
