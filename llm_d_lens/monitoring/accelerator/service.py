@@ -135,6 +135,13 @@ def _finish(
     return report
 
 
+def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
+    """Per hardware, the parts its refresh query combines: the inventory, one per quantity, and, with
+    the first hardware that reads pod labels, the scrape targets' query (one per refresh is enough)."""
+    carrier = next((s.profile.id for s in selection if "pod" in s.plan.labels), None)
+    return {s.profile.id: refresh_parts(s.plan, targets=s.profile.id == carrier) for s in selection}
+
+
 async def read_devices(
     client: PrometheusClient,
     selection: Sequence[Selected],
@@ -151,9 +158,8 @@ async def read_devices(
     round trip per quantity), as does a hardware whose exporter labels include the part tag.
     """
     _check_mode(selection, mode)
-    carrier = next((s.profile.id for s in selection if "pod" in s.plan.labels), None)
-    jobs = [query_parts(client, refresh_parts(s.plan, targets=s.profile.id == carrier), at,
-                        combine=combined and combinable(s.plan)) for s in selection]
+    parts = refresh_plan(selection)
+    jobs = [query_parts(client, parts[s.profile.id], at, combine=combined and combinable(s.plan)) for s in selection]
     before = client.queries_sent
     answers = await gather_all(*jobs)
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}

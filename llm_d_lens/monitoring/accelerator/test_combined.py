@@ -137,6 +137,12 @@ def test_a_series_without_a_known_part_tag_is_a_coded_error_naming_server_and_qu
     assert caught.value.details["query"] == combined({"used": "u", "total": "t"})
 
 
+@pytest.mark.parametrize("parts", [{}, {"": "vector(1)", "b": "vector(2)"}])
+def test_nothing_or_a_nameless_part_cannot_be_combined(parts):
+    with pytest.raises(ValueError):
+        combined(parts)
+
+
 def test_one_part_goes_out_as_it_is():
     got, sent = ask([{"metric": {"gpu": "0"}, "value": [BASE_TIMESTAMP, "1"]}], {"only": "max by (gpu) (b)"})
     assert sent == ["max by (gpu) (b)"] and got == {"only": [Sample({"gpu": "0"}, 1.0)]}
