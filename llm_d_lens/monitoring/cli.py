@@ -165,21 +165,30 @@ async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: 
 def show_queries(
     hardware: list[str] = HardwareOption,
     dashboard: bool = typer.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
+    combined: bool = typer.Option(False, "--combined", help="The one query per hardware a refresh sends: the parts, each tagged lens_quantity, joined by or."),
     node: str = typer.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
     output: OutputFormat = OutputOption,
 ) -> None:
-    """The PromQL one refresh sends (an inventory query and one per quantity, per hardware), or dashboard PromQL."""
-    from llm_d_lens.monitoring.accelerator.queries import dashboard_queries, queries
-    from llm_d_lens.monitoring.accelerator.service import select
+    """The PromQL of one refresh per hardware: an inventory query and one per quantity (sent as one query, see --combined), or dashboard PromQL."""
+    from llm_d_lens.monitoring.accelerator.queries import dashboard_queries
+    from llm_d_lens.monitoring.accelerator.service import refresh_plan, select
+    from llm_d_lens.prometheus.combine import combined as combine
 
     if node is not None and not dashboard:
         raise OptionInvalid("--node applies to --dashboard queries; a refresh reads every node and narrows the answer")
-    data = {s.profile.id: dashboard_queries(s.plan, node) if dashboard else queries(s.plan) for s in select(hardware)}
+    if dashboard and combined:
+        raise OptionInvalid("--combined shows the refresh's own query; dashboard queries stay one per quantity")
+    selection = select(hardware)
+    if dashboard:
+        data = {s.profile.id: dashboard_queries(s.plan, node) for s in selection}
+    else:
+        parts = refresh_plan(selection)
+        data = {hw: {"refresh": combine(named)} for hw, named in parts.items()} if combined else parts
 
     def table(data: dict[str, dict[str, str]]) -> Any:
         from rich.table import Table
 
-        kind = "dashboard queries" if dashboard else "queries per refresh"
+        kind = "dashboard queries" if dashboard else "queries per refresh" if combined else "parts of the refresh queries"
         t = Table(title=f"{sum(len(q) for q in data.values())} {kind}", show_lines=True)
         for column in ("HARDWARE", "READS", "PROMQL"):
             t.add_column(column, overflow="fold")

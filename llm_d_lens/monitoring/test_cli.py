@@ -26,7 +26,8 @@ def test_devices_as_json(prometheus, capsys):
                        "--at", AT, "-o", "json")
     assert code == 0
     report = json.loads(out)
-    assert report["queries"] == 1 + 16 + 1 and report["hardware"] == ["nvidia"]  # inventory, 16 quantities, targets
+    # the inventory, 16 quantities and the targets, in one query
+    assert report["queries"] == 1 and report["hardware"] == ["nvidia"]
     assert [(d["device"], d["power_watts"], d["memory_total_bytes"]) for d in report["devices"]] == [
         ("0", 612.35, (73421 + 7557 + 581) * 2**20), ("1", 71.2, (80978 + 581) * 2**20)]
 
@@ -93,7 +94,24 @@ def test_queries_lists_the_inventory_and_one_per_quantity(capsys):
     assert code == 0
     assert list(json.loads(out)["amd"]) == ["inventory", "utilization", "memory_used", "memory_total", "power", "energy",
                                            "temperature", "tensor_activity", "memory_temperature", "memory_bandwidth",
-                                           "ecc_corrected", "ecc_uncorrected", "pcie_replays"]
+                                           "ecc_corrected", "ecc_uncorrected", "pcie_replays", "targets"]
+
+
+@needs_prometheus
+def test_the_combined_query_answers_every_part_the_parts_answer(prometheus, capsys):
+    """``--combined`` prints the one query a refresh sends; Prometheus answers it with each part's rows, tagged."""
+    code, out, _ = run(capsys, "queries", "--hardware", "amd", "--combined", "-o", "json")
+    assert code == 0
+    (expression,) = json.loads(out)["amd"].values()
+    _, out, _ = run(capsys, "queries", "--hardware", "amd", "-o", "json")
+    parts = json.loads(out)["amd"]
+    rows = prometheus.query(expression)
+    for name, promql in parts.items():
+        own = prometheus.query(promql)
+        tagged = [r for r in rows if r["metric"].get("lens_quantity") == name]
+        assert [({k: v for k, v in r["metric"].items() if k != "lens_quantity"}, r["value"]) for r in tagged] == \
+            [(r["metric"], r["value"]) for r in own], name
+    assert len(rows) == sum(len(prometheus.query(q)) for q in parts.values()) > len(parts)
 
 
 def test_prometheus_down_is_one_line_and_exit_1(capsys):

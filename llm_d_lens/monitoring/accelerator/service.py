@@ -1,8 +1,12 @@
 """One refresh of device telemetry: every selected hardware, read, assembled and attributed.
 
-From Prometheus, all queries of all hardware go out at once; their number is fixed by the
-profiles (an inventory query plus one per declared quantity, per hardware), whatever the number
-of devices. From a direct snapshot, the same plan is evaluated over one exporter page.
+From Prometheus, one query per hardware goes out, all at once: the hardware's inventory query and
+one per declared quantity combined into one expression (:func:`.queries.refresh_query`), the
+scrape targets' query riding along with the first hardware that reads pod labels. The answer is
+split back into the per-quantity rows, so everything after it is what separate queries gave. A
+telemetry provider (``registry.py``) only derives from those readings and sends nothing itself,
+so every hardware is combined, whatever its ``provider_id``. From a direct snapshot, the same
+plan is evaluated over one exporter page.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribute
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
-from llm_d_lens.monitoring.accelerator.queries import queries, targets_query
+from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import ExpositionSample, parse_exposition, with_target_label
 from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
+from llm_d_lens.prometheus.combine import query_parts
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,13 @@ def _finish(
     return report
 
 
+def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
+    """Per hardware, the parts its refresh query combines: the inventory, one per quantity, and, with
+    the first hardware that reads pod labels, the scrape targets' query (one per refresh is enough)."""
+    carrier = next((s.profile.id for s in selection if "pod" in s.plan.labels), None)
+    return {s.profile.id: refresh_parts(s.plan, targets=s.profile.id == carrier) for s in selection}
+
+
 async def read_devices(
     client: PrometheusClient,
     selection: Sequence[Selected],
@@ -138,21 +150,23 @@ async def read_devices(
     node: str | None = None,
     cluster: ClusterObjects | None = None,
     mode: str | None = None,
+    combined: bool = True,
 ) -> DeviceReport:
-    """Devices of every selected hardware from Prometheus, all queries in flight together."""
+    """Devices of every selected hardware from Prometheus: one query per hardware, all in flight together.
+
+    ``combined`` off sends each part of a hardware's refresh as its own query (the same answers, one
+    round trip per quantity), as does a hardware whose exporter labels include the part tag.
+    """
     _check_mode(selection, mode)
-    jobs = [(s.profile.id, name, promql) for s in selection for name, promql in queries(s.plan).items()]
-    if any("pod" in s.plan.labels for s in selection):
-        jobs.append(("", "targets", targets_query()))
+    parts = refresh_plan(selection)
+    jobs = [query_parts(client, parts[s.profile.id], at, combine=combined and combinable(s.plan)) for s in selection]
     before = client.queries_sent
-    answers = await gather_all(*(client.query(promql, at) for _, _, promql in jobs))
+    answers = await gather_all(*jobs)
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
     targets: list[Sample] = []
-    for (hardware, name, _), answer in zip(jobs, answers):
-        if name == "targets":
-            targets = answer
-        else:
-            rows[hardware][name] = answer
+    for chosen, answer in zip(selection, answers):
+        targets = answer.pop("targets", targets)
+        rows[chosen.profile.id] = answer
     report = _finish(selection, rows, cluster, mode, node, targets)
     report.queries_sent = client.queries_sent - before
     report.source = client.url

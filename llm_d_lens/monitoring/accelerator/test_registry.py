@@ -15,6 +15,7 @@ import pytest
 from llm_d_lens.cli import main
 from llm_d_lens.hardware.conftest import _forget_registry, bundled, fresh_registry, minimal_profile, plugins  # noqa: F401
 from llm_d_lens.monitoring.accelerator.registry import GROUP, TelemetryRegistry, set_telemetry_registry
+from llm_d_lens.monitoring.test_support import needs_prometheus
 
 PAGE = Path(__file__).parent / "testdata" / "amd-cpx-partitions.prom"
 
@@ -97,3 +98,17 @@ def test_a_provider_id_nobody_registered_is_refused_naming_the_profile_field_and
     assert err.startswith("error: TELEMETRY_PROVIDER_UNKNOWN: profile 'acme': $.telemetry.provider_id names no "
                           "registered telemetry provider (value: 'acme-typo')")
     assert "acme-free-memory" in err and "declarative" in err
+
+
+@needs_prometheus
+def test_a_plugin_provider_derives_from_the_combined_refresh(plugins, fresh_registry, prometheus):  # noqa: F811
+    """A provider sends no queries of its own: its hardware is read in one combined query and it derives from that."""
+    from llm_d_lens.monitoring.test_support import refresh
+
+    install(plugins, "acme-free-memory")
+    fresh_registry()
+    report = refresh(prometheus.url, ["acme"])
+    assert report.queries_sent == 1 and report.devices, "acme reads the AMD samples' metrics"
+    for device in report.devices:
+        assert device.values["memory_free_bytes"] == device.values["memory_total_bytes"] - device.values["memory_used_bytes"]
+    assert [d.values for d in report.devices] == [d.values for d in refresh(prometheus.url, ["acme"], combined=False).devices]
