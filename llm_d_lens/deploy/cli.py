@@ -31,7 +31,9 @@ ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (def
 OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
 CountOption = typer.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
-                           help="Accelerators per pod (default: what the overlay asks for).")
+                           help="Accelerators per pod (default: what the overlay asks for). The engine's "
+                                "--tensor-parallel-size is not rewritten: a count it was not sized for warns on "
+                                "stderr (ENGINE_PARALLELISM_MISMATCH).")
 PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",

@@ -174,7 +174,7 @@ def render(
     if mixed is not None:
         raise ValidationFailed(where, [mixed])
     fitted = fitter.fit(rendered)
-    issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver)
+    issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver) + fitted.warnings
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)
