@@ -40,8 +40,10 @@ while this file is out of date, so what it says is what the commands do.
   without `--force`.
 - `-h` is `--help`. `lens --version` prints the version; `lens version -o json` adds Python,
   kubectl, helm and kustomize. `lens --install-completion` installs shell completion.
-- Slow steps (preflight waits, installs, live cluster reads) show what they wait for on stderr,
-  only on a terminal and only for table output; `LENS_NO_PROGRESS=1` turns that off.
+- Slow steps (preflight waits, installs, live cluster reads, renders at a `--revision`, planning)
+  show what they wait for on stderr, only on a terminal and only for output meant for people (a
+  table, or a render's YAML manifests; never `-o json` or `--report`); `LENS_NO_PROGRESS=1` turns
+  that off.
 
 ### Exit codes
 

@@ -31,7 +31,9 @@ ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (def
 OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
 CountOption = typer.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
-                           help="Accelerators per pod (default: what the overlay asks for).")
+                           help="Accelerators per pod (default: what the overlay asks for). The engine's "
+                                "--tensor-parallel-size is not rewritten: a count it was not sized for warns on "
+                                "stderr (ENGINE_PARALLELISM_MISMATCH).")
 PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
@@ -157,8 +159,13 @@ def render_options(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _render(options: dict[str, Any]) -> tuple[Any, Any]:
-    """The fitted render the options ask for, and the runner it went through."""
+def _render(options: dict[str, Any], *, for_people: bool = True) -> tuple[Any, Any]:
+    """The fitted render the options ask for, and the runner it went through.
+
+    A render at a ``--revision`` archives that revision with git first, which takes seconds on a
+    large checkout: a progress line on stderr names each step, at a terminal only and never when
+    the result asked for is for a program (``for_people`` false: ``-o json``, ``--report``).
+    """
     from llm_d_lens.deploy.service import RenderRequest, fetch_runtime_classes
     from llm_d_lens.deploy.service import render as render_job
 
@@ -182,7 +189,12 @@ def _render(options: dict[str, Any]) -> tuple[Any, Any]:
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
         image_policy=ImagePolicy(options["image_policy"]).value,
     )
-    result = render_job(request, root=options["llm_d_root"], runner=runner)
+    from llm_d_lens.progress import progress
+
+    revision = options["revision"]
+    with progress(f"rendering {options['guide']} for {options['hardware']} at revision {revision}",
+                  for_people=for_people and revision is not None) as shown:
+        result = render_job(request, root=options["llm_d_root"], runner=runner, step=shown.update)
     _explain(result)
     return result, runner
 
@@ -206,12 +218,13 @@ def render(
     """Render the hardware's overlay of a guide with kustomize and fit it to an access mode.
 
     The manifests go to stdout (or --output-file); how the overlay was chosen and what Lens
-    changed go to stderr as comments.
+    changed go to stderr as comments. With --revision, each step is shown on stderr while it runs
+    (at a terminal only; not with -o json or --report).
     """
     exists = LensError(f"{output_file} exists; pass --force to overwrite it", code="OUTPUT_EXISTS")
     if output_file is not None:
         check_output_path(output_file, replace=force, exists=exists)  # refuse before kustomize runs
-    result, _ = _render(options)
+    result, _ = _render(options, for_people=output is DocumentFormat.yaml and report is None)
     if report is not None and not report.is_table:
         if output_file is None:
             emit(result.to_dict(), report, lambda data: data)

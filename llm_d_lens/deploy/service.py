@@ -7,7 +7,7 @@ profiles; the edges only parse options and print.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -147,8 +147,13 @@ def render(
     runner: Runner | None = None,
     registry: Registry | None = None,
     env: Mapping[str, str] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> RenderResult:
-    """Find the overlay, render it with kustomize, fit the mode's request shape, validate the result."""
+    """Find the overlay, render it with kustomize, fit the mode's request shape, validate the result.
+
+    ``step`` hears what is being done next (a progress line); it never changes the result.
+    """
+    say = step or (lambda _: None)
     if runner is None:
         from llm_d_lens.runner import CommandRunner
 
@@ -158,11 +163,16 @@ def render(
     profile = registry.get(request.hardware)
     fitter = Fitter(profile, request.fit_options(), resolver)  # bad modes and addresses fail before any work
     command = kustomize_command(runner)
+    if request.revision is not None:
+        say(f"reading revision {request.revision} of the llm-d source with git")
     with open_source(root, request.revision, runner=runner, env=env) as source:
+        say(f"finding the {request.guide} overlay for {profile.id}")
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
                                 overlay=request.overlay, requested_as=request.hardware, identity_from_render=True)
+        say(f"rendering {choice.overlay.path} with {format_command(command)}")
         rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
         router, companions = _whole_guide(source, registry, choice)
+    say(f"fitting the render to access mode {fitter.mode_name}")
     check_rendered(rendered, choice.overlay.path)
     placeholders = placeholder_images(rendered)
     if placeholders and choice.role.used_by:
@@ -174,7 +184,7 @@ def render(
     if mixed is not None:
         raise ValidationFailed(where, [mixed])
     fitted = fitter.fit(rendered)
-    issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver)
+    issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver) + fitted.warnings
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)

@@ -34,10 +34,14 @@ from llm_d_lens.deploy.workloads import (
 from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
 from llm_d_lens.hardware.pci import normalise_pci
 from llm_d_lens.hardware.resolution import Resolver
+from llm_d_lens.deploy.validate import Issue
 
 # Flags that say how many devices one model-server pod spans (vLLM, SGLang, TensorRT-LLM spellings).
 _TENSOR_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp_size", "--tp")
 _PIPELINE_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp_size", "--pp")
+# vLLM's data-parallel ranks in this pod each drive their own tensor group. SGLang's --dp-size is left
+# out on purpose: its data-parallel attention shares the tensor-parallel devices.
+_DATA_LOCAL_FLAGS = ("--data-parallel-size-local", "-dpl")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class FitResult:
     count_sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     images: list[dict[str, str]] = field(default_factory=list)  # per model-server container: kept, filled, replaced
+    warnings: list[Issue] = field(default_factory=list)  # found while fitting (an engine sized for another count)
 
 
 def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, DeploymentMode]:
@@ -113,20 +118,66 @@ def image_repository(image: str) -> str:
     return name
 
 
-def parallelism(container: dict[str, Any]) -> int | None:
-    """Tensor × pipeline parallel size from the model server's flags, when it states them."""
-    tokens = [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]
-    sizes = {}
-    for flags, key in ((_TENSOR_FLAGS, "tp"), (_PIPELINE_FLAGS, "pp")):
+def engine_tokens(container: dict[str, Any]) -> list[str]:
+    """The container's command and args as words, a shell script (``sh -c "vllm serve ..."``) split too."""
+    words: list[str] = []
+    for token in [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]:
+        words += token.replace("\\\n", " ").split() if any(ch.isspace() for ch in token) else [token]
+    return words
+
+
+def parallel_flags(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """``tp``/``pp``/``dp_local`` -> (the flag as written, its value) for the sizes the engine states.
+
+    The value is kept as written: ``$TP_SIZE`` from a shell script is stated but not known.
+    """
+    tokens = engine_tokens(container)
+    found: dict[str, tuple[str, str]] = {}
+    for flags, key in ((_TENSOR_FLAGS, "tp"), (_PIPELINE_FLAGS, "pp"), (_DATA_LOCAL_FLAGS, "dp_local")):
         for i, token in enumerate(tokens):
             name, eq, value = token.partition("=")
             if name in flags:
-                value = value if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
-                if value.strip().isdigit():
-                    sizes[key] = int(value)
-    if not sizes:
+                found[key] = (name, value if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
+    return found
+
+
+def parallelism(container: dict[str, Any]) -> int | None:
+    """Devices one model-server pod drives by its flags (tensor × pipeline × local data-parallel ranks).
+
+    None when the engine states no size, or states one that is not a number (a shell variable).
+    """
+    sizes = parallel_flags(container)
+    if not sizes or not all(value.strip().isdigit() for _, value in sizes.values()):
         return None
-    return sizes.get("tp", 1) * sizes.get("pp", 1)
+    product = 1
+    for _, value in sizes.values():
+        product *= int(value)
+    return product
+
+
+def engine_size(pod: PodTemplate, targets: list[dict[str, Any]], count: int, overlay_count: int) -> list[Issue]:
+    """A warning when ``--count`` changes a pod's devices but its engine keeps the size it had.
+
+    Upstream pairs a pod's request with its engine's flags, and the pair is taken as right even when
+    the numbers differ (an accelerator whose chip holds two cores: 4 chips requested, a tensor-parallel
+    size of 8); so only a change Lens makes is checked. The flags are never rewritten: they may sit
+    in a shell script or come from a variable, a count has several tensor × pipeline × data-parallel
+    splits, and the split decides memory fit and speed, so it is the user's choice.
+    """
+    if count == overlay_count:
+        return []
+    issues = []
+    for container in targets:
+        size = parallelism(container)
+        if size is None:
+            continue
+        stated = " ".join(f"{flag}={value}" for flag, value in parallel_flags(container).values())
+        issues.append(Issue("warning", "ENGINE_PARALLELISM_MISMATCH", pod.display,
+                            f"--count {count} gives container {container.get('name')} {count} device(s) where the overlay "
+                            f"gave {overlay_count}, but its engine still starts with {stated}, sized for the overlay's "
+                            f"{overlay_count}: change the engine's flags in your overlay to match (Lens does not rewrite "
+                            f"them), or leave out --count"))
+    return issues
 
 
 class Fitter:
@@ -213,6 +264,8 @@ class Fitter:
             self._note(pod, "asks for no accelerator (access mode has request model none)")
         else:
             count, source = self._count(pod, targets)
+            if self.options.count is not None:
+                self.result.warnings += engine_size(pod, targets, count, self._overlay_count(pod, targets)[0])
             self.result.counts[pod.display] = count
             self.result.count_sources[pod.display] = source
             if self.mode.request_model == "extended-resource":
@@ -245,6 +298,10 @@ class Fitter:
     def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
         if self.options.count is not None:
             return self.options.count, "--count"
+        return self._overlay_count(pod, targets)
+
+    def _overlay_count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
+        """The count the overlay itself implies: its requests, else its engine's flags, else one."""
         stated = self.view.pod_requests(pod, self.profile.id, targets)
         if len(stated) == 1 and stated[0].count:
             return stated[0].count, "the overlay's own request"
@@ -252,7 +309,7 @@ class Fitter:
             return total, f"the overlay's own requests, summed: {' + '.join(r.describe() for r in stated)}"
         flags = [p for c in targets if (p := parallelism(c)) is not None]
         if flags:
-            return max(flags), "tensor × pipeline parallel size in the model server's flags"
+            return max(flags), "tensor × pipeline (× local data-parallel) size in the model server's flags"
         return 1, "default of one device per pod"
 
     # -- extended resources -----------------------------------------------------------------

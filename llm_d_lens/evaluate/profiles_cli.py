@@ -66,7 +66,8 @@ def flags(name: str = NameArgument, profile_dir: list[str] = ProfileDirOption,
 
 @app.command("validate")
 def validate(profile_dir: list[str] = ProfileDirOption, output: OutputFormat = OutputOption) -> None:
-    """Check every profile file on the search path and report every problem; exit 1 if any."""
+    """Check every profile file on the search path (fields, cross-field rules, parallelism against the
+    hardware block) and report every problem; exit 1 if any."""
     from llm_d_lens.evaluate.profiles import SearchPath, validate_all
 
     results = validate_all(SearchPath.of(profile_dir))

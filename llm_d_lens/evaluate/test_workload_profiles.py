@@ -190,7 +190,7 @@ def test_the_compose_path_resolves_relative_to_the_profile_not_the_working_direc
 def test_a_disaggregated_profile_yields_both_pools(tmp_path):
     data = changed(serving={"mode": "disaggregated", "model": "m",
                             "prefill": {"replicas": 2, "parallelism": {"tensor": 1}},
-                            "decode": {"replicas": 1, "parallelism": {"tensor": 4, "data_local": 2}}},
+                            "decode": {"replicas": 1, "parallelism": {"tensor": 4, "data": 2, "data_local": 2}}},
                    coverage__communicators=2)
     pools = load_file(write_profile(tmp_path, "pd", data)).profile.serving.pools()
     assert {role: (p.replicas, p.parallelism.accelerators_per_pod) for role, p in pools.items()} == {
@@ -350,3 +350,86 @@ def test_a_compose_file_that_is_a_directory_is_said_to_be_one(tmp_path):
     data = changed(deployment={"compose_file": "deploy"})
     assert issues_of(tmp_path, data) == [
         f"deployment.compose_file: deploy is a directory, not a compose file (at {(tmp_path / 'deploy').resolve()})"]
+
+
+# -- parallelism against the hardware block ----------------------------------------------------
+
+TWO_GPUS = {"hardware__machines": 1, "hardware__gpus_per_machine": 2, "coverage__hosts": 1, "coverage__gpus": 2}
+
+
+def disaggregated(prefill: dict[str, Any], decode: dict[str, Any]) -> dict[str, Any]:
+    return {"mode": "disaggregated", "model": "m", "prefill": prefill, "decode": decode}
+
+
+FOUR_BY_TWO = {"hardware__machines": 2, "hardware__gpus_per_machine": 4, "coverage__gpus": 8}
+FITS = "serving: the pools need {need} accelerators in whole pods ({wanted}), which do not fit on {where}"
+ON_TWO_EIGHTS = "2 machines of 8 GPUs (hardware.machines, hardware.gpus_per_machine)"
+
+PARALLELISM = [
+    pytest.param(changed(serving__parallelism={"tensor": 4}, **TWO_GPUS),
+                 ["serving.parallelism.tensor: 4 needs 4 accelerators for one engine (tensor 4), more than the 2 GPUs "
+                  "the hardware has (1 machine × 2, hardware.machines × hardware.gpus_per_machine)"], id="tp-over-hardware"),
+    pytest.param(changed(serving__parallelism={"tensor": 2, "pipeline": 2}, **TWO_GPUS),
+                 ["serving.parallelism.pipeline: 2 needs 4 accelerators for one engine (tensor 2 × pipeline 2), more "
+                  "than the 2 GPUs the hardware has (1 machine × 2, hardware.machines × hardware.gpus_per_machine)"],
+                 id="tp-pp-over-hardware"),
+    pytest.param(changed(serving__parallelism={"tensor": 6}, **FOUR_BY_TWO),
+                 ["serving.parallelism.tensor: 6 makes an engine of 6 accelerators (tensor 6), which spans machines but "
+                  "is not a whole number of 4-GPU machines (hardware.gpus_per_machine)"], id="span-partial-machine"),
+    pytest.param(changed(serving__parallelism={"tensor": 8, "data": 2, "data_local": 2}, **FOUR_BY_TWO),
+                 ["serving.parallelism.data_local: 2: an engine of 8 accelerators spans machines, so a pod runs one "
+                  "data-parallel rank (data_local 1)"], id="span-with-local-ranks"),
+    pytest.param(changed(serving__parallelism={"tensor": 8}, serving__replicas=2, **FOUR_BY_TWO),
+                 [FITS.format(need=16, wanted="decode: 2 × 8 across 2 machines",
+                              where="2 machines of 4 GPUs (hardware.machines, hardware.gpus_per_machine)")],
+                 id="spanning-replicas-over-hardware"),
+    pytest.param(changed(serving__parallelism={"tensor": 4, "data": 4, "data_local": 4}),
+                 ["serving.parallelism.data_local: 4 puts 16 accelerators in one pod (tensor 4 × data_local 4), more "
+                  "than the 8 GPUs of one machine (hardware.gpus_per_machine); a pod runs on one machine"], id="dp-local-over-machine"),
+    pytest.param(changed(serving__parallelism={"tensor": 2, "data": 3, "data_local": 2}),
+                 ["serving.parallelism.data_local: 2 does not divide data 3: every pod of the pool runs the same number "
+                  "of data-parallel ranks"], id="dp-uneven"),
+    pytest.param(changed(serving__replicas=3), [FITS.format(need=24, wanted="decode: 3 × 8", where=ON_TWO_EIGHTS)],
+                 id="replicas-over-hardware"),
+    pytest.param(changed(serving=disaggregated({"replicas": 3, "parallelism": {"tensor": 4}},
+                                               {"replicas": 1, "parallelism": {"tensor": 8}})),
+                 [FITS.format(need=20, wanted="prefill: 3 × 4; decode: 1 × 8", where=ON_TWO_EIGHTS)], id="pools-over-hardware"),
+    # 16 devices fit 16 by count, but a 4-device pod has no machine left once each holds a 6-device one
+    pytest.param(changed(serving=disaggregated({"replicas": 2, "parallelism": {"tensor": 6}},
+                                               {"replicas": 1, "parallelism": {"tensor": 4}})),
+                 [FITS.format(need=16, wanted="prefill: 2 × 6; decode: 1 × 4", where=ON_TWO_EIGHTS)], id="whole-pods-only"),
+    # ... while 6 + 3 + 3 places: 6 on one machine, both 3s on the other
+    pytest.param(changed(serving=disaggregated({"replicas": 1, "parallelism": {"tensor": 6}},
+                                               {"replicas": 2, "parallelism": {"tensor": 3}})), [], id="packs-by-machine"),
+    # the seed's cross-node tier: one tensor-parallel group straddling two machines of four
+    pytest.param(changed(serving__parallelism={"tensor": 8}, **FOUR_BY_TWO), [], id="tp-straddles-machines"),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), PARALLELISM)
+def test_parallelism_is_checked_against_the_hardware_block(tmp_path, data, expected):
+    if not expected:
+        assert load_file(write_profile(tmp_path, "p", data)).profile.serving.pools()
+        return
+    assert issues_of(tmp_path, data) == expected
+
+
+def test_wide_data_parallel_pools_span_machines_a_pod_at_a_time(tmp_path):
+    """data 16 with data_local 8: two pods of eight, one per machine — the wide-EP shape fits exactly."""
+    loaded = load_file(write_profile(tmp_path, "p", changed(serving__parallelism={"tensor": 1, "data": 16, "data_local": 8})))
+    assert loaded.profile.serving.pools()["decode"].parallelism.pods_per_replica == 2
+    issues = issues_of(tmp_path, changed(serving__parallelism={"tensor": 1, "data": 24, "data_local": 8}), "q")
+    assert issues == [FITS.format(need=24, wanted="decode: 3 × 8", where=ON_TWO_EIGHTS)]
+
+
+def test_validate_refuses_tensor_parallel_beyond_the_hardware_naming_file_field_and_value(tmp_path, capsys):
+    path = write_profile(tmp_path, "tp4", changed(serving__parallelism={"tensor": 4}, **TWO_GPUS))
+    assert lens_main(["profiles", "validate", "--profile-dir", str(tmp_path), "-o", "json"]) == 1
+    row = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == "tp4")
+    assert row["path"] == str(path) and row["valid"] is False
+    assert [i["path"] for i in row["issues"]] == ["serving.parallelism.tensor"]
+    assert row["issues"][0]["message"].startswith("4 needs 4 accelerators for one engine (tensor 4)")
+    assert lens_main(["profiles", "flags", "tp4", "--profile-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: WORKLOAD_PROFILE_INVALID: workload profile 'tp4' ({path}): 1 problem\n")
+    assert "  serving.parallelism.tensor: 4 needs 4 accelerators for one engine" in err

@@ -61,16 +61,28 @@ class Hardware(Strict):
 
 
 class Parallelism(Strict):
-    """Per worker pool; the names follow llm-d-benchmark's (``tensor``, ``data``, ``dataLocal``)."""
+    """Per worker pool; the names follow llm-d-benchmark's (``tensor``, ``data``, ``dataLocal``).
+
+    ``data`` is the pool's whole data-parallel size and ``data_local`` the ranks one pod runs, so a
+    replica is ``data / data_local`` pods. ``pipeline`` stages sit in the same pod as their tensor
+    group (llm-d-benchmark has no pipeline field; it only changes the count per pod). Expert
+    parallelism needs no field: an engine shards experts over the ``tensor × data`` devices it has.
+    """
 
     tensor: PositiveInt = 1
+    pipeline: PositiveInt = 1
     data: PositiveInt = 1
     data_local: PositiveInt = 1
 
     @property
     def accelerators_per_pod(self) -> int:
-        """One pod drives its tensor-parallel group once per local data-parallel rank."""
-        return self.tensor * self.data_local
+        """One pod drives its tensor × pipeline group once per local data-parallel rank."""
+        return self.tensor * self.pipeline * self.data_local
+
+    @property
+    def pods_per_replica(self) -> int:
+        """Pods one replica spans: its data-parallel ranks, ``data_local`` to a pod (at least one)."""
+        return max(1, self.data // self.data_local)
 
 
 class Pool(Strict):
@@ -237,7 +249,7 @@ def _plural(count: int, noun: str) -> str:
 
 def check(profile: WorkloadProfile, directory: Path, registry: Any | None = None) -> list[Issue]:
     """Every rule the field types cannot express; ``registry`` resolves ``hardware.accelerator``."""
-    rules = (_coverage_fits, _one_deployment, _one_endpoint, _pools_match_mode, _metric_list, _flags)
+    rules = (_coverage_fits, _one_deployment, _one_endpoint, _pools_match_mode, _parallelism_fits, _metric_list, _flags)
     issues = [issue for rule in rules for issue in rule(profile)]
     issues += _compose_file_exists(profile, directory)
     if registry is not None:
@@ -293,6 +305,93 @@ def _pools_match_mode(p: WorkloadProfile) -> list[Issue]:
     found = [role for role in ("prefill", "decode") if getattr(s, role) is not None]
     return [Issue("serving", f"an aggregated profile declares neither prefill nor decode; found: {', '.join(found)}")] \
         if found else []
+
+
+def _pool_paths(s: Serving) -> dict[str, str]:
+    """Role -> the dotted path of its parallelism block, as the author wrote it."""
+    if s.mode == "aggregated":
+        return {"decode": "serving.parallelism"}
+    return {role: f"serving.{role}.parallelism" for role in ("prefill", "decode") if getattr(s, role) is not None}
+
+
+def _parallelism_fits(p: WorkloadProfile) -> list[Issue]:
+    """Whether every engine and pod of every pool can be placed on the machines the hardware block has.
+
+    One engine (a data-parallel rank) drives ``tensor × pipeline`` devices. When that fits one
+    machine, a pod runs ``data_local`` engines on one machine, so ``tensor × pipeline × data_local``
+    must not exceed ``gpus_per_machine``. A larger engine spans machines (a tensor-parallel group
+    straddling nodes, as multi-node serving does): it must fill whole machines and runs one rank per
+    pod (``data_local`` 1). ``data`` must be a multiple of ``data_local``. Then spanning engines take
+    their whole machines and the remaining pods (``replicas × data / data_local`` per pool) are placed
+    largest first on what is left; parallel sizes are powers of two in practice, and for sizes that
+    divide each other first-fit-decreasing finds a placement whenever one exists. Each issue names
+    the field whose value tips the shape over.
+    """
+    hw, issues = p.hardware, []
+    gpm = hw.gpus_per_machine
+    pods: list[int] = []
+    whole_machines = 0
+    wanted: list[str] = []
+    pools = p.serving.pools()
+    for role, path in _pool_paths(p.serving).items():
+        if role not in pools:
+            continue
+        pool, par = pools[role], pools[role].parallelism
+        engine = par.tensor * par.pipeline
+        if par.data % par.data_local:
+            issues.append(Issue(f"{path}.data_local", f"{par.data_local} does not divide data {par.data}: every pod "
+                                                      f"of the pool runs the same number of data-parallel ranks"))
+            continue
+        if engine > hw.total_gpus:
+            key = "tensor" if par.tensor > hw.total_gpus else "pipeline"
+            issues.append(Issue(f"{path}.{key}", f"{getattr(par, key)} needs {engine} accelerators for one engine "
+                                                 f"({_factors(par, ('tensor', 'pipeline'))}), more than the "
+                                                 f"{_plural(hw.total_gpus, 'GPU')} the hardware has "
+                                                 f"({_plural(hw.machines, 'machine')} × {gpm}, hardware.machines × "
+                                                 f"hardware.gpus_per_machine)"))
+        elif engine > gpm and engine % gpm:
+            key = "tensor" if par.tensor > gpm else "pipeline"
+            issues.append(Issue(f"{path}.{key}", f"{getattr(par, key)} makes an engine of {engine} accelerators "
+                                                 f"({_factors(par, ('tensor', 'pipeline'))}), which spans machines "
+                                                 f"but is not a whole number of {gpm}-GPU machines "
+                                                 f"(hardware.gpus_per_machine)"))
+        elif engine > gpm and par.data_local > 1:
+            issues.append(Issue(f"{path}.data_local", f"{par.data_local}: an engine of {engine} accelerators spans "
+                                                      f"machines, so a pod runs one data-parallel rank (data_local 1)"))
+        elif engine <= gpm and par.accelerators_per_pod > gpm:
+            issues.append(Issue(f"{path}.data_local", f"{par.data_local} puts {par.accelerators_per_pod} accelerators "
+                                                      f"in one pod ({_factors(par, ('tensor', 'pipeline', 'data_local'))})"
+                                                      f", more than the {_plural(gpm, 'GPU')} of one machine "
+                                                      f"(hardware.gpus_per_machine); a pod runs on one machine"))
+        elif engine > gpm:
+            engines = pool.replicas * par.data
+            whole_machines += engines * (engine // gpm)
+            wanted.append(f"{role}: {engines} × {engine} across {engine // gpm} machines")
+        else:
+            count = pool.replicas * par.pods_per_replica
+            pods += [par.accelerators_per_pod] * count
+            wanted.append(f"{role}: {count} × {par.accelerators_per_pod}")
+    if issues:
+        return issues
+    free = [gpm] * (hw.machines - whole_machines)
+    placed = whole_machines <= hw.machines
+    for size in sorted(pods, reverse=True) if placed else ():
+        slot = next((i for i, left in enumerate(free) if left >= size), None)
+        if slot is None:
+            placed = False
+            break
+        free[slot] -= size
+    if placed:
+        return []
+    need = whole_machines * gpm + sum(pods)
+    return [Issue("serving", f"the pools need {need} accelerators in whole pods ({'; '.join(wanted)}), which do not "
+                             f"fit on {_plural(hw.machines, 'machine')} of {_plural(gpm, 'GPU')} "
+                             f"(hardware.machines, hardware.gpus_per_machine)")]
+
+
+def _factors(par: Parallelism, keys: tuple[str, ...]) -> str:
+    """``tensor 4 × pipeline 2``: the factors that are set (tensor always shown)."""
+    return " × ".join(f"{k} {getattr(par, k)}" for k in keys if getattr(par, k) > 1 or k == "tensor")
 
 
 def _metric_list(p: WorkloadProfile) -> list[Issue]:

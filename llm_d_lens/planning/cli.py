@@ -9,6 +9,7 @@ the context length in tokens here, so the kubeconfig context is ``--kube-context
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -73,7 +74,12 @@ def plan(
         source = named.source(timeout)
     else:
         source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
-    result = make_plan(spec, request, source, discover=discover)
+    from llm_d_lens.progress import progress
+
+    # a live cluster is read with kubectl (seconds), --discover runs tools on nodes, a large snapshot
+    # takes a while to fit: say what is being done, at a terminal, for a table only
+    with progress(f"planning {model}: {_planning_step(source, discover)}", for_people=output.is_table):
+        result = make_plan(spec, request, source, discover=discover)
     aic = status()
     if predict and aic.available:
         from llm_d_lens.output import console
@@ -89,6 +95,17 @@ def plan(
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
     emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
+
+
+def _planning_step(source: Any, discover: bool) -> str:
+    """What planning waits for first, as the progress line says it."""
+    if getattr(source, "demo", False):
+        return "fitting the model to the demo cluster"
+    if getattr(source, "snapshot", None) is not None:
+        return f"fitting the model to the nodes of snapshot {source.snapshot}"
+    context = getattr(source, "context", None)
+    tools = " and running the profiles' discovery tools on its nodes" if discover else ""
+    return f"reading nodes, pods and DRA objects with kubectl (context {context or 'current'}){tools}"
 
 
 @app.command("models")
