@@ -43,7 +43,10 @@ HELP = frozenset({"--help", "-h"})
 #: variables that change how click and Rich shape the same result (colour, width, encoding)
 SHAPE_VARIABLES = ("COLUMNS", "LINES", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE",
                    "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "LANG", "LC_ALL",
-                   "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8", "XDG_CACHE_HOME")
+                   "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "XDG_CACHE_HOME")
+#: stored results kept; the oldest beyond this are removed when a new one is stored (a resized
+#: terminal or new arguments make a new key, and stale keys are never read again)
+KEEP = 100
 SETTING_PREFIXES = ("LENS_", "LLM_D_")
 
 
@@ -188,7 +191,7 @@ def key(args: Sequence[str], env: Mapping[str, str]) -> str:
     package = os.path.dirname(os.path.abspath(__file__))
     settings = {name: value for name, value in env.items() if name.startswith(SETTING_PREFIXES)}
     cwd = os.getcwd() if "" in sys.path else None  # "" is the working directory, so what sits there counts
-    return json.dumps([FORMAT, __version__, list(args), sys.executable, sys.version, list(sys.path), cwd,
+    return json.dumps([FORMAT, __version__, list(args), sys.executable, sys.version, list(sys.path), sys.warnoptions, cwd,
                        settings, _shape(env), tree(package), distributions(sys.path)],
                       separators=(",", ":"), default=str)
 
@@ -228,8 +231,25 @@ def store(text: str, env: Mapping[str, str], stdout: str, stderr: str, code: int
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"key": text, "stdout": stdout, "stderr": stderr, "code": code}, handle)
         os.replace(tmp, path)
+        _prune(os.path.dirname(path))
     except (OSError, TypeError, ValueError):
         pass
+
+
+def _prune(folder: str) -> None:
+    """Only this module's own ``result-*.json`` files, oldest first, beyond :data:`KEEP`."""
+    results = []
+    for entry in os.scandir(folder):
+        if entry.name.startswith("result-") and entry.name.endswith(".json"):
+            try:
+                results.append((entry.stat().st_mtime_ns, entry.path))
+            except OSError:
+                continue
+    for _, stale in sorted(results)[:-KEEP] if len(results) > KEEP else []:
+        try:
+            os.unlink(stale)
+        except OSError:
+            pass
 
 
 class Recorder:

@@ -144,3 +144,16 @@ def test_only_read_only_commands_are_replayed():
     assert not result_cache.enabled({"LENS_RESULT_CACHE": "0"})
     assert not result_cache.enabled({"_LENS_COMPLETE": "complete_bash"})
     assert result_cache.enabled({})
+
+
+def test_storing_keeps_only_the_newest_results_and_touches_no_other_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(result_cache, "KEEP", 3)
+    env = {"LENS_CACHE_DIR": str(tmp_path)}
+    (tmp_path / "plugins-abc.json").write_text("{}")  # the plugin-load cache beside it stays
+    for i in range(5):
+        result_cache.store(f"key {i}", env, f"out {i}\n", "", 0)
+        os.utime(result_cache._path(f"key {i}", env), ns=(i * 10**9, i * 10**9))
+    result_cache.store("key 5", env, "out 5\n", "", 0)
+    assert len(_stored(tmp_path)) == 3 and (tmp_path / "plugins-abc.json").exists()
+    kept = sorted(json.loads(p.read_text())["key"] for p in _stored(tmp_path))
+    assert kept == ["key 3", "key 4", "key 5"]
