@@ -1,8 +1,9 @@
 """How much starting Lens costs, against bare Python measured in the same run.
 
 Prints medians and ratios for:
-  * each common command, as a user runs it (the ``lens`` script) against ``python -c pass``:
-    ``hardware list``, ``hardware resolve``, ``--help`` (goal <= 3x), ``cluster inspect --demo``;
+  * each common command, as a user runs it (the ``lens`` script), against ``python -c pass``
+    measured alternately with it (a shared machine's load changes within a run): ``hardware
+    list``, ``hardware resolve``, ``--help`` (goal <= 3x), ``cluster inspect --demo``;
     *first* (an empty cache: what the first run after an install or an edit costs), *again* (the
     same command once more: read-only commands are replayed, ``result_cache.py``) and, for
     information, *not replayed* (``LENS_RESULT_CACHE=0``: the command's own code path);
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HEAVY = ("fastapi", "uvicorn", "httpx", "kubernetes", "starlette")
@@ -154,22 +156,24 @@ def lens_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "llm_d_lens.cli"]
 
 
-def command_times(args: list[str], runs: int) -> dict[str, float]:
-    """Medians of: an empty cache each run (first), a filled one (again), replaying off (not replayed)."""
+def paired(argv: list[str], runs: int, env: dict[str, str] | Callable[[int], dict[str, str]]) -> tuple[float, float]:
+    """Medians of ``argv`` and of the floor, measured alternately: a shared machine's load hits both alike."""
+    floor, took = [], []
+    for i in range(runs):
+        floor.append(wall([sys.executable, "-c", "pass"], 1))
+        took.append(wall(argv, 1, env(i) if callable(env) else env))
+    return statistics.median(took), statistics.median(floor)
+
+
+def command_times(args: list[str], runs: int) -> dict[str, tuple[float, float]]:
+    """(median, its floor) of: an empty cache each run (first), a filled one (again), replaying off (not replayed)."""
     argv = [*lens_argv(), *args]
-    out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="lens-bench-cache-") as cache:
-        samples = []
-        for i in range(runs):
-            env = plugin_env(None, os.path.join(cache, f"first-{i}"))
-            start = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-            samples.append(time.perf_counter() - start)
-        out["first"] = statistics.median(samples)
         shared = plugin_env(None, os.path.join(cache, "shared"))
+        out = {"first": paired(argv, runs, lambda i: plugin_env(None, os.path.join(cache, f"first-{i}")))}
         subprocess.run(argv, check=True, capture_output=True, env=shared)
-        out["again"] = wall(argv, runs, shared)
-        out["not replayed"] = wall(argv, runs, dict(shared, LENS_RESULT_CACHE="0"))
+        out["again"] = paired(argv, runs, shared)
+        out["not replayed"] = paired(argv, runs, dict(shared, LENS_RESULT_CACHE="0"))
     return out
 
 
@@ -224,10 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python -c pass                 median {floor * 1000:8.1f} ms  (floor)")
     print(f"import hardware registry       median {imported * 1000:8.1f} ms  ratio {imported / floor:5.1f}x")
 
-    for label, command, goal in COMMANDS:
-        for how, took in command_times(command, args.runs).items():
-            verdict = f"  goal <= {COMMAND_GOAL:g}x: {'met' if took / floor <= COMMAND_GOAL else 'missed'}" if goal else ""
-            print(f"{label + ', ' + how:<44} median {took * 1000:8.1f} ms  ratio {took / floor:5.1f}x{verdict}")
+    for label, command, goal in COMMANDS:  # each against a floor measured alongside it
+        for how, (took, beside) in command_times(command, args.runs).items():
+            ratio = took / beside
+            verdict = f"  goal <= {COMMAND_GOAL:g}x: {'met' if ratio <= COMMAND_GOAL else 'missed'}" if goal else ""
+            print(f"{label + ', ' + how:<44} median {took * 1000:8.1f} ms  ratio {ratio:5.1f}x{verdict}")
     rendered = render_times(default_root(args.llm_d_root), args.runs)
     if isinstance(rendered, str):
         print(f"lens deploy render: skipped ({rendered})")
