@@ -1,6 +1,14 @@
 """How much starting Lens costs, against bare Python measured in the same run.
 
 Prints medians and ratios for:
+  * each common command, as a user runs it (the ``lens`` script), against ``python -c pass``
+    measured alternately with it (a shared machine's load changes within a run): ``hardware
+    list``, ``hardware resolve``, ``--help`` (goal <= 3x), ``cluster inspect --demo``;
+    *first* (an empty cache: what the first run after an install or an edit costs), *again* (the
+    same command once more: read-only commands are replayed, ``result_cache.py``) and, for
+    information, *not replayed* (``LENS_RESULT_CACHE=0``: the command's own code path);
+  * ``deploy render`` of one upstream overlay against ``kubectl kustomize`` of the same overlay
+    (goal <= 1.3x), when kubectl and an llm-d checkout are there;
   * ``python -c pass`` (the floor), ``import llm_d_lens.hardware``;
   * ``lens hardware list`` with 0, 1 and N installed plugin distributions (real dist-info folders
     with entry points on sys.path): *cold* (first run after an install: the plugins load in the
@@ -8,7 +16,7 @@ Prints medians and ratios for:
   * discovery + registry build with N plugins, three ways, each in a fresh process: loading every
     plugin in-process as Lens did before isolation (the reference), isolated cold, isolated warm.
 
-Usage: python bench/startup.py [--runs 7] [--plugins 50]
+Usage: python bench/startup.py [--runs 7] [--plugins 50] [--llm-d-root PATH]
 """
 
 from __future__ import annotations
@@ -16,14 +24,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HEAVY = ("fastapi", "uvicorn", "httpx", "kubernetes", "starlette")
+REPO = Path(__file__).resolve().parents[1]
+COMMAND_GOAL = 3.0  # x python -c pass
+RENDER_GOAL = 1.3  # x kubectl kustomize of the same overlay
+#: label -> arguments, and whether the goal applies
+COMMANDS: list[tuple[str, list[str], bool]] = [
+    ("lens hardware list", ["hardware", "list"], True),
+    ("lens hardware resolve", ["hardware", "resolve", "--resource", "nvidia.com/gpu", "--label",
+                               "llm-d.ai/accelerator-vendor=amd", "--label", "llm-d.ai/accelerator-variant=gpu"], True),
+    ("lens --help", ["--help"], True),
+    ("lens cluster inspect --demo", ["cluster", "inspect", "--demo"], False),
+]
 
 DISCOVERY_PROBE = """
 import json, sys, time
@@ -135,6 +156,64 @@ def list_time(runs: int, extra_path: str | None, *, cold: bool) -> float:
     return statistics.median(samples)
 
 
+def lens_argv() -> list[str]:
+    """The ``lens`` script beside this Python (what a user types), else ``python -m llm_d_lens.cli``."""
+    script = Path(sys.executable).with_name("lens")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "llm_d_lens.cli"]
+
+
+def paired(argv: list[str], runs: int, env: dict[str, str] | Callable[[int], dict[str, str]]) -> tuple[float, float]:
+    """Medians of ``argv`` and of the floor, measured alternately: a shared machine's load hits both alike."""
+    floor, took = [], []
+    for i in range(runs):
+        floor.append(wall([sys.executable, "-c", "pass"], 1))
+        took.append(wall(argv, 1, env(i) if callable(env) else env))
+    return statistics.median(took), statistics.median(floor)
+
+
+def command_times(args: list[str], runs: int) -> dict[str, tuple[float, float]]:
+    """(median, its floor) of: an empty cache each run (first), a filled one (again), replaying off (not replayed)."""
+    argv = [*lens_argv(), *args]
+    with tempfile.TemporaryDirectory(prefix="lens-bench-cache-") as cache:
+        shared = plugin_env(None, os.path.join(cache, "shared"))
+        out = {"first": paired(argv, runs, lambda i: plugin_env(None, os.path.join(cache, f"first-{i}")))}
+        subprocess.run(argv, check=True, capture_output=True, env=shared)
+        out["again"] = paired(argv, runs, shared)
+        out["not replayed"] = paired(argv, runs, dict(shared, LENS_RESULT_CACHE="0"))
+    return out
+
+
+def default_root(given: str | None) -> Path:
+    for candidate in (given, os.environ.get("LENS_LLM_D_ROOT"), os.environ.get("LLM_D_ROOT")):
+        if candidate:
+            return Path(candidate)
+    return REPO / ".." / "shared" / "upstream" / "llm-d"
+
+
+def render_times(root: Path, runs: int) -> tuple[str, float, float] | str:
+    """``lens deploy render`` and ``kubectl kustomize`` of its overlay, measured alternately; or why not."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return "kubectl is not installed"
+    if not (root / "guides").is_dir():
+        return f"no llm-d checkout at {root} (set LENS_LLM_D_ROOT or --llm-d-root)"
+    from llm_d_lens.deploy.service import describe_guides
+
+    rows = [r for r in describe_guides(root=root)["overlays"] if r["status"] == "ok"]
+    if not rows:
+        return "no overlay of that checkout renders"
+    row = rows[0]
+    render = [*lens_argv(), "deploy", "render", "--llm-d-root", str(root), "--guide", row["guide"], "--hardware",
+              row["hardware"], "--model-server", row["model_server"], "--overlay", row["overlay"]]
+    kustomize = [kubectl, "kustomize", str(root / row["path"])]
+    subprocess.run(render, check=True, capture_output=True)  # the plugin cache filled, as for any later run
+    lens_s, floor_s = [], []
+    for _ in range(runs):
+        floor_s.append(wall(kustomize, 1))
+        lens_s.append(wall(render, 1))
+    return row["path"], statistics.median(lens_s), statistics.median(floor_s)
+
+
 def heavy_modules_after_list() -> list[str]:
     probe = ("import sys\nfrom llm_d_lens.cli import main\nmain(['hardware', 'list', '-o', 'json'])\n"
              f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n")
@@ -147,12 +226,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--plugins", type=int, default=50)
+    parser.add_argument("--llm-d-root", default=None, help="llm-d checkout for deploy render (default: ../shared/upstream/llm-d)")
     args = parser.parse_args(argv)
 
     floor = wall([sys.executable, "-c", "pass"], args.runs)
     imported = wall([sys.executable, "-c", "import llm_d_lens.hardware.registry"], args.runs)
     print(f"python -c pass                 median {floor * 1000:8.1f} ms  (floor)")
     print(f"import hardware registry       median {imported * 1000:8.1f} ms  ratio {imported / floor:5.1f}x")
+
+    for label, command, goal in COMMANDS:  # each against a floor measured alongside it
+        for how, (took, beside) in command_times(command, args.runs).items():
+            ratio = took / beside
+            verdict = f"  goal <= {COMMAND_GOAL:g}x: {'met' if ratio <= COMMAND_GOAL else 'missed'}" if goal else ""
+            print(f"{label + ', ' + how:<44} median {took * 1000:8.1f} ms  ratio {ratio:5.1f}x{verdict}")
+    rendered = render_times(default_root(args.llm_d_root), args.runs)
+    if isinstance(rendered, str):
+        print(f"lens deploy render: skipped ({rendered})")
+    else:
+        path, lens_s, kustomize_s = rendered
+        ratio = lens_s / kustomize_s
+        print(f"lens deploy render {path}: median {lens_s * 1000:.1f} ms, kubectl kustomize {kustomize_s * 1000:.1f} ms, "
+              f"ratio {ratio:.2f}x  goal <= {RENDER_GOAL:g}x: {'met' if ratio <= RENDER_GOAL else 'missed'}")
 
     with tempfile.TemporaryDirectory(prefix="lens-bench-plugins-") as tmp:
         sites = {0: None}

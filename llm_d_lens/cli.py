@@ -2,20 +2,24 @@
 
 Command groups live beside their domain (``llm_d_lens/<domain>/cli.py``, each exposing a Typer
 ``app``) and are imported only when invoked, so ``lens hardware ...`` never pays for the web
-server, Kubernetes or HTTP clients. Errors are :class:`LensError`s rendered here, once: a
-message on stderr and exit code 1, never a traceback.
+server, Kubernetes or HTTP clients; ``lens --help`` lists them from ``GROUPS`` without importing
+any. Typer itself is imported only once a command has to run: the read-only commands that
+``result_cache.py`` may replay start without it. Errors are :class:`LensError`s rendered here,
+once: a message on stderr and exit code 1, never a traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.output import OutputFormat
+
+if TYPE_CHECKING:
+    import typer
 
 #: command group -> (module with a Typer ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
@@ -39,6 +43,8 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def _print_version(value: bool) -> None:
+    import typer
+
     if value:
         from llm_d_lens import __version__
 
@@ -46,7 +52,14 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def build_app(only: str | None = None) -> typer.Typer:
+def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
+    """The ``lens`` app with every group (``only``: that one group alone).
+
+    ``lazy`` (``lens --help``): each group is listed by its name and help line without importing
+    its module; such a placeholder is never run, since naming a group loads the real one.
+    """
+    import typer
+
     app = typer.Typer(
         name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
         pretty_exceptions_enable=False, add_completion=True, context_settings=CONTEXT_SETTINGS,
@@ -74,7 +87,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, (module, help_text) in GROUPS.items():
         if only is not None and name != only:
             continue
-        group = importlib.import_module(module).app
+        group = typer.Typer() if lazy and only is None else importlib.import_module(module).app
         app.add_typer(group, name=name, help=help_text)
         for alias in (a for a, target in ALIASES.items() if target == name):
             app.add_typer(group, name=alias, help=f"Same as `lens {name}`.", hidden=True)
@@ -134,15 +147,55 @@ def _group_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Typer may vendor its own click: take the exception classes from Typer itself.
-    click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     args = sys.argv[1:] if argv is None else argv
     for position, arg in enumerate(args, 1):
         if not arg.isascii() and not _is_text(arg):  # a byte that is no UTF-8 arrives as a lone surrogate
             shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
-            typer.echo(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", err=True)
+            print(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", file=sys.stderr)
             return 2
-    app = build_app(_group_of(args))
+    if argv is None:  # a real invocation; a caller passing argv may have set up a registry of its own
+        from llm_d_lens import result_cache
+
+        if result_cache.enabled(os.environ) and result_cache.eligible(args, list(GROUPS)):
+            return _replayed_or_recorded(args)
+    return _main(args)
+
+
+def _replayed_or_recorded(args: list[str]) -> int:
+    """A read-only command: print what it printed last time if nothing it reads changed, else run and keep it."""
+    from llm_d_lens import result_cache
+
+    key = result_cache.key(args, os.environ)
+    code = result_cache.replay(key, os.environ, sys.stdout, sys.stderr)
+    if code is not None:
+        return code
+    real = sys.stdout, sys.stderr
+    out, err = result_cache.Recorder(sys.stdout), result_cache.Recorder(sys.stderr)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    try:
+        code = _main(args)
+    finally:
+        sys.stdout, sys.stderr = real
+    if not (out.bypassed or err.bypassed) and not _transient_failures():
+        result_cache.store(key, os.environ, out.text(), err.text(), code)
+    return code
+
+
+def _transient_failures() -> bool:
+    """A plugin load cut short from outside (a signal) says nothing of the plugin: do not keep that output."""
+    registry = sys.modules.get("llm_d_lens.hardware.registry")
+    built = registry.current_registry() if registry is not None else None
+    return built is not None and any(f.kind == "interrupted" for f in built.failures)
+
+
+def _main(args: list[str]) -> int:
+    import typer
+
+    # Typer may vendor its own click: take the exception classes from Typer itself.
+    click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    group = _group_of(args)
+    completing = any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ)
+    app = build_app(group, lazy=group is None and not completing)
     try:
         return _run(app, args, click_exception)
     finally:
@@ -160,6 +213,8 @@ def _is_text(arg: str) -> bool:
 
 
 def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
+    import typer
+
     from llm_d_lens.cli_words import plain_metavars
 
     try:
@@ -180,6 +235,8 @@ def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) ->
 
 
 def _report(exc: LensError) -> None:
+    import typer
+
     from llm_d_lens.errors import MAX_MESSAGE, echo
 
     text = echo(exc.message, MAX_MESSAGE)  # bounded and printable, whatever value the message quotes

@@ -14,7 +14,6 @@ Only the standard library is imported here: every CLI command pays for this modu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -551,6 +550,8 @@ class CommandRunner(_RunnerBase):
         return completed.returncode, completed.stdout, completed.stderr
 
     async def _aexecute(self, call: RecordedCall, executable: str) -> tuple[int, str, str]:
+        import asyncio  # here, not at the top: a synchronous command (deploy render) never pays for it
+
         process = await asyncio.create_subprocess_exec(
             executable,
             *call.argv[1:],
@@ -700,6 +701,8 @@ class FakeRunner(_RunnerBase):
         return reply.returncode, reply.stdout, reply.stderr
 
     async def _aexecute(self, call: RecordedCall, executable: str) -> tuple[int, str, str]:
+        import asyncio
+
         await asyncio.sleep(0)  # yield like a real process would, so ordering bugs still surface
         return self._execute(call, executable)
 

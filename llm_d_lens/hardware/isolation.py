@@ -11,7 +11,9 @@ Why a cache: spawning an interpreter on every command would make the common case
 installed or changed since the last run) slower than loading in-process. The outcome, which is
 plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (default
 ``$XDG_CACHE_HOME/llm-d-lens``), keyed by every loaded distribution's name, version, location and
-metadata timestamps; reinstalling or upgrading a plugin changes the key. ``lens hardware doctor``
+metadata timestamps, and by the files of the plugin's package where it sits on ``sys.path`` (a
+plugin run from a folder or an editable install); reinstalling, upgrading or editing a plugin changes
+the key. ``lens hardware doctor``
 never reads the cache. Payloads are still validated in this process on every run.
 """
 
@@ -98,7 +100,10 @@ def _dist_stamp(ep: EntryPoint) -> list[Any]:
             stamps.append(os.stat(os.path.join(location, name)).st_mtime_ns)
         except OSError:
             stamps.append(None)
-    return [name, version, location, stamps]
+    from llm_d_lens.result_cache import module_files
+
+    top = ep.value.partition(":")[0].strip().partition(".")[0]
+    return [name, version, location, stamps, module_files(top, sys.path)]
 
 
 def cache_key(eps: Sequence[EntryPoint]) -> str:

@@ -1,0 +1,40 @@
+"""``lens --help`` lists every group from ``cli.GROUPS`` without importing one of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from llm_d_lens.cli import GROUPS, build_app
+
+PROBE = """
+import json, sys
+from llm_d_lens.cli import GROUPS, main
+code = main(["--help"])
+loaded = sorted(module for module, _ in GROUPS.values() if module in sys.modules)
+print(json.dumps({"code": code, "loaded": loaded, "typer": "typer" in sys.modules}), file=sys.stderr)
+"""
+
+
+def test_the_root_help_names_every_group_with_its_help_line_and_imports_none():
+    env = {**os.environ, "COLUMNS": "250", "LENS_RESULT_CACHE": "0"}
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": [], "typer": True}, done.stderr
+    lines = done.stdout.splitlines()
+    for name, (_, help_text) in GROUPS.items():
+        assert any(line.split() [1:2] == [name] and help_text in line for line in lines), (name, done.stdout)
+
+
+def test_the_full_app_still_holds_every_command_of_every_group():
+    """What docs/cli.md is generated from: each group with its real commands, not a placeholder."""
+    import typer
+
+    command = typer.main.get_command(build_app())
+    lazy = typer.main.get_command(build_app(lazy=True))
+    for name in GROUPS:
+        real, placeholder = command.commands[name], lazy.commands[name]  # type: ignore[attr-defined]
+        assert real.commands or real.params, name  # a group of commands, or one that runs itself (preflight)
+        assert not (placeholder.commands or placeholder.params), name
