@@ -39,6 +39,14 @@ def test_the_benchmark_prints_a_row_per_size_with_ratios_against_orjson_and_json
     assert builtins >= 6 and plain > 0
     low, high = (crowded - 5e-5) / (plain + 5e-5), (crowded + 5e-5) / (plain - 5e-5)  # the printed times' rounding
     assert low - 0.005 <= ratio <= high + 0.005
+    for line, size in zip(lines[5:7], (12, 24), strict=True):
+        cli = re.fullmatch(rf"lens cluster inspect -o json at {size} nodes, CPU of the process: ([\d.]+) s, of a process that "
+                           r"only orjson.loads the file \(GC paused\): ([\d.]+) s, ratio ([\d.]+) \(goal <= 1\.2\)", line)
+        assert cli, line
+        lens, floor, ratio = float(cli[1]), float(cli[2]), float(cli[3])
+        assert floor > 0 and lens > 0
+        low, high = (lens - 5e-4) / (floor + 5e-4), (lens + 5e-4) / (floor - 5e-4)
+        assert low - 0.005 <= ratio <= high + 0.005
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster-12.json", "cluster-24.json"]
 
 

@@ -9,23 +9,40 @@ or a file: a path in a query string would let anyone read the server's disk.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.cluster.clusters import Cluster, Clusters
-from llm_d_lens.cluster.served import ORIGIN_ENV, kubectl_timeout, served_clusters
+from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters
+from llm_d_lens.cluster.served import ORIGIN_ENV, SINGLE_SETTINGS, kubectl_timeout, served_clusters
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["cluster"])
 
 
+#: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
+_SOURCE_SETTINGS = (CLUSTERS_ENV, *SINGLE_SETTINGS, "LENS_KUBECTL_TIMEOUT")
+_last_source: tuple[tuple[str | None, ...], ClusterSource] | None = None
+
+
 def cluster_source() -> ClusterSource:
-    """The server's first (default) cluster."""
-    return served_clusters().clusters[0].source(kubectl_timeout())
+    """The server's first (default) cluster; worked out again only when the settings it comes from change.
+
+    Every overview request asks for it, and working it out from the environment cost a cached
+    answer about as much as the rest of the route; a ``LENS_CLUSTERS`` file is read each time.
+    """
+    global _last_source
+    settings = tuple(os.environ.get(name) for name in _SOURCE_SETTINGS)
+    last = _last_source
+    if last is not None and last[0] == settings:
+        return last[1]
+    source = served_clusters().clusters[0].source(kubectl_timeout())
+    _last_source = None if settings[0] else (settings, source)
+    return source
 
 
 def cluster_runner() -> Runner | None:

@@ -123,3 +123,27 @@ def test_a_live_cluster_is_read_on_every_request_yet_revalidates(tmp_path: Path)
     calls = len(fake.argvs())
     second = client.get("/api/v1/clusters/overview", headers={"If-None-Match": first.headers["etag"]})
     assert second.status_code == 304 and len(fake.argvs()) == 2 * calls == 10
+
+
+def test_the_servers_source_follows_its_settings_and_its_clusters_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cluster_source() is worked out once per setting, not once per request, and never outlives a change."""
+    from llm_d_lens.cluster.api import cluster_source
+
+    for name in ("LENS_CLUSTERS", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_KUBECTL_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = snapshot(tmp_path / "a"), snapshot(tmp_path / "b")
+    monkeypatch.setenv("LENS_CLUSTER_SNAPSHOT", str(first))
+    assert cluster_source().snapshot == first and cluster_source() is cluster_source()
+    monkeypatch.setenv("LENS_CLUSTER_SNAPSHOT", str(second))
+    assert cluster_source().snapshot == second
+    monkeypatch.setenv("LENS_KUBECTL_TIMEOUT", "7")
+    assert cluster_source().timeout == 7
+    monkeypatch.delenv("LENS_CLUSTER_SNAPSHOT")
+    listing = tmp_path / "clusters.yaml"
+    listing.write_text(f"clusters:\n  - name: one\n    snapshot: {first}\n")
+    monkeypatch.setenv("LENS_CLUSTERS", str(listing))
+    assert cluster_source().snapshot == first
+    listing.write_text(f"clusters:\n  - name: one\n    snapshot: {second}\n")  # the file is read again each time
+    assert cluster_source().snapshot == second
