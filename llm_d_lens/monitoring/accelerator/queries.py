@@ -1,10 +1,10 @@
 """A :class:`~.plan.DevicePlan` rendered as PromQL, in two forms.
 
 *Refresh queries* are what Lens asks: an inventory query and one query per quantity, per hardware,
-each covering every device at once. A refresh sends them as one expression per hardware
-(:func:`refresh_query`, tagged and joined by :mod:`llm_d_lens.prometheus.combine`), so the number
-of round trips is the number of hardware, never the number of quantities or devices. Each quantity query selects the source's series (its matchers drop the
-exporter's own double-counting aggregates), collapses duplicates per device or tile with the
+each covering every device at once. A refresh sends them as one expression per hardware (tagged
+and joined by :mod:`llm_d_lens.prometheus.combine`, see :func:`.service.refresh_plan`), so its
+round trips are as many as the hardware, never the quantities or devices. Each quantity query
+selects the source's series (its matchers drop the exporter's own double-counting aggregates), collapses duplicates per device or tile with the
 source's ``aggregation`` grouped by every spelling of the node, device and tile labels, combines the
 source's metrics (first present, sum, or divide skipping zero divisors) and converts to the common
 unit with an exact factor. The small per-tile result is then folded and relabelled by
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, lens_label
-from llm_d_lens.prometheus.combine import carries_tag, combined
+from llm_d_lens.prometheus.combine import carries_tag
 from llm_d_lens.prometheus.promql import label_name, quote, replacement_literal, selector
 
 #: A node read from ``instance`` (``host:port``) keeps only the host.
@@ -169,7 +169,3 @@ def combinable(plan: DevicePlan) -> bool:
     """Whether the plan's queries can share one expression: no exporter label it groups by is the part tag."""
     return not carries_tag(inventory_labels(plan))
 
-
-def refresh_query(plan: DevicePlan, *, targets: bool = False) -> str:
-    """The one expression a refresh of this hardware sends: every part of :func:`refresh_parts`, tagged."""
-    return combined(refresh_parts(plan, targets=targets))

@@ -1,7 +1,7 @@
 """One refresh of device telemetry: every selected hardware, read, assembled and attributed.
 
 From Prometheus, one query per hardware goes out, all at once: the hardware's inventory query and
-one per declared quantity combined into one expression (:func:`.queries.refresh_query`), the
+one per declared quantity combined into one expression (:func:`refresh_plan`), the
 scrape targets' query riding along with the first hardware that reads pod labels. The answer is
 split back into the per-quantity rows, so everything after it is what separate queries gave. A
 telemetry provider (``registry.py``) only derives from those readings and sends nothing itself,

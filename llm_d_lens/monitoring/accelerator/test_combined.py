@@ -18,7 +18,7 @@ import pytest
 
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import plan_for
-from llm_d_lens.monitoring.accelerator.queries import combinable, queries, refresh_parts, refresh_query
+from llm_d_lens.monitoring.accelerator.queries import combinable, queries, refresh_parts
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
 from llm_d_lens.monitoring.accelerator.test_conformance import BUILT_IN_WITH_SOURCES
 from llm_d_lens.monitoring.test_support import needs_prometheus, refresh
@@ -155,7 +155,7 @@ def test_split_keeps_every_other_label_and_refuses_nothing_it_knows():
 
 def test_the_refresh_expression_tags_every_part_once():
     plan = plan_for(get_registry().get("nvidia"))
-    expression = refresh_query(plan, targets=True)
+    expression = combined(refresh_parts(plan, targets=True))
     for name, promql in refresh_parts(plan, targets=True).items():
         assert f'label_replace({promql}, "{PART_LABEL}", "{name}", "", "")' in expression
     assert expression.count(f'"{PART_LABEL}"') == len(queries(plan)) + 1
@@ -175,3 +175,13 @@ def test_a_hardware_whose_exporter_labels_include_the_tag_is_read_one_query_per_
     report = asyncio.run(run())
     assert report.queries_sent == len(sent) == len(queries(clashing)) + 1  # the pod labels bring the targets query
     assert sorted(sent) == sorted(refresh_parts(clashing, targets=True).values())  # each part as it is, untagged
+
+
+def test_the_targets_query_rides_with_the_first_hardware_that_reads_pod_labels_and_only_with_it():
+    from llm_d_lens.monitoring.accelerator.service import refresh_plan
+
+    amd, nvidia = select(["amd", "nvidia"])
+    podless = Selected(amd.profile, replace(amd.plan, labels={k: v for k, v in amd.plan.labels.items() if k != "pod"}))
+    assert [name for name, parts in refresh_plan([podless, nvidia]).items() if "targets" in parts] == ["nvidia"]
+    assert [name for name, parts in refresh_plan([amd, nvidia]).items() if "targets" in parts] == ["amd"]
+    assert not any("targets" in parts for parts in refresh_plan([podless]).values())
