@@ -6,7 +6,9 @@ Read-only: no page offers a mutation (driver installs and applies stay API calls
 from __future__ import annotations
 
 import asyncio
+import functools
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
@@ -23,6 +25,14 @@ router = APIRouter(include_in_schema=False)
 
 STATIC_URL = "/console/static"
 VENDOR_URL = "/console/vendor"
+#: ReDoc's bundle as /redoc loads it: the packaged file with its one remote image made local.
+REDOC_BUNDLE_URL = "/console/redoc.standalone.js"
+#: ReDoc draws its maker's logo (beside the "API docs by Redocly" credit, which stays) from this
+#: address, unconditionally: no option turns it off. The console's policy allows images from this
+#: server and data: only, so the browser refused it and logged a console error on every visit.
+REDOC_REMOTE_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+#: An empty image in its place: nothing is fetched, nothing is refused, the policy stays as strict.
+EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%270%27 height=%270%27/%3E"
 
 
 def _templates() -> Any:
@@ -31,7 +41,7 @@ def _templates() -> Any:
     env = Environment(loader=PackageLoader("llm_d_lens.console", "templates"),
                       autoescape=select_autoescape(["html", "svg"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(static=STATIC_URL, version=__version__, number=number, gib=gib, quantity=quantity,
+    env.globals.update(static=STATIC_URL, redoc_bundle=REDOC_BUNDLE_URL, version=__version__, number=number, gib=gib, quantity=quantity,
                        moment=moment, clock=clock, link=link)
     return env
 
@@ -244,6 +254,18 @@ async def doctor_page() -> HTMLResponse:
     report = await asyncio.to_thread(data.doctor)
     tabs, failures, registry = _registry_state()
     return render("doctor.html", page="doctor", tabs=tabs, failures=failures, registry=registry, report=report)
+
+
+@functools.cache
+def redoc_bundle() -> bytes:
+    """The installed ReDoc bundle with its remote logo replaced by :data:`EMPTY_IMAGE` (read once)."""
+    text = Path(vendor_directory(), "redoc.standalone.js").read_text(encoding="utf-8")
+    return text.replace(REDOC_REMOTE_LOGO, EMPTY_IMAGE).encode()
+
+
+@router.get(REDOC_BUNDLE_URL)
+def redoc_script() -> Response:
+    return Response(redoc_bundle(), media_type="text/javascript", headers={"cache-control": "public, max-age=3600"})
 
 
 def static_directory() -> str:

@@ -227,8 +227,10 @@ def test_api_docs_work_offline(lens, visit):
     v.page.wait_for_selector("h1", timeout=20000)
     assert "Lens" in v.page.locator("h1").first.inner_text()
     assert v.foreign() == []
-    # ReDoc's bundle always tries to show its maker's logo from a CDN; the policy stops it before any request
-    assert all("cdn.redoc.ly" in e and "Content Security Policy" in e for e in v.errors)
+    # ReDoc's bundle draws its maker's logo from a CDN; the console serves the bundle with an empty
+    # local image there, so the strict policy refuses nothing and the console stays clean
+    assert v.errors == []
+    assert "API docs by Redocly" in v.page.content()  # the credit is kept
 
 
 def test_lens_serve_demo_is_a_populated_console_and_its_screenshots_are_the_readmes(visit):

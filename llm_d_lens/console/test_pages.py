@@ -126,6 +126,21 @@ def test_pages_carry_a_strict_policy_and_docs_are_served_locally(server):
     assert "<script>" not in docs  # no inline script: the policy forbids it
 
 
+def test_redoc_gets_its_bundle_without_the_remote_logo_and_the_same_strict_policy(server):
+    from llm_d_lens.console.router import vendor_directory
+    from llm_d_lens.console.security import DOCS_POLICY
+
+    page = server.get("/redoc")
+    assert page.headers["content-security-policy"] == DOCS_POLICY and "img-src 'self' data:;" in DOCS_POLICY
+    assert '<script src="/console/redoc.standalone.js"></script>' in page.text
+    served = server.get("/console/redoc.standalone.js")
+    assert served.status_code == 200 and served.headers["content-type"].startswith("text/javascript")
+    packaged = (Path(vendor_directory()) / "redoc.standalone.js").read_text(encoding="utf-8")
+    assert "https://cdn.redoc.ly/redoc/logo-mini.svg" in packaged  # the file as installed still has it ...
+    assert "cdn.redoc.ly" not in served.text  # ... the one served has not
+    assert 'src:"data:image/svg+xml,' in served.text
+
+
 def test_plugin_text_is_escaped(server, plugins, fresh_registry, monkeypatch):
     monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
     hostile = minimal_profile("evil-npu", display_name='<img src=x onerror="alert(1)">',

@@ -10,6 +10,7 @@ keyed by the type; a per-role accelerator count; ``count: 0`` for a run without 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ class Role:
     accelerators: int
     replicas: int | None = None
     parallelism: Parallelism | None = None
+    node_labels: Mapping[str, str] = field(default_factory=dict)  # what its pods pin (nodeSelector, affinity)
 
 
 @dataclass
@@ -100,6 +102,9 @@ class BenchmarkConfig:
         out: dict[str, Any] = {"enabled": True} if name == "prefill" else {}
         if role.replicas is not None:
             out["replicas"] = role.replicas
+        chosen = accelerator_type(self.target.hardware, role.node_labels)
+        if chosen is not None:
+            out["acceleratorType"] = chosen
         if role.parallelism is not None:
             p = role.parallelism
             out["parallelism"] = {"tensor": p.tensor, "data": p.data, "dataLocal": p.data_local}
@@ -117,6 +122,8 @@ class BenchmarkConfig:
             "dra_driver": accelerator.get("draDriver"),
             "accelerators_per_pod": {name: (r.accelerators if self.target.uses_accelerators else 0)
                                      for name, r in self.roles.items()},
+            "accelerator_type": {name: accelerator_type(self.target.hardware, r.node_labels)
+                                 for name, r in self.roles.items()},
             "guide": self.guide,
             "evidence": self.evidence,
         }
@@ -127,6 +134,36 @@ class BenchmarkConfig:
         header = (f"# llm-d-benchmark scenario settings from Lens: hardware {self.target.hardware.id!r}, "
                   f"access mode {self.target.mode_name!r}\n")
         return header + yaml.safe_dump(self.scenario(), sort_keys=False)
+
+
+#: What llm-d-benchmark does with ``labelValue: auto``: it reads the SKU label from the cluster's nodes.
+AUTO = "auto"
+
+
+def accelerator_type(hardware: HardwareProfile, pinned: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """A role's ``acceleratorType`` (the node label that picks its nodes), from the profile's own data.
+
+    llm-d-benchmark defaults it to one vendor's product label; on other hardware that label is on no
+    node, so pods would never schedule. The profile's first ``inventory.product_labels`` entry is
+    the label instead: with the value the manifest pins (``nodeSelector`` or a required node
+    affinity), else ``auto`` for llm-d-benchmark to read from the nodes. A profile without a product
+    label (a CPU run) uses the first literal entry of its ``node_label_selector`` (or its presence
+    selector), the label every node of that hardware carries. None when the profile has neither.
+    """
+    pinned = pinned or {}
+    products = list(hardware.inventory.product_labels)
+    for key in products:
+        if pinned.get(key):
+            return {"labelKey": key, "labelValue": pinned[key]}
+    if products:
+        return {"labelKey": products[0], "labelValue": AUTO}
+    selector = dict(hardware.node_label_selector) or (dict(hardware.presence.node_label_selector) if hardware.presence else {})
+    for key, value in selector.items():
+        if pinned.get(key):
+            return {"labelKey": key, "labelValue": pinned[key]}
+        if value and value != "*":
+            return {"labelKey": key, "labelValue": value}
+    return None
 
 
 def _no_profile_message(target: Target) -> str:

@@ -40,6 +40,7 @@ class PodShape:
     labels: dict[str, str]
     replicas: int | None
     device_classes: dict[str, int] = field(default_factory=dict)  # class -> devices per pod
+    node_labels: dict[str, str] = field(default_factory=dict)  # labels the pod pins its node to
     resources: dict[str, int] = field(default_factory=dict)  # extended resource -> per pod
 
     @property
@@ -125,6 +126,7 @@ def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[
         shape = PodShape(_name(obj), labels, replicas)
         at = f"{source}: {shape.source}"
         spec = _as(template.get("spec"), dict, f"{at} {spec_path}")
+        shape.node_labels = pinned_node_labels(spec)
         for i, claim in enumerate(_as(spec.get("resourceClaims"), list, f"{at} resourceClaims")):
             claim = _as(claim, dict, f"{at} resourceClaims[{i}]")
             named = str(claim.get("resourceClaimTemplateName") or claim.get("resourceClaimName") or "")
@@ -143,6 +145,20 @@ def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[
                 shape.resources[resource] = shape.resources.get(resource, 0) + count
         shapes.append(shape)
     return shapes
+
+
+def pinned_node_labels(spec: dict[str, Any]) -> dict[str, str]:
+    """Labels a pod's node must carry with one value: ``nodeSelector``, and ``In`` with a single value
+    in a required node affinity that has one term (several terms are alternatives, so none is pinned)."""
+    pinned = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()} \
+        if isinstance(spec.get("nodeSelector"), dict) else {}
+    terms = get_path(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+    if isinstance(terms, list) and len(terms) == 1 and isinstance(terms[0], dict):
+        for expression in terms[0].get("matchExpressions") or []:
+            if isinstance(expression, dict) and expression.get("operator") == "In" and \
+                    isinstance(expression.get("values"), list) and len(expression["values"]) == 1:
+                pinned.setdefault(str(expression.get("key")), str(expression["values"][0]))
+    return pinned
 
 
 def _pod_templates(objects: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None, str]]:
@@ -185,7 +201,7 @@ def infer(objects: list[dict[str, Any]], resolver: Resolver | None = None, sourc
     target, counts = _mode(hardware, shapes, source, evidence, resolver)
     roles: dict[str, Role] = {}
     for shape in shapes:
-        roles.setdefault(shape.role, Role(counts(shape), shape.replicas))
+        roles.setdefault(shape.role, Role(counts(shape), shape.replicas, node_labels=shape.node_labels))
     guide = next((s.labels[GUIDE_LABEL] for s in shapes if GUIDE_LABEL in s.labels), None)
     return BenchmarkConfig(target, roles, guide or DEFAULT_GUIDE, evidence=evidence)
 

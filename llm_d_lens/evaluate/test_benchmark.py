@@ -69,6 +69,42 @@ def test_benchmark_block_for_each_builtin_hardware_and_mode(hardware, mode):
     assert not ("resource" in entry["accelerator"] and "draDriver" in entry["accelerator"])
 
 
+# hardware -> decode.acceleratorType, as each built-in profile's data gives it: its first
+# inventory.product_labels entry with "auto" (llm-d-benchmark reads the SKU from the nodes), else the
+# first literal entry of its node_label_selector. llm-d-benchmark's own default is NVIDIA's label.
+ACCELERATOR_TYPES = {
+    "nvidia": {"labelKey": "nvidia.com/gpu.product", "labelValue": "auto"},
+    "amd": {"labelKey": "amd.com/gpu.product-name", "labelValue": "auto"},
+    "intel-xpu": {"labelKey": "gpu.intel.com/product", "labelValue": "auto"},
+    "intel-gaudi": {"labelKey": "intel.feature.node.kubernetes.io/gaudi", "labelValue": "true"},
+    "google-tpu": {"labelKey": "cloud.google.com/gke-tpu-accelerator", "labelValue": "auto"},
+    "cpu": {"labelKey": "feature.node.kubernetes.io/cpu-cpuid.AMXBF16", "labelValue": "true"},
+}
+
+
+@pytest.mark.parametrize(("hardware", "mode"), sorted(EXPECTED))
+def test_each_role_names_the_node_label_of_its_hardware_not_llm_d_benchmarks_default(hardware, mode):
+    config = BenchmarkConfig(select_target(hardware, mode), single_pool(2), "g")
+    assert config.scenario()["scenario"][0]["decode"]["acceleratorType"] == ACCELERATOR_TYPES[hardware]
+    assert config.summary()["accelerator_type"] == {"decode": ACCELERATOR_TYPES[hardware]}
+
+
+def test_the_node_label_follows_the_profile_data_not_a_vendor_name():
+    from llm_d_lens.evaluate.benchmark import accelerator_type
+
+    hardware = get_registry().get("nvidia")
+    relabelled = hardware.model_copy(update={"inventory": hardware.inventory.model_copy(
+        update={"product_labels": ["example.com/chip.model"]})})
+    assert accelerator_type(relabelled) == {"labelKey": "example.com/chip.model", "labelValue": "auto"}
+    assert accelerator_type(relabelled, {"example.com/chip.model": "X1"}) == {"labelKey": "example.com/chip.model",
+                                                                                "labelValue": "X1"}
+    bare = relabelled.model_copy(update={"inventory": hardware.inventory.model_copy(update={"product_labels": []}),
+                                         "node_label_selector": {"example.com/any": "*", "example.com/chip": "yes"},
+                                         "presence": None})
+    assert accelerator_type(bare) == {"labelKey": "example.com/chip", "labelValue": "yes"}
+    assert accelerator_type(bare.model_copy(update={"node_label_selector": {}})) is None
+
+
 @pytest.mark.parametrize("mode", ["dra", "plugin"])
 def test_a_dra_class_is_never_rendered_as_a_container_resource(mode):
     text = BenchmarkConfig(select_target("intel-xpu", mode), single_pool(1), "g").to_yaml()
@@ -113,7 +149,7 @@ def test_hardware_without_a_benchmark_profile_is_refused_with_the_reason():
 @pytest.mark.parametrize(("args", "message"), [
     (("nvidia", "mig"), "hardware 'nvidia' has no access mode 'mig'; modes: plugin, dra"),
     (("intel-xpu", "plugin", "gpu.intel.com"),
-     "access mode 'plugin' of 'intel-xpu' requests gpu.intel.com/xe, gpu.intel.com/i915, not 'gpu.intel.com'"),
+     "access mode 'plugin' of 'intel-xpu' requests gpu.intel.com/xe, gpu.intel.com/i915, intel.com/gpu, not 'gpu.intel.com'"),
     (("intel-xpu", "dra", "gpu.intel.com/xe"),
      "access mode 'dra' of 'intel-xpu' requests through the DRA class 'gpu.intel.com', not the extended resource "
      "'gpu.intel.com/xe'"),
@@ -147,10 +183,11 @@ def disaggregated(tmp_path: Path, **hardware: str):
 def test_counts_per_role_come_from_each_pool_and_a_dra_template_leaves_count_to_them(tmp_path):
     entry = build_config(hardware="intel-xpu", workload=disaggregated(tmp_path)).scenario()["scenario"][0]
     assert entry["model"] == {"name": "org/model"}
-    assert entry["prefill"] == {"enabled": True, "replicas": 2, "parallelism": {"tensor": 1, "data": 1, "dataLocal": 1},
-                                "accelerator": {"count": 1}}
-    assert entry["decode"] == {"replicas": 1, "parallelism": {"tensor": 2, "data": 2, "dataLocal": 2},
-                               "accelerator": {"count": 4}}
+    on_intel = {"labelKey": "gpu.intel.com/product", "labelValue": "auto"}
+    assert entry["prefill"] == {"enabled": True, "replicas": 2, "acceleratorType": on_intel,
+                                "parallelism": {"tensor": 1, "data": 1, "dataLocal": 1}, "accelerator": {"count": 1}}
+    assert entry["decode"] == {"replicas": 1, "acceleratorType": on_intel,
+                               "parallelism": {"tensor": 2, "data": 2, "dataLocal": 2}, "accelerator": {"count": 4}}
     # prefill wants 1 device per pod and decode 4: one template count would be wrong for one of them
     assert entry["dra"]["claimTemplates"]["intel-xpu"] == {"class": "gpu.intel.com", "match": "exactly", "selectors": []}
 

@@ -55,6 +55,7 @@ def test_labels_decide_first_and_the_claim_picks_the_dra_mode_and_count():
     assert summary(objects) == {
         "hardware": "intel-xpu", "access_mode": "dra", "request_model": "dra", "benchmark_profile": "intel-xpu",
         "resource": None, "dra_driver": "gpu.intel.com", "accelerators_per_pod": {"decode": 2},
+        "accelerator_type": {"decode": {"labelKey": "gpu.intel.com/product", "labelValue": "auto"}},
         "guide": "optimized-baseline"}
 
 
@@ -81,14 +82,45 @@ def test_the_resource_name_decides_last_and_intel_follows_it():
     assert found["accelerators_per_pod"] == {"decode": 2}
 
 
+def test_intel_com_gpu_is_the_benchmark_profile_llm_d_benchmark_uses_for_it():
+    """llm-d-benchmark's ACCELERATOR_PROFILES maps intel.com/gpu (the older resource name) to intel-i915."""
+    found = infer([deployment("d", resources={"intel.com/gpu": "2"})])
+    assert (found.target.hardware.id, found.target.mode_name) == ("intel-xpu", "plugin")
+    assert found.accelerator() == {"type": "intel-i915", "profile": "intel-i915", "resource": "intel.com/gpu"}
+    decode = found.scenario()["scenario"][0]["decode"]
+    assert decode["acceleratorType"] == {"labelKey": "gpu.intel.com/product", "labelValue": "auto"}
+    assert decode["accelerator"] == {"count": 2}
+
+
+@pytest.mark.parametrize("spec, value", [
+    ({"nodeSelector": {"gpu.intel.com/product": "Max_1550"}}, "Max_1550"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu.intel.com/product", "operator": "In", "values": ["Max_1100"]}]}]}}}},
+     "Max_1100"),
+    # two values, or two alternative terms, pin nothing: llm-d-benchmark is left to read the nodes
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu.intel.com/product", "operator": "In", "values": ["Max_1100", "Max_1550"]}]}]}}}},
+     "auto"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu.intel.com/product", "operator": "In", "values": ["Max_1100"]}]},
+        {"matchExpressions": [{"key": "gpu.intel.com/product", "operator": "In", "values": ["Max_1550"]}]}]}}}}, "auto"),
+])
+def test_a_product_the_pods_pin_is_the_roles_accelerator_type(spec, value):
+    obj = deployment("d", resources={"gpu.intel.com/xe": "1"})
+    obj["spec"]["template"]["spec"].update(spec)
+    decode = infer([obj]).scenario()["scenario"][0]["decode"]
+    assert decode["acceleratorType"] == {"labelKey": "gpu.intel.com/product", "labelValue": value}
+
+
 def test_roles_get_their_own_counts_and_replicas():
     labels = {VARIANT: "gpu", VENDOR: "nvidia", "llm-d.ai/guide": "pd-disaggregation"}
     objects = [deployment("prefill", labels | {"llm-d.ai/role": "prefill"}, resources={"nvidia.com/gpu": "1"}, replicas=4),
                deployment("decode", labels | {"llm-d.ai/role": "decode"}, resources={"nvidia.com/gpu": 4}, replicas=1)]
     entry = infer(objects).scenario()["scenario"][0]
     assert entry["name"] == "pd-disaggregation-nvidia"
-    assert entry["prefill"] == {"enabled": True, "replicas": 4, "accelerator": {"count": 1}}
-    assert entry["decode"] == {"replicas": 1, "accelerator": {"count": 4}}
+    on_nvidia = {"labelKey": "nvidia.com/gpu.product", "labelValue": "auto"}
+    assert entry["prefill"] == {"enabled": True, "replicas": 4, "acceleratorType": on_nvidia, "accelerator": {"count": 1}}
+    assert entry["decode"] == {"replicas": 1, "acceleratorType": on_nvidia, "accelerator": {"count": 4}}
 
 
 def test_a_leaderworkerset_and_a_list_are_read():
@@ -164,6 +196,18 @@ UPSTREAM = {
     "tpu/v7/vllm": ("google-tpu", "plugin", "google", "google.com/tpu", 4),
     "cpu/vllm": ("cpu", "default", None, None, 0),
 }
+# overlay -> decode.acceleratorType: the TPU overlays pin cloud.google.com/gke-tpu-accelerator in their
+# nodeSelector (tpu-v6e-slice, tpu7x); the others pin nothing, so the profile's product label with
+# "auto", or (no product label) its node_label_selector
+UPSTREAM_ACCELERATOR_TYPES = {
+    "gpu/vllm/base": ("nvidia.com/gpu.product", "auto"),
+    "amd/vllm": ("amd.com/gpu.product-name", "auto"),
+    "xpu/vllm": ("gpu.intel.com/product", "auto"),
+    "hpu/vllm": ("intel.feature.node.kubernetes.io/gaudi", "true"),
+    "tpu/v6/vllm": ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"),
+    "tpu/v7/vllm": ("cloud.google.com/gke-tpu-accelerator", "tpu7x"),
+    "cpu/vllm": ("feature.node.kubernetes.io/cpu-cpuid.AMXBF16", "true"),
+}
 
 
 @pytest.mark.skipif(not OVERLAYS.is_dir(), reason=f"the upstream llm-d overlays are not at {OVERLAYS}")
@@ -182,6 +226,8 @@ def test_upstream_overlays_rendered_by_kubectl_are_inferred(overlay):
     assert found["accelerators_per_pod"] == {"decode": count}
     assert found["guide"] == "optimized-baseline"
     assert found["evidence"][0]["query"] == "labels"  # the labels were read first
+    key, value = UPSTREAM_ACCELERATOR_TYPES[overlay]
+    assert found["accelerator_type"] == {"decode": {"labelKey": key, "labelValue": value}}
 
 
 def _pod_spec(pod_spec: Any) -> dict[str, Any]:

@@ -167,7 +167,9 @@ def test_benchmark_profiles_are_llm_d_benchmarks_own_names():
                 "google-tpu": "google", "cpu": None}
     assert {pid: bundled(pid)["benchmark_profile"] for pid in BUILT_INS} == expected
     plugin_mode = bundled("intel-xpu")["deployment"]["modes"]["plugin"]
-    assert plugin_mode["benchmark_profiles_by_resource"] == {"gpu.intel.com/i915": "intel-i915", "gpu.intel.com/xe": "intel-xe"}
+    # llm-d-benchmark's ACCELERATOR_PROFILES: intel.com/gpu, the older resource name, is intel-i915 too
+    assert plugin_mode["benchmark_profiles_by_resource"] == {"gpu.intel.com/i915": "intel-i915", "gpu.intel.com/xe": "intel-xe",
+                                                             "intel.com/gpu": "intel-i915"}
 
 
 def test_every_driver_chart_is_pinned():
