@@ -80,7 +80,7 @@ def test_an_edited_snapshot_is_read_again_with_a_new_etag(tmp_path: Path) -> Non
     os.utime(path, ns=(1, 1))  # a different mtime, even on a coarse clock
     second = client.get("/api/v1/clusters/overview", headers={"If-None-Match": first.headers["etag"]})
     assert second.status_code == 200 and second.headers["etag"] != first.headers["etag"]
-    assert (first.json()["totalGpuCount"], second.json()["totalGpuCount"]) == (16, 12)
+    assert (first.json()["total_gpu_count"], second.json()["total_gpu_count"]) == (16, 12)
 
 
 def test_ten_concurrent_first_reads_of_a_snapshot_parse_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +108,7 @@ def test_ten_concurrent_first_reads_of_a_snapshot_parse_it_once(tmp_path: Path, 
         thread.join()
     assert len(calls) == 1 and len(found) == 10
     assert all(inventory is found[0] for inventory in found)
-    assert found[0].overview.to_dict()["totalGpuCount"] == 16
+    assert found[0].overview.to_dict()["total_gpu_count"] == 16
 
 
 def test_a_live_cluster_is_read_on_every_request_yet_revalidates(tmp_path: Path) -> None:

@@ -289,7 +289,7 @@ def test_the_benchmark_cluster_gzipped_and_as_a_directory_counts_the_same(tmp_pa
     for kind in ("Node", "Pod", "ResourceSlice", "DeviceClass", "ResourceClaim"):
         write(split / f"{kind.lower()}s.json", as_list(*(i for i in document["items"] if i["kind"] == kind)))
     whole = outcome(plain, partial=False)
-    assert whole[0] == "overview" and whole[1]["totalGpuCount"] > 0
+    assert whole[0] == "overview" and whole[1]["total_gpu_count"] > 0
     for path in (plain, zipped, split):
         assert outcome(path, partial=True) == whole, path
 
@@ -297,7 +297,7 @@ def test_the_benchmark_cluster_gzipped_and_as_a_directory_counts_the_same(tmp_pa
 def test_kubectl_output_decodes_partially_with_the_same_overview() -> None:
     whole = build_inventory(fetch_sync(dra_cluster(FakeRunner())), CATALOG).to_dict()
     partial = build_inventory(fetch_sync(dra_cluster(FakeRunner()), partial=True), CATALOG).to_dict()
-    assert partial == whole and whole["totalGpuCount"] > 0
+    assert partial == whole and whole["total_gpu_count"] > 0
 
 
 def test_a_saved_snapshot_keeps_every_field(tmp_path: Path) -> None:
