@@ -63,12 +63,15 @@ async def named_overview(
     runners: Callable[[Cluster], Runner | None] = Depends(cluster_runners),
 ) -> dict[str, Any]:
     """One configured cluster's overview, with the cluster's name, labels and when it was read; 404 for another name."""
+    from llm_d_lens.cluster.watched import freshness
+
     cluster = clusters.get(name)
-    found = await read_inventory(cluster.source(kubectl_timeout()), runners(cluster))
+    source = cluster.source(kubectl_timeout())
+    found = await read_inventory(source, runners(cluster))
     document = found.overview.to_dict()
     if not nodes:
         document.pop("nodes")
-    return {"cluster": cluster.to_dict(), "readAt": found.read_at, **document}
+    return {"cluster": cluster.to_dict(), "readAt": found.read_at, "freshness": freshness(source, found), **document}
 
 
 @router.get("/fleet/overview")
@@ -90,10 +93,13 @@ async def overview(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims."""
-    document = (await read_inventory(source, runner)).overview.to_dict()
+    from llm_d_lens.cluster.watched import freshness
+
+    found = await read_inventory(source, runner)
+    document = found.overview.to_dict()
     if not nodes:
         document.pop("nodes")
-    return document
+    return {**document, "freshness": freshness(source, found)}
 
 
 async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:

@@ -52,6 +52,12 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     """The source's overview and when it was read; a file-backed source's is reused while the file is unchanged."""
     from llm_d_lens.cluster.service import inspect
 
+    if source.live:  # a live cluster the server watches is answered from memory (see .watched)
+        from llm_d_lens.cluster.watched import watched_inventory
+
+        watched = watched_inventory(source)
+        if watched is not None:
+            return watched
     key = _file_key(source) if runner is None else None
     if key is not None:
         with _lock:
