@@ -441,3 +441,49 @@ def test_with_the_builder_running_a_request_never_builds_and_says_what_it_is_beh
     finally:
         watch.stop()
     assert watch.alive_threads() == []
+
+
+KUBECTL = '''#!{python}
+import json, sys, time
+args = sys.argv[1:]
+raw = args[args.index("--raw") + 1]
+def node(name, rv):
+    return {{"metadata": {{"name": name, "resourceVersion": rv}}, "status": {{"capacity": {{"cpu": "4"}}}}}}
+if raw.startswith("/apis/resource.k8s.io"):
+    sys.stderr.write("Error from server (NotFound): the server could not find the requested resource\\n")
+    sys.exit(1)
+kind = "Node" if "/nodes" in raw else "Pod"
+if "watch=true" in raw:
+    if kind == "Node":
+        print(json.dumps({{"type": "ADDED", "object": node("n2", "12")}}), flush=True)
+        print(json.dumps({{"type": "BOOKMARK", "object": {{"kind": "Node", "metadata": {{"resourceVersion": "13"}}}}}}), flush=True)
+    time.sleep(60)
+    sys.exit(0)
+items = [node("n1", "10")] if kind == "Node" else []
+print(json.dumps({{"kind": kind + "List", "apiVersion": "v1", "metadata": {{"resourceVersion": "11"}}, "items": items}}))
+'''
+
+
+def test_a_real_kubectl_process_is_listed_watched_and_stopped(tmp_path) -> None:
+    """The CommandRunner against a stand-in kubectl that lists, streams an event and a bookmark, then idles."""
+    import sys
+
+    from llm_d_lens.runner import CommandRunner
+
+    script = tmp_path / "kubectl"
+    script.write_text(KUBECTL.format(python=sys.executable))
+    script.chmod(0o755)
+    watch = WatchedCluster("real", SOURCE, CommandRunner(binaries={"kubectl": str(script)}), first_sync=20)
+    watch.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and watch.kinds["Node"].resource_version != "13":
+            time.sleep(0.02)
+        names = [n["name"] for n in watch.inventory(current=True).overview.to_dict()["nodes"]]
+        status = watch.status()
+    finally:
+        watch.stop()  # kills the idling kubectl streams; their threads end
+    assert names == ["n1", "n2"] and status["state"] == "watching"
+    assert {kind: each["state"] for kind, each in status["kinds"].items()} == {
+        "Node": "watching", "Pod": "watching", "ResourceSlice": "absent", "DeviceClass": "absent", "ResourceClaim": "absent"}
+    assert watch.alive_threads() == []
