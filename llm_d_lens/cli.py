@@ -102,7 +102,10 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
             strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
             clusters: str | None = typer.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
         ) -> None:
-            """Serve the web console (/) and the Lens API (/api/v1/...) on one port."""
+            """Serve the web console (/) and the Lens API (/api/v1/...) on one port.
+
+            Live clusters are kept in memory by a watch; LENS_CLUSTER_WATCH=0 reads them per request instead.
+            """
             import os
 
             import uvicorn
@@ -114,6 +117,7 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
 
             if clusters:
                 os.environ["LENS_CLUSTERS"] = clusters
+            os.environ.setdefault("LENS_CLUSTER_WATCH", "1")  # live clusters are watched (LENS_CLUSTER_WATCH=0: read per request)
             if demo:
                 _demo_environment(os.environ)
             uvicorn.run(create_app(), host=host, port=port, log_level="info")

@@ -19,11 +19,14 @@ import json
 import logging
 import os
 import re
+import selectors
 import shlex
 import shutil
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any, Protocol, Union, runtime_checkable
@@ -38,6 +41,7 @@ __all__ = [
     "CommandOutputInvalid",
     "CommandResult",
     "CommandRunner",
+    "CommandStream",
     "CommandTimedOut",
     "FakeReply",
     "FakeRunner",
@@ -350,7 +354,44 @@ class Runner(Protocol):
         check: bool = True,
     ) -> CommandResult: ...
 
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        idle_timeout: float | None = None,
+    ) -> CommandStream: ...
+
     def which(self, binary: str) -> str | None: ...
+
+
+class CommandStream:
+    """A running command whose stdout is read line by line while it runs (``kubectl get --raw ...?watch=1``).
+
+    Iterate it for the lines (without their newline); the iteration ends when the tool exits 0 and
+    raises :class:`CommandFailed` when it exits non-zero, :class:`CommandTimedOut` when it printed
+    nothing for ``idle_timeout`` seconds. :meth:`close` may be called from any thread: it stops
+    the tool (a watch never ends on its own) and ends the iteration without an error, which is how
+    a server shuts its watches down.
+    """
+
+    def __init__(self, call: RecordedCall):
+        self.call = call
+        self.argv = call.argv
+        self.closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> CommandStream:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
@@ -428,7 +469,29 @@ class _RunnerBase:
             returncode, stdout, stderr = await self._aexecute(call, executable)
         return self._finish(call, returncode, stdout, stderr, time.monotonic() - started)
 
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        idle_timeout: float | None = None,
+    ) -> CommandStream:
+        """Start a long-running command and read its output as it comes (see :class:`CommandStream`).
+
+        There is no overall timeout (a watch runs until stopped); ``idle_timeout`` bounds the
+        silence instead, so a connection that hangs without closing is noticed.
+        """
+        call = self._prepare(argv, input=None, env=env, cwd=cwd,
+                             timeout=float("inf") if idle_timeout is None else idle_timeout, check=True)
+        executable = self._resolve(call)
+        with self._translate_errors(call):
+            return self._open_stream(call, executable)
+
     # -- the part subclasses provide
+
+    def _open_stream(self, call: RecordedCall, executable: str) -> CommandStream:
+        raise NotImplementedError
 
     def _execute(self, call: RecordedCall, executable: str) -> tuple[int, str, str]:
         raise NotImplementedError
@@ -571,6 +634,73 @@ class CommandRunner(_RunnerBase):
         return process.returncode, _decode(stdout), _decode(stderr)
 
 
+    def _open_stream(self, call: RecordedCall, executable: str) -> CommandStream:
+        stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty stderr can never block the tool
+        try:
+            process = subprocess.Popen(
+                [executable, *call.argv[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                cwd=call.cwd, env=self._environment(call), shell=False)
+        except BaseException:
+            stderr.close()
+            raise
+        return _ProcessStream(call, process, stderr, self._env_secrets(call))
+
+
+class _ProcessStream(CommandStream):
+    def __init__(self, call: RecordedCall, process: subprocess.Popen[bytes], stderr: Any, secrets: list[str]):
+        super().__init__(call)
+        self._process = process
+        self._stderr = stderr
+        self._secrets = secrets
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[str]:
+        stdout = self._process.stdout
+        assert stdout is not None
+        idle = None if self.call.timeout == float("inf") else self.call.timeout
+        pending = bytearray()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(stdout, selectors.EVENT_READ)
+                while True:
+                    if not selector.select(idle):
+                        self._stop()
+                        if self.closed:
+                            return
+                        raise CommandTimedOut(self.argv, self.call.timeout)
+                    chunk = os.read(stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        break
+                    pending += chunk
+                    start = 0
+                    while (end := pending.find(b"\n", start)) >= 0:
+                        yield pending[start:end].decode("utf-8", errors="replace")
+                        start = end + 1
+                    del pending[:start]
+            if pending:
+                yield pending.decode("utf-8", errors="replace")
+            returncode = self._process.wait()
+            if returncode != 0 and not self.closed:
+                self._stderr.seek(0)
+                text = _decode(self._stderr.read())
+                raise CommandFailed(self.argv, returncode, "", text, secrets=self._secrets)
+        finally:
+            self._stop()
+            stdout.close()
+            self._stderr.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self._stop()
+
+    def _stop(self) -> None:
+        with self._lock:
+            if self._process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self._process.kill()
+            self._process.wait()
+
+
 async def _kill(process: asyncio.subprocess.Process) -> None:
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
@@ -604,6 +734,9 @@ class FakeReply:
     returncode: int = 0
     json_body: Any = field(default=_NO_JSON, repr=False)
     raises: BaseException | None = None
+    #: for :meth:`FakeRunner.stream`: what the tool prints, line by line (a dict is one JSON line);
+    #: a generator runs as the stream is read, so a test can look at the state between lines
+    lines: Iterable[Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.json_body is not _NO_JSON:
@@ -670,6 +803,29 @@ class FakeRunner(_RunnerBase):
         self._scripts.append(_Script(pattern, [reply]))
         return self
 
+    def stream_reply(
+        self,
+        pattern: Pattern,
+        lines: Iterable[Any],
+        *,
+        stderr: str = "",
+        returncode: int = 0,
+        raises: BaseException | None = None,
+    ) -> FakeRunner:
+        """Script a streamed answer (:meth:`stream`): the lines, then an exit with ``returncode``.
+
+        Queued like :meth:`reply`; every streamed reply is read once, so script as many as the
+        test will open.
+        """
+        pattern = _valid_pattern(pattern)
+        reply = FakeReply(stderr=stderr, returncode=returncode, raises=raises, lines=lines)
+        for script in self._scripts:
+            if script.pattern == pattern:
+                script.replies.append(reply)
+                return self
+        self._scripts.append(_Script(pattern, [reply]))
+        return self
+
     def missing(self, *binaries: str) -> FakeRunner:
         """Make these tools absent, so calls raise CommandNotFound as on a machine without them."""
         self._missing.update(binaries)
@@ -706,6 +862,15 @@ class FakeRunner(_RunnerBase):
         await asyncio.sleep(0)  # yield like a real process would, so ordering bugs still surface
         return self._execute(call, executable)
 
+    def _open_stream(self, call: RecordedCall, executable: str) -> CommandStream:
+        reply = self._match(list(call.requested))
+        if reply.raises is not None:
+            raise reply.raises
+        if reply.lines is None:
+            raise AssertionError(f"FakeRunner: {list(call.requested)!r} was scripted with reply(), not stream_reply()")
+        return _FakeStream(call, reply, self._env_secrets(call))
+
+
     def _match(self, argv: list[str]) -> FakeReply:
         matching = [(rank, i, s) for i, s in enumerate(self._scripts) if (rank := _match_rank(s.pattern, argv))]
         if matching:
@@ -714,6 +879,25 @@ class FakeRunner(_RunnerBase):
             return self.default
         scripted = "\n".join(f"  {_describe_pattern(s.pattern)}" for s in self._scripts) or "  (none)"
         raise AssertionError(f"FakeRunner has no reply for {argv!r}\nscripted patterns:\n{scripted}")
+
+
+class _FakeStream(CommandStream):
+    """The scripted lines as a stream; an exhausted script ends like the tool exiting with its returncode."""
+
+    def __init__(self, call: RecordedCall, reply: FakeReply, secrets: list[str]):
+        super().__init__(call)
+        self._reply = reply
+        self._secrets = secrets
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._reply.lines or ():
+            if self.closed:
+                return
+            if isinstance(line, BaseException):
+                raise line  # e.g. CommandTimedOut, as the real stream raises after a silence
+            yield line if isinstance(line, str) else json.dumps(line)
+        if self._reply.returncode != 0 and not self.closed:
+            raise CommandFailed(self.argv, self._reply.returncode, "", self._reply.stderr, secrets=self._secrets)
 
 
 def _match_rank(pattern: Pattern, argv: list[str]) -> tuple[int, int] | None:

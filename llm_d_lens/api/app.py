@@ -33,6 +33,7 @@ ROUTERS: tuple[str, ...] = (
     "llm_d_lens.deploy.api",
     "llm_d_lens.monitoring.api",
     "llm_d_lens.cluster.api",
+    "llm_d_lens.cluster.watch_api",
     "llm_d_lens.incluster.api",
     "llm_d_lens.planning.api",
 )

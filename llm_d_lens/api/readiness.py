@@ -1,5 +1,5 @@
 """Whether the server is whole: every installed plugin registered, no conflict, every profile's
-telemetry provider known.
+telemetry provider known, every watched live cluster's watch working.
 
 A skipped plugin never takes the server down (liveness, ``/healthz``, stays 200), but an operator
 and a load balancer should see it: ``/readyz`` answers 503 listing these problems, and
@@ -21,12 +21,28 @@ def problems() -> list[dict[str, Any]]:
     registry.load_all_providers()
     found = [failure.to_dict() for failure in registry.failures]
     found += get_telemetry_registry().problems(registry.profiles())
+    found += watch_problems()
     return found
 
 
+def watch_problems() -> list[dict[str, Any]]:
+    """Live clusters whose watch is broken (``kind: cluster-watch``): their answers are the last known state."""
+    from llm_d_lens.cluster.watched import problems as broken_watches
+
+    return broken_watches()
+
+
 def describe(found: list[dict[str, Any]]) -> str:
-    return (f"{len(found)} hardware plugin problem{'s' if len(found) != 1 else ''}: "
-            + "; ".join(f"{p['name']} from {p['distribution']} ({p['kind']}): {p['reason']}" for p in found))
+    plugins = [p for p in found if p.get("kind") != "cluster-watch"]
+    watches = [p for p in found if p.get("kind") == "cluster-watch"]
+    parts = []
+    if plugins:
+        parts.append(f"{len(plugins)} hardware plugin problem{'s' if len(plugins) != 1 else ''}: "
+                     + "; ".join(f"{p['name']} from {p['distribution']} ({p['kind']}): {p['reason']}" for p in plugins))
+    if watches:
+        parts.append(f"{len(watches)} broken cluster watch{'es' if len(watches) != 1 else ''}: "
+                     + "; ".join(f"cluster {p['name']} ({p['resource']}): {p['reason']}" for p in watches))
+    return "; ".join(parts)
 
 
 def refuse_if_strict(strict: bool) -> None:

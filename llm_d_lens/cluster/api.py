@@ -80,12 +80,15 @@ async def named_overview(
     runners: Callable[[Cluster], Runner | None] = Depends(cluster_runners),
 ) -> dict[str, Any]:
     """One configured cluster's overview, with the cluster's name, labels and when it was read; 404 for another name."""
+    from llm_d_lens.cluster.watched import freshness
+
     cluster = clusters.get(name)
-    found = await read_inventory(cluster.source(kubectl_timeout()), runners(cluster))
+    source = cluster.source(kubectl_timeout())
+    found = await read_inventory(source, runners(cluster))
     document = found.overview.to_dict()
     if not nodes:
         document.pop("nodes")
-    return {"cluster": cluster.to_dict(), "read_at": found.read_at, **document}
+    return {"cluster": cluster.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found), **document}
 
 
 @router.get("/fleet/overview")
@@ -112,6 +115,7 @@ async def overview(
     ``ETag``; send it back in ``If-None-Match`` to get ``304 Not Modified`` instead of the document.
     """
     from llm_d_lens.cluster.cache import encoded_if_kept
+    from llm_d_lens.cluster.watched import freshness
     from llm_d_lens.conditional import respond
 
     source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
@@ -119,8 +123,30 @@ async def overview(
     if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
         return respond(request, ready)
     found = await read_inventory(source, runner)
-    encoded = await run_in_threadpool(found.encoded, nodes)  # once per kept inventory; a large one takes a moment
+    if source.live:  # a live answer's freshness (its age) changes from one request to the next
+        return respond(request, await run_in_threadpool(_encoded_live, source, found, nodes))
+    # once per kept inventory (a large one takes a moment); a file's freshness is fixed while it is kept
+    encoded = await run_in_threadpool(found.encoded, nodes, freshness(source, found))
     return respond(request, encoded)
+
+
+def _encoded_live(source: ClusterSource, found: Any, nodes: bool) -> Any:
+    """A live cluster's overview with how fresh it is now, encoded for this request alone.
+
+    Its age changes from one request to the next while the cluster does not, so the tag is weak
+    and covers the overview without ``freshness``: a client holding the same cluster state gets
+    a 304 (RFC 9110's weak validator: the same content, not the same bytes).
+    """
+    from llm_d_lens.cluster.watched import freshness
+    from llm_d_lens.conditional import Encoded, encode
+
+    document = found.overview.to_dict()
+    if not nodes:
+        document.pop("nodes")
+    state = encode(document)
+    tail = encode({"freshness": freshness(source, found)}).body  # b'{"freshness":{...}}'
+    body = state.body[:-1] + b"," + tail[1:] if document else tail  # the bytes of {**document, "freshness": ...}
+    return Encoded(body, f"W/{state.etag}")
 
 
 def inline_dependency(request: Request, dependency: Callable[[], Any]) -> Any:

@@ -35,8 +35,12 @@ class Inventory:
     _encoded: dict[bool, Encoded] = field(default_factory=dict, repr=False, compare=False)
     _encoding: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def encoded(self, nodes: bool = True) -> Encoded:
-        """The overview as the API's JSON bytes and their ETag; encoded once per inventory and shape."""
+    def encoded(self, nodes: bool = True, freshness: dict[str, Any] | None = None) -> Encoded:
+        """The overview as the API's JSON bytes and their ETag; encoded once per inventory and shape.
+
+        ``freshness`` (how fresh the answer is) is written with the first encoding: a kept file's
+        never changes while it is kept.
+        """
         from llm_d_lens.conditional import encode
 
         with self._encoding:  # concurrent first requests encode once
@@ -45,6 +49,8 @@ class Inventory:
                 document = self.overview.to_dict()
                 if not nodes:
                     document.pop("nodes")
+                if freshness is not None:
+                    document["freshness"] = freshness
                 found = self._encoded[nodes] = encode(document)
             return found
 
@@ -102,6 +108,12 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     """The source's overview and when it was read; a file-backed source's is reused while the file is unchanged."""
     from llm_d_lens.cluster.service import inspect
 
+    if source.live:  # a live cluster the server watches is answered from memory (see .watched)
+        from llm_d_lens.cluster.watched import watched_inventory
+
+        watched = watched_inventory(source)
+        if watched is not None:
+            return watched
     key = _file_key(source) if runner is None else None
     if key is None:
         return Inventory(inspect(source, runner), time.time())

@@ -72,6 +72,7 @@ class Member:
     overview: dict[str, Any] | None
     error: LensError | None = None
     read_at: float | None = None
+    freshness: dict[str, Any] | None = None
 
 
 def fleet_document(members: Sequence[Member]) -> dict[str, Any]:
@@ -108,18 +109,21 @@ def _member_dict(member: Member) -> dict[str, Any]:
         error = member.error
         return {**described, "ok": False, "error": {"code": error.code if error else "UNKNOWN",
                                                     "message": error.message if error else "not read"}}
-    return {**described, "ok": True, "read_at": member.read_at, "summary": member.overview["summary"]}
+    return {**described, "ok": True, "read_at": member.read_at, "freshness": member.freshness,
+            "summary": member.overview["summary"]}
 
 
 def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:
     """One cluster's overview (see :mod:`.cache`); a failure is kept, never raised."""
     from llm_d_lens.cluster.cache import inventory
+    from llm_d_lens.cluster.watched import freshness
 
+    source = cluster.source(timeout)
     try:
-        found = inventory(cluster.source(timeout), runner)
+        found = inventory(source, runner)
     except LensError as exc:
         return Member(cluster, None, exc)
-    return Member(cluster, found.overview.to_dict(), read_at=found.read_at)
+    return Member(cluster, found.overview.to_dict(), read_at=found.read_at, freshness=freshness(source, found))
 
 
 def read_members(clusters: Sequence[Cluster], timeout: float, runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:

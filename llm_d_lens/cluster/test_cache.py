@@ -33,8 +33,8 @@ def snapshot(tmp_path: Path, gpus: str = "8") -> Path:
     return path
 
 
-def uncached_bytes(source: ClusterSource, nodes: bool) -> bytes:
-    """What the endpoint answered before it was cached: a route returning the overview's dict."""
+def uncached_bytes(source: ClusterSource, nodes: bool, freshness: dict[str, Any]) -> bytes:
+    """What the endpoint answered before it was cached: a route returning the overview's dict (and its freshness)."""
     bare = FastAPI()
 
     @bare.get("/o")
@@ -42,7 +42,7 @@ def uncached_bytes(source: ClusterSource, nodes: bool) -> bytes:
         document = service.inspect(source).to_dict()
         if not nodes:
             document.pop("nodes")
-        return document
+        return {**document, "freshness": freshness}
 
     return TestClient(bare).get("/o").content
 
@@ -54,7 +54,9 @@ def test_the_cached_overview_is_byte_identical_to_fastapis_own_rendering(tmp_pat
     for _ in range(2):  # the first answer builds the cache, the second is served from it
         response = client.get("/api/v1/clusters/overview", params={"nodes": str(nodes).lower()})
         assert response.status_code == 200 and response.headers["content-type"] == "application/json"
-        assert response.content == uncached_bytes(source, nodes)
+        freshness = response.json()["freshness"]
+        assert (freshness["mode"], freshness["state"], freshness["static"]) == ("snapshot", "static", True)
+        assert response.content == uncached_bytes(source, nodes, freshness)
     assert ("nodes" in response.json()) is nodes
 
 
@@ -147,3 +149,23 @@ def test_the_servers_source_follows_its_settings_and_its_clusters_file(tmp_path:
     assert cluster_source().snapshot == first
     listing.write_text(f"clusters:\n  - name: one\n    snapshot: {second}\n")  # the file is read again each time
     assert cluster_source().snapshot == second
+
+
+def test_a_live_answer_says_how_fresh_it_is_and_its_weak_tag_follows_the_cluster_alone(tmp_path: Path) -> None:
+    """The body is exactly {**overview, "freshness": ...}; the tag changes with the cluster, not with the age."""
+    from llm_d_lens.runner import FakeRunner
+
+    def client_with(gpus: str) -> TestClient:
+        fake = FakeRunner(context="prod")
+        fake.reply(["kubectl", "get", "nodes", "-o", "json"], json_body=as_list(node("h100", resources={"nvidia.com/gpu": gpus})))
+        for kind in ("pods", "resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io", "resourceclaims.resource.k8s.io"):
+            fake.reply(["kubectl", "get", kind, ...], json_body=as_list())
+        return client_for(ClusterSource(context="prod"), fake)
+
+    client = client_with("8")
+    first, second = client.get("/api/v1/clusters/overview"), client.get("/api/v1/clusters/overview")
+    body = first.json()
+    assert list(body)[-1] == "freshness" and body["freshness"]["mode"] == "list" and body["freshness"]["static"] is False
+    assert first.headers["etag"].startswith('W/"') and first.headers["etag"] == second.headers["etag"]
+    changed = client_with("4").get("/api/v1/clusters/overview")
+    assert changed.headers["etag"] != first.headers["etag"] and changed.json()["total_gpu_count"] == 4

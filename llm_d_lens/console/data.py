@@ -86,8 +86,10 @@ async def inventory(cluster: str | None = None) -> Panel:
             from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
 
             source = served_clusters().get(cluster).source(kubectl_timeout())
+        from llm_d_lens.cluster.watched import freshness
+
         found = await read_inventory(source, cluster_runner())
-        return {"overview": found.overview.to_dict(), "read_at": found.read_at}
+        return {"overview": found.overview.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found)}
 
     return await guarded(load)
 

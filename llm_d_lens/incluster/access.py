@@ -22,6 +22,10 @@ Facts the mapping rests on (kubectl 1.32, helm 3):
   a WebSocket upgrade, which servers authorise as ``get``, and from Kubernetes 1.35 as ``create``
   too (the older SPDY POST was always ``create``), so it needs both.
 - kubectl and helm also read discovery (``/api``, ``/apis``) to map names to resources.
+- ``kubectl get --raw PATH`` is one GET of that path, authorised as the API server parses it: a
+  collection (``/api/v1/pods``, ``/apis/resource.k8s.io/v1/resourceslices``) is a ``list``, with
+  ``?watch=true`` a ``watch``; a path below ``/namespaces/NS/`` acts in that namespace; a discovery
+  path (``/apis/resource.k8s.io``) is discovery. The server's watched clusters list and watch this way.
 
 Kubernetes grants every authenticated account discovery (``system:discovery``), ``GET /version``
 (``system:public-info-viewer``) and SelfSubjectAccessReviews (``system:basic-user``) through its
@@ -58,7 +62,7 @@ AUTHENTICATED_DEFAULTS = frozenset({
 _KUBECTL_VALUE_FLAGS = frozenset({
     "--kubeconfig", "--context", "--cluster", "--user", "-n", "--namespace", "-o", "--output", "-l", "--selector",
     "--field-selector", "--request-timeout", "-f", "--filename", "-k", "--kustomize", "--server", "-s",
-    "-c", "--container",
+    "-c", "--container", "--raw",
 })
 _HELM_VALUE_FLAGS = frozenset({
     "--kubeconfig", "--kube-context", "-n", "--namespace", "-o", "--output", "--filter", "--version", "--repo",
@@ -200,6 +204,8 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
                                     Access("create", "", "pods/exec", scope=scope)))
     if verb == "auth" and words[1:2] == ["can-i"]:
         return CommandAccess(argv, (Access("create", "authorization.k8s.io", "selfsubjectaccessreviews"),))
+    if verb == "get" and _flag(args, "--raw") is not None:
+        return CommandAccess(argv, _raw_get(argv, _flag(args, "--raw") or "", table))
     if verb == "get":
         if len(words) < 2:
             raise _unmapped(argv, "kubectl get without a resource type")
@@ -224,6 +230,31 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
             raise _unmapped(argv, "kubectl apply without -f or -k")
         return CommandAccess(argv, (), opaque=ref)
     raise _unmapped(argv, f"kubectl {verb or '(no subcommand)'} is not a call Lens is known to make")
+
+
+def _raw_get(argv: tuple[str, ...], url: str, table: ResourceTable) -> tuple[Access, ...]:
+    """What ``GET url`` is to RBAC: discovery (nothing to grant), or a verb on a resource."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    if not segments or segments[0] not in ("api", "apis"):
+        raise _unmapped(argv, f"kubectl get --raw {url} is not an API path")
+    rest = segments[1:] if segments[0] == "api" else segments[2:]
+    group = "" if segments[0] == "api" else (segments[1] if len(segments) > 1 else "")
+    if len(rest) <= 1:  # /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>
+        return ()
+    rest = rest[1:]  # past the version
+    namespace = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    plural, named = rest[0], len(rest) > 1
+    resource = table.by_name(f"{plural}.{group}" if group else plural)
+    query = parse_qs(parts.query)
+    watching = query.get("watch", ["false"])[-1].lower() in ("1", "true")
+    verb = "watch" if watching else "get" if named else "list"
+    scope = _scope_of(resource, namespace or ALL_NAMESPACES)
+    return (Access(verb, resource.group, resource.plural, scope=scope),)
 
 
 def _helm(argv: tuple[str, ...]) -> CommandAccess:

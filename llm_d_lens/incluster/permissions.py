@@ -49,6 +49,8 @@ READ_NEEDS: tuple[Need, ...] = (
     *_needs(READ_ROLE, ["list"], ["resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io",
                                   "resourceclaims.resource.k8s.io"], "inventory, telemetry joins: DRA devices and claims"),
     *_needs(READ_ROLE, ["list"], ["runtimeclasses.node.k8s.io"], "deploy render --runtime-classes-from-cluster"),
+    *_needs(READ_ROLE, ["watch"], ["nodes", "pods", "resourceslices.resource.k8s.io", "deviceclasses.resource.k8s.io",
+                                   "resourceclaims.resource.k8s.io"], "lens serve: live clusters kept in memory by a watch"),
 )
 #: the installer's vendor-neutral grants; a vendor's custom resources (deploy apply of a guide that
 #: renders one) are granted in manifests/ but not asked here

@@ -116,3 +116,24 @@ def test_role_rules_multiply_out_and_compare_names_missing_and_extra() -> None:
 def test_a_wildcard_or_empty_rule_is_refused(rule: dict) -> None:
     with pytest.raises(RoleInvalid):
         grants_of({"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": [rule]})
+
+
+def test_a_raw_collection_get_is_list_and_with_watch_true_a_watch() -> None:
+    nodes = accesses_of(["kubectl", "get", "--raw", "/api/v1/nodes"]).accesses
+    assert nodes == (Access("list", "", "nodes"),) and nodes[0].scope == CLUSTER
+    pods = accesses_of(["kubectl", "get", "--raw", "/api/v1/pods?watch=true&resourceVersion=7&fieldSelector="
+                        "status.phase!=Succeeded"]).accesses
+    assert pods == (Access("watch", "", "pods"),) and pods[0].scope == ALL_NAMESPACES
+    slices = accesses_of(["kubectl", "--context", "x", "get", "--raw=/apis/resource.k8s.io/v1/resourceslices?watch=1"])
+    assert slices.accesses == (Access("watch", "resource.k8s.io", "resourceslices"),)
+    claims = accesses_of(["kubectl", "get", "--raw", "/apis/resource.k8s.io/v1/namespaces/llm/resourceclaims"]).accesses
+    assert claims == (Access("list", "resource.k8s.io", "resourceclaims"),) and claims[0].scope == "llm"
+
+
+def test_a_raw_discovery_get_needs_nothing_beyond_the_default_discovery_grant() -> None:
+    for path in ("/api", "/apis", "/apis/resource.k8s.io", "/apis/resource.k8s.io/v1", "/api/v1"):
+        assert accesses_of(["kubectl", "get", "--raw", path]).accesses == ()
+    with pytest.raises(CommandUnmapped):
+        accesses_of(["kubectl", "get", "--raw", "/metrics"])
+    with pytest.raises(ResourceUnknown):
+        accesses_of(["kubectl", "get", "--raw", "/apis/example.com/v1/widgets?watch=true"])

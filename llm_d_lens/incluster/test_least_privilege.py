@@ -272,9 +272,27 @@ def discover_node_memory(runner: Recorder) -> None:
         assert devices and where.startswith("discovery:"), profile.id
 
 
+def watch_live_clusters(runner: Recorder) -> None:
+    """`lens serve`: each live cluster's kinds listed once, then watched from the list's resourceVersion."""
+    from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.cluster.watch import DRA_DISCOVERY, KINDS
+    from llm_d_lens.cluster.watched import WatchedCluster
+
+    runner.reply(list(DRA_DISCOVERY), json_body={"kind": "APIGroup", "name": "resource.k8s.io",
+                                                 "preferredVersion": {"groupVersion": "resource.k8s.io/v1", "version": "v1"}})
+    for kind in KINDS:
+        runner.reply(kind.list_argv("v1"), json_body={"kind": f"{kind.kind}List", "apiVersion": "v1",
+                                                     "metadata": {"resourceVersion": "7"}, "items": []})
+        runner.stream_reply(kind.watch_argv("v1", "7"), [{"type": "BOOKMARK", "object": {
+            "kind": kind.kind, "metadata": {"resourceVersion": "8"}}}])
+    watch = WatchedCluster("scenario", ClusterSource(), runner)
+    for each in watch.kinds.values():
+        assert each.list() and each.watch_once(), each.kind.kind
+
+
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions,
-    list_kubeconfig_clusters, report_versions)
+    list_kubeconfig_clusters, report_versions, watch_live_clusters)
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
 #: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role
@@ -398,8 +416,11 @@ def test_each_grant_is_in_exactly_one_role(installer_objects, discovery_objects)
             assert roles[first] & roles[second] == set(), f"{first} and {second} both grant {roles[first] & roles[second]}"
 
 
-def test_reads_are_list_only_and_mutations_never_reach_the_read_only_role(needs) -> None:
-    assert {verb for (_, _, verb) in needs["read"]} == {"list"}
+def test_reads_are_list_and_watch_only_and_mutations_never_reach_the_read_only_role(needs) -> None:
+    assert {verb for (_, _, verb) in needs["read"]} == {"list", "watch"}
+    watched = {(group, resource) for (group, resource, verb) in needs["read"] if verb == "watch"}
+    assert watched == {("", "nodes"), ("", "pods"), ("resource.k8s.io", "resourceslices"),
+                       ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceclaims")}
     writes = {g for g in needs["install"] if g[2] in {"create", "patch", "update", "delete"}}
     assert writes and not writes & set(needs["read"])
 

@@ -27,11 +27,11 @@ def grant(need) -> tuple[str, str, str]:
 
 
 def answering(no: set[str] = frozenset(), *, stderr: str = "") -> FakeRunner:
-    """A cluster that says yes to every can-i except for the resources in ``no``."""
+    """A cluster that says yes to every can-i except for listing the resources in ``no``."""
     runner = FakeRunner()
     runner.reply(["kubectl", "auth", "can-i", ...], stdout="yes\n")
     for need in (*READ_NEEDS, *INSTALL_NEEDS):
-        if need.resource in no:
+        if need.resource in no and need.verb == "list":
             runner.reply(need.argv(), stdout="no\n" if not stderr else "", stderr=stderr, returncode=1)
     return runner
 

@@ -1,0 +1,348 @@
+"""One kind of a live cluster's objects, kept in memory: one list, then a watch from its resourceVersion.
+
+Both go through the CommandRunner as ``kubectl get --raw <collection path>``: the list
+(``/api/v1/nodes``) answers the API's own ``NodeList`` with the ``metadata.resourceVersion`` a watch
+resumes from, and the watch (``...?watch=true&resourceVersion=RV&allowWatchBookmarks=true``)
+streams one JSON event per line. ``kubectl get --watch --output-watch-events`` cannot be used for
+this: it has no flag to start from a resourceVersion (``--resource-version`` is an unknown flag),
+and ``kubectl get -o json`` prints its own ``List`` whose resourceVersion is empty, so a dropped
+watch could only be restarted with a full list, missing what changed in between.
+
+The protocol, as the API server speaks it:
+
+* ``ADDED`` / ``MODIFIED`` carry the whole object, ``DELETED`` its last state; each carries the
+  resourceVersion to resume after. ``BOOKMARK`` only moves the resourceVersion on.
+* An ``ERROR`` event with a ``Status`` of code 410 (``Expired`` / ``Gone``, "too old resource
+  version") means the resourceVersion fell out of the server's window: list again. Any other
+  ERROR, a non-zero exit, invalid JSON or a silence longer than :data:`IDLE_SECONDS` is a dropped
+  stream: resume from the last resourceVersion after a backoff (1 s doubling to 60 s), without a
+  list, so a flapping connection costs no re-list.
+* Every watch asks the server to end it after :data:`WATCH_SECONDS`; a clean end is a renewal,
+  resumed at once. It also bounds how long a silently dead connection can pass for a live one.
+
+Pods are listed and watched with a field selector that drops finished pods: they hold nothing,
+and on a busy cluster they are most of the pods.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.errors import LensError
+from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, CommandStream, Runner, format_command
+
+DRA_GROUP = "resource.k8s.io"
+#: pods that finished hold no device; the API server filters them out of the list and the watch
+RUNNING_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+#: the server ends each watch after this long (a renewal, not a drop)
+WATCH_SECONDS = 300
+#: a stream silent this long (no event, no bookmark, not ended) is taken for a dead connection
+IDLE_SECONDS = WATCH_SECONDS + 60
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+#: how often a cluster without the DRA API is asked again whether it serves it now
+ABSENT_RECHECK_SECONDS = 300.0
+#: what kubectl prints for a group or path the server does not serve
+NOT_FOUND = ("NotFound", "could not find the requested resource", "the server doesn't have a resource type")
+#: what kubectl prints when the server refuses the resourceVersion itself (410) instead of in an ERROR event
+GONE = ("(Gone)", "(Expired)", "too old resource version", "410 Gone")
+
+
+@dataclass(frozen=True)
+class WatchKind:
+    """One kind the inventory reads, and where its collection lives in the API."""
+
+    kind: str
+    plural: str
+    group: str = ""
+    field_selector: str | None = None
+
+    @property
+    def dra(self) -> bool:
+        return self.group == DRA_GROUP
+
+    def path(self, version: str) -> str:
+        return f"/api/{version}/{self.plural}" if not self.group else f"/apis/{self.group}/{version}/{self.plural}"
+
+    def list_argv(self, version: str) -> list[str]:
+        query = {"fieldSelector": self.field_selector} if self.field_selector else {}
+        return ["kubectl", "get", "--raw", _url(self.path(version), query)]
+
+    def watch_argv(self, version: str, resource_version: str) -> list[str]:
+        query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": resource_version,
+                 "timeoutSeconds": str(WATCH_SECONDS)}
+        if self.field_selector:
+            query["fieldSelector"] = self.field_selector
+        return ["kubectl", "get", "--raw", _url(self.path(version), query)]
+
+
+def _url(path: str, query: dict[str, str]) -> str:
+    return path + ("?" + urlencode(query, safe=",!=") if query else "")
+
+
+KINDS: tuple[WatchKind, ...] = (
+    WatchKind("Node", "nodes"),
+    WatchKind("Pod", "pods", field_selector=RUNNING_PODS),
+    WatchKind("ResourceSlice", "resourceslices", DRA_GROUP),
+    WatchKind("DeviceClass", "deviceclasses", DRA_GROUP),
+    WatchKind("ResourceClaim", "resourceclaims", DRA_GROUP),
+)
+#: the DRA group's discovery document: which version the server prefers (what `kubectl get` reads)
+DRA_DISCOVERY = ("kubectl", "get", "--raw", f"/apis/{DRA_GROUP}")
+
+
+class WatchGone(LensError):
+    """The resourceVersion is too old for the server (410): only a new list can go on."""
+
+    code = "CLUSTER_WATCH_EXPIRED"
+    http_status = 502
+
+
+class WatchFailed(LensError):
+    """The watch stream said something other than an event (an ERROR event, a broken line)."""
+
+    code = "CLUSTER_WATCH_FAILED"
+    http_status = 502
+
+
+def _parse_list(argv: tuple[str, ...], text: str) -> Any:
+    """A list's JSON as the one-shot read parses it (collector paused, finite numbers only)."""
+    from llm_d_lens.cluster.snapshot import parse_json, refused_values
+    from llm_d_lens.jsonread import JsonRefused
+
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:
+        raise CommandOutputInvalid(argv, str(exc)) from None
+    except JsonRefused as exc:
+        raise CommandOutputInvalid(argv, refused_values(exc)) from None
+
+
+def backoff(failures: int) -> float:
+    """Seconds to wait after ``failures`` failures in a row: 1, 2, 4, ... up to a minute."""
+    return min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, failures - 1))
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str]:
+    metadata = item["metadata"]
+    return (metadata.get("namespace") or "", metadata["name"])
+
+
+def _resource_version(item: Any) -> str | None:
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    value = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+class KindWatch:
+    """The objects of one kind and the loop keeping them current; state changes go through ``lock``.
+
+    ``on_change`` is called (under the lock) whenever the objects change, so the cluster can drop
+    the inventory it built from them. ``version_of`` answers the API version to read the kind at
+    (``v1`` for the core kinds, the DRA group's preferred version), or None when it is not served.
+    """
+
+    def __init__(self, kind: WatchKind, runner: Runner, lock: threading.RLock, on_change: Callable[[], None],
+                 version_of: Callable[[WatchKind], str | None], *, clock: Callable[[], float] = time.time,
+                 stopped: threading.Event | None = None):
+        self.kind = kind
+        self.runner = runner
+        self.lock = lock
+        self.on_change = on_change
+        self.version_of = version_of
+        self.clock = clock
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.resource_version: str | None = None
+        self.version: str | None = None
+        #: starting, listing, listed, watching, broken, or absent (the API does not serve the kind)
+        self.state = "starting"
+        self.synced = False
+        self.error: LensError | None = None
+        self.broken_since: float | None = None
+        #: when the cached objects were last known to be the cluster's (a list, an event, a bookmark, an open stream)
+        self.current_at: float | None = None
+        self.last_event_at: float | None = None
+        self.lists = self.events = self.resumes = 0
+        self._stream: CommandStream | None = None
+        #: set to end the loop; a cluster shares one among its kinds
+        self._stopped = stopped or threading.Event()
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """List, watch, resume or re-list until stopped; never raises (failures are state)."""
+        stop = self._stopped
+        failures = 0
+        while not stop.is_set():
+            try:
+                if self.resource_version is None and not self.list():
+                    stop.wait(ABSENT_RECHECK_SECONDS)
+                    continue
+                if self.watch_once():
+                    failures = 0
+            except WatchGone:
+                with self.lock:
+                    self.resource_version = None  # list again, at once: the cache is still served meanwhile
+                continue
+            except LensError as exc:
+                if stop.is_set():
+                    break
+                failures += 1
+                self._broken(exc)
+                stop.wait(backoff(failures))
+
+    def stop(self) -> None:
+        """End the loop and the stream it reads (from any thread)."""
+        self._stopped.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def list(self) -> bool:
+        """Replace the objects with a fresh list; False when the API does not serve the kind."""
+        with self.lock:
+            self.state = "listing"
+        version = self.version_of(self.kind)
+        if version is None:
+            self._absent()
+            return False
+        argv = self.kind.list_argv(version)
+        try:
+            result = self.runner.run(argv)
+        except CommandFailed as exc:
+            if self.kind.dra and any(text in exc.stderr for text in NOT_FOUND):
+                self._absent()
+                return False
+            raise
+        body = _parse_list(result.argv, result.stdout)
+        objects = ClusterObjects.from_documents([Document(f"`{format_command(argv)}`", body)])
+        items = objects.all_items()
+        rv = _resource_version(body)
+        if rv is None:
+            raise WatchFailed(f"`{format_command(argv)}` answered a list without metadata.resourceVersion; "
+                              "a watch cannot start from it", details={"command": format_command(argv)})
+        fresh = {_key(item): item for item in items if item.get("kind") == self.kind.kind}
+        with self.lock:
+            self.objects = fresh
+            self.resource_version = rv
+            self.version = version
+            self.lists += 1
+            self.synced = True
+            self.state = "listed"
+            self.current_at = self.clock()
+            self.on_change()
+        return True
+
+    def watch_once(self) -> bool:
+        """Read one watch stream to its end; True when it delivered anything (the connection works)."""
+        assert self.resource_version is not None and self.version is not None
+        argv = self.kind.watch_argv(self.version, self.resource_version)
+        delivered = False
+        stream = self.runner.stream(argv, idle_timeout=IDLE_SECONDS)
+        self._stream = stream
+        try:
+            if self._stopped.is_set():
+                return False
+            with self.lock:
+                self.state, self.error, self.broken_since = "watching", None, None
+                self.current_at = self.clock()
+            try:
+                for line in stream:
+                    if line.strip():
+                        self.apply(self._event(line, argv))
+                        delivered = True
+            except CommandFailed as exc:
+                if any(text in exc.stderr for text in GONE):
+                    raise WatchGone(f"the {self.kind.plural} watch expired; listing again") from None
+                raise
+        finally:
+            self._stream = None
+            stream.close()
+        with self.lock:
+            self.resumes += 1
+        return delivered
+
+    # -- one event ------------------------------------------------------------------------------
+
+    def _event(self, line: str, argv: list[str]) -> dict[str, Any]:
+        from llm_d_lens.jsonread import JsonRefused, loads
+
+        try:
+            event = loads(line)
+        except (json.JSONDecodeError, JsonRefused) as exc:
+            raise CommandOutputInvalid(argv, f"a watch event is not JSON: {exc}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str) or not isinstance(event.get("object"), dict):
+            raise CommandOutputInvalid(argv, "a watch event is not an object with a type and an object")
+        return event
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """One watch event applied to the objects; ERROR raises (410: :class:`WatchGone`)."""
+        kind, item = event["type"], event["object"]
+        if kind == "ERROR":
+            code = item.get("code")
+            message = item.get("message") or item.get("reason") or "no message"
+            if code == 410 or item.get("reason") in ("Expired", "Gone"):
+                raise WatchGone(f"the {self.kind.plural} watch expired ({message}); listing again")
+            raise WatchFailed(f"the {self.kind.plural} watch answered an error: {message}",
+                              details={"code": code, "reason": item.get("reason")})
+        rv = _resource_version(item)
+        now = self.clock()
+        with self.lock:
+            if rv is not None:
+                self.resource_version = rv
+            self.current_at = now
+            if kind == "BOOKMARK":
+                return
+            metadata = item.get("metadata")
+            if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+                raise WatchFailed(f"a {self.kind.kind} {kind} event holds an object without metadata.name")
+            item.setdefault("kind", self.kind.kind)  # watch events of typed collections may leave it off
+            if kind in ("ADDED", "MODIFIED"):
+                self.objects[_key(item)] = item
+            elif kind == "DELETED":
+                if self.objects.pop(_key(item), None) is None:
+                    return
+            else:
+                raise WatchFailed(f"a {self.kind.plural} watch event has an unknown type {kind!r}")
+            self.events += 1
+            self.last_event_at = now
+            self.on_change()
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def _broken(self, exc: LensError) -> None:
+        with self.lock:
+            self.state = "broken"
+            self.error = exc
+            if self.broken_since is None:
+                self.broken_since = self.clock()
+
+    def _absent(self) -> None:
+        with self.lock:
+            changed = bool(self.objects)
+            self.objects, self.resource_version, self.version = {}, None, None
+            self.state, self.synced, self.error, self.broken_since = "absent", True, None, None
+            self.current_at = self.clock()
+            if changed:
+                self.on_change()
+
+    def status(self, now: float) -> dict[str, Any]:
+        """This kind's part of the freshness answer."""
+        with self.lock:
+            current = now if self.state == "watching" else self.current_at
+            found: dict[str, Any] = {
+                "state": self.state, "objects": len(self.objects), "resource_version": self.resource_version,
+                "observed_at": current, "age_seconds": None if current is None else round(max(0.0, now - current), 3),
+                "last_event_at": self.last_event_at, "lists": self.lists, "events": self.events,
+            }
+            if self.error is not None:
+                found["error"] = {"code": self.error.code, "message": self.error.message}
+                found["broken_since"] = self.broken_since
+            return found

@@ -1,0 +1,349 @@
+"""The server's live clusters, watched: their objects in memory, the inventory built from memory.
+
+``lens serve`` (``LENS_CLUSTER_WATCH=1``, which it sets unless the operator set ``0``) starts one
+:class:`WatchedCluster` per configured live cluster when the app starts and stops them when it
+stops. Each keeps nodes, pods, ResourceSlices, DeviceClasses and ResourceClaims current through
+:mod:`.watch` (a thread per kind: a watch blocks on its stream). An overview then reads memory:
+:func:`watched_inventory` answers the inventory built from the kept objects. The CLI never starts
+a watch: it reads a cluster once, as before.
+
+Building the inventory of a 5,000-node cluster takes about a second, and on such a cluster pods
+come and go every second. So a request never builds (except the very first): a builder thread
+rebuilds after changes, coalescing those of :data:`SETTLE_SECONDS`, and a request answers the
+latest build at once. Its freshness says how many changes it is behind (``changes_pending``) and
+when it was built; an answer is never older than one build plus the settling time. Without the
+builder (a watch driven by hand, in tests and the benchmark) :meth:`WatchedCluster.inventory`
+builds on demand instead, once per change.
+
+Every answer says how fresh it is (:func:`freshness`): a watched cluster is ``watching`` (current
+now), ``syncing`` (its first lists are under way) or ``broken`` (the last known state, and since
+when); a one-shot read says when it was read; a snapshot or the demo is ``static``. A broken watch
+is also one of ``/readyz``'s problems (:func:`problems`), which the console shows as a banner.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llm_d_lens.cluster.cache import Inventory
+from llm_d_lens.cluster.clusters import Cluster
+from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
+from llm_d_lens.cluster.objects import ClusterObjects
+from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.cluster.watch import DRA_DISCOVERY, DRA_GROUP, KINDS, NOT_FOUND, KindWatch, WatchKind
+from llm_d_lens.errors import LensError
+from llm_d_lens.runner import CommandFailed, Runner
+
+WATCH_ENV = "LENS_CLUSTER_WATCH"
+#: how long a request waits for a just-started watch's first lists before answering 503
+FIRST_SYNC_SECONDS = 30.0
+#: how long stopping waits for each kind's thread
+JOIN_SECONDS = 5.0
+#: changes arriving within this long of each other are built into one inventory
+SETTLE_SECONDS = 0.2
+
+
+class WatchNotSynced(LensError):
+    """The cluster's watch has not listed every kind yet (the server has just started)."""
+
+    code = "CLUSTER_WATCH_SYNCING"
+    http_status = 503
+
+
+@dataclass(frozen=True)
+class WatchedInventory(Inventory):
+    """An inventory built from a watch's objects, and the watch it came from (for its freshness)."""
+
+    watch: WatchedCluster | None = None
+    generation: int = 0
+
+
+class WatchedCluster:
+    """One live cluster's objects kept current, and the inventory built from them."""
+
+    def __init__(self, name: str, source: ClusterSource, runner: Runner, *, kinds: Iterable[WatchKind] = KINDS,
+                 clock: Callable[[], float] = time.time, first_sync: float = FIRST_SYNC_SECONDS):
+        self.name = name
+        self.source = source
+        self.runner = runner
+        self.clock = clock
+        self.first_sync = first_sync
+        self.lock = threading.RLock()
+        self.stopped = threading.Event()
+        self.generation = 0
+        self.started_at: float | None = None
+        self._built: WatchedInventory | None = None
+        self._failed: tuple[int, LensError] | None = None  # the generation whose build failed, and why
+        self._build_lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._builder: threading.Thread | None = None
+        self._dra_version: str | None = None
+        self._dra_known = False
+        self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, clock=clock,
+                                           stopped=self.stopped) for kind in kinds}
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.started_at = self.clock()
+        for kind, watch in self.kinds.items():
+            thread = threading.Thread(target=watch.run, name=f"lens-watch-{self.name}-{kind}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        self.start_builder()
+
+    def start_builder(self) -> None:
+        """Only the builder (the benchmark drives the kinds by hand)."""
+        self._builder = threading.Thread(target=self._build_loop, name=f"lens-watch-{self.name}-builder", daemon=True)
+        self._threads.append(self._builder)
+        self._builder.start()
+
+    def stop(self) -> None:
+        """Stop every kind's loop and stream, and wait for their threads."""
+        self.stopped.set()
+        self._dirty.set()  # wakes the builder, which then sees the stop
+        for watch in self.kinds.values():
+            watch.stop()
+        for thread in self._threads:
+            thread.join(JOIN_SECONDS)
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def alive_threads(self) -> list[threading.Thread]:
+        return [t for t in self._threads if t.is_alive()]
+
+    # -- what the kinds ask ---------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        """Called under the lock by a kind whose objects changed: the built inventory is behind."""
+        self.generation += 1
+        self._dirty.set()
+
+    def _version_of(self, kind: WatchKind) -> str | None:
+        """``v1`` for the core kinds; the DRA group's preferred version, asked at each DRA list."""
+        if not kind.dra:
+            return "v1"
+        try:
+            document = self.runner.run(list(DRA_DISCOVERY)).json()
+        except CommandFailed as exc:
+            if any(text in exc.stderr for text in NOT_FOUND):
+                return None
+            raise
+        preferred = document.get("preferredVersion") if isinstance(document, dict) else None
+        version = preferred.get("version") if isinstance(preferred, dict) else None
+        if not isinstance(version, str) or not version:
+            from llm_d_lens.cluster.watch import WatchFailed
+
+            raise WatchFailed(f"the {DRA_GROUP} discovery document names no preferredVersion")
+        return version
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        with self.lock:
+            return all(watch.synced for watch in self.kinds.values())
+
+    def objects(self) -> ClusterObjects:
+        """The kept objects as the inventory reads them (lists of the same dicts, copied under the lock)."""
+        with self.lock:
+            found = ClusterObjects()
+            for kind, attr in OBJECT_KINDS.items():
+                watch = self.kinds.get(kind)
+                if watch is not None:
+                    setattr(found, attr, list(watch.objects.values()))
+            dra = [w for w in self.kinds.values() if w.kind.dra]
+            found.dra_api = any(w.state != "absent" for w in dra) if dra else None
+            return found
+
+    def inventory(self, *, current: bool = False) -> WatchedInventory:
+        """The inventory of the kept objects, from memory.
+
+        With the builder running, the latest build, even when changes are pending (see the module);
+        ``current`` (or no builder) builds first when the kept objects changed since.
+        """
+        with self.lock:
+            built, generation, failed = self._built, self.generation, self._failed
+        if failed is not None and failed[0] == generation:
+            raise failed[1]
+        if built is not None and (built.generation == generation or (not current and self._building())):
+            return built
+        self._wait_first_sync()
+        return self._build()
+
+    def _building(self) -> bool:
+        return self._builder is not None and self._builder.is_alive()
+
+    def _build(self) -> WatchedInventory:
+        with self._build_lock:  # one build at a time: concurrent requests after a change share it
+            with self.lock:
+                built, generation = self._built, self.generation
+                if built is not None and built.generation == generation:
+                    return built
+                objects = self.objects()
+                read_at = self.clock()
+            try:
+                found = WatchedInventory(_build(objects, self.source), read_at, watch=self, generation=generation)
+            except LensError as exc:  # an object the inventory cannot read: the answer is that error
+                with self.lock:
+                    self._failed = (generation, exc)
+                raise
+            with self.lock:
+                if self._built is None or self._built.generation < generation:
+                    self._built, self._failed = found, None
+            return found
+
+    def _build_loop(self) -> None:
+        """The builder: after each burst of changes, one build, so requests never wait for one."""
+        while not self.stopped.is_set():
+            self._dirty.wait()
+            if self.stopped.wait(SETTLE_SECONDS):
+                return
+            self._dirty.clear()
+            if not self.synced:
+                continue
+            try:
+                self._build()
+            except LensError:
+                pass  # kept in _failed: the next request answers it
+            except Exception:  # a bug must not end the builder: log it, answer on demand instead
+                import logging
+
+                logging.getLogger("llm_d_lens.cluster.watched").exception("building cluster %r's inventory failed", self.name)
+
+    def _wait_first_sync(self) -> None:
+        deadline = time.monotonic() + self.first_sync
+        while not self.synced:
+            broken = [w for w in self.kinds.values() if w.error is not None and not w.synced]
+            if broken:
+                raise broken[0].error  # never listed: the cluster cannot be read, as a one-shot read would say
+            if time.monotonic() >= deadline or self.stopped.is_set():
+                raise WatchNotSynced(f"cluster {self.name!r}: the watch has not listed every kind yet; try again shortly",
+                                     details={"cluster": self.name, "watch": self.status()})
+            time.sleep(0.02)
+
+    # -- freshness ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The watch's state: per kind, and the cluster's as its least fresh kind's."""
+        now = self.clock()
+        kinds = {kind: watch.status(now) for kind, watch in self.kinds.items()}
+        states = {k["state"] for k in kinds.values()}
+        state = "broken" if "broken" in states else "watching" if self.synced else "syncing"
+        observed = [k["observed_at"] for k in kinds.values()]
+        observed_at = None if any(o is None for o in observed) else min(observed)
+        return {"mode": "watch", "state": state, "static": False, "observed_at": observed_at,
+                "age_seconds": None if observed_at is None else round(max(0.0, now - observed_at), 3),
+                "since": self.started_at, "kinds": kinds}
+
+    def problems(self) -> list[dict[str, Any]]:
+        """A broken kind as a /readyz problem."""
+        found = []
+        for kind, watch in self.kinds.items():
+            with self.lock:
+                if watch.state != "broken" or watch.error is None:
+                    continue
+                error, since = watch.error, watch.broken_since
+            found.append({"kind": "cluster-watch", "name": self.name, "resource": kind, "code": error.code,
+                          "reason": error.message, "broken_since": since})
+        return found
+
+
+def _build(objects: ClusterObjects, source: ClusterSource) -> Any:
+    from llm_d_lens.cluster.inventory import build_inventory
+    from llm_d_lens.cluster.snapshot import gc_paused
+
+    with gc_paused():  # as service.inspect does: the build makes many short-lived containers
+        return build_inventory(objects, source=source.describe())
+
+
+# -- the server's watches ----------------------------------------------------------------------
+
+_lock = threading.Lock()
+_watches: dict[tuple[str | None, str | None], WatchedCluster] = {}
+
+
+def _key(source: ClusterSource) -> tuple[str | None, str | None]:
+    return (source.context, source.kubeconfig)
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if env is None else env).get(WATCH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def start(clusters: Iterable[Cluster], timeout: float, runner_for: Callable[[Cluster], Runner] | None = None) -> list[WatchedCluster]:
+    """A watch for each live cluster (the same context and kubeconfig once), started now."""
+    started = []
+    for cluster in clusters:
+        if not cluster.live:
+            continue
+        source = cluster.source(timeout)
+        with _lock:
+            if _key(source) in _watches:
+                continue
+            runner = runner_for(cluster) if runner_for is not None else source.runner()
+            watch = _watches[_key(source)] = WatchedCluster(cluster.name, source, runner)
+        watch.start()
+        started.append(watch)
+    return started
+
+
+def stop(watches: Iterable[WatchedCluster]) -> None:
+    """Stop these watches and forget them (the server's shutdown stops those it started)."""
+    watches = list(watches)
+    with _lock:
+        for key, watch in list(_watches.items()):
+            if watch in watches:
+                del _watches[key]
+    for watch in watches:
+        watch.stop()
+
+
+def stop_all() -> None:
+    """Stop every watch (tests)."""
+    with _lock:
+        found = list(_watches.values())
+    stop(found)
+
+
+def watch_of(source: ClusterSource) -> WatchedCluster | None:
+    if not source.live:
+        return None
+    with _lock:
+        return _watches.get(_key(source))
+
+
+def watched_inventory(source: ClusterSource) -> WatchedInventory | None:
+    """The inventory from memory when the server watches this source; None: read it once instead."""
+    watch = watch_of(source)
+    return watch.inventory() if watch is not None else None
+
+
+def freshness(source: ClusterSource, found: Inventory) -> dict[str, Any]:
+    """How fresh an answer built from ``found`` is, for the API's and the console's answers."""
+    if isinstance(found, WatchedInventory) and found.watch is not None:
+        status = found.watch.status()
+        pending = max(0, found.watch.generation - found.generation)
+        status.update(built_at=found.read_at, changes_pending=pending)
+        if pending and status["observed_at"] is not None and found.read_at < status["observed_at"]:
+            # the kept objects are current, this answer is their state at its build
+            status.update(observed_at=found.read_at, age_seconds=round(max(0.0, time.time() - found.read_at), 3))
+        return status
+    if not source.live:
+        return {"mode": "demo" if source.demo else "snapshot", "state": "static", "static": True,
+                "observed_at": found.read_at, "age_seconds": None}
+    now = time.time()
+    return {"mode": "list", "state": "read-once", "static": False, "observed_at": found.read_at,
+            "age_seconds": round(max(0.0, now - found.read_at), 3)}
+
+
+def problems() -> list[dict[str, Any]]:
+    """Every watched cluster's broken kinds (part of /readyz)."""
+    with _lock:
+        found = list(_watches.values())
+    return [problem for watch in found for problem in watch.problems()]
