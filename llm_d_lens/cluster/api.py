@@ -72,9 +72,9 @@ NODES_HELP = "Include the per-node detail (large on big clusters)."
 # it reads ``nodes`` itself (query_flag: same values and errors as Query), which FastAPI solving it
 # cost more than the rest of a cached answer
 @hot.get("/clusters/overview", response_model=dict[str, Any],
-            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."},
-                       422: {"description": "Validation Error"}},
-            openapi_extra={"parameters": [flag_parameter("nodes", True, NODES_HELP)]})
+         responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."},
+                    422: {"description": "Validation Error"}},
+         openapi_extra={"parameters": [flag_parameter("nodes", True, NODES_HELP)]})
 async def overview(request: Request) -> Response:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
 
