@@ -31,6 +31,10 @@ def max_body_bytes() -> int:
     return int(raw)
 
 
+#: protocol versions whose requests without Content-Length or Transfer-Encoding carry no body
+_NO_BODY_UNLESS_FRAMED = frozenset({"1.0", "1.1"})
+
+
 def _too_large(limit: int) -> ASGIApp:
     return problem(413, "REQUEST_TOO_LARGE", f"the request body is over {limit} bytes, the server's limit ({ENV})",
                    limit=limit)
@@ -47,8 +51,10 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        framed = False  # whether the request says it has a body (Content-Length or Transfer-Encoding)
         for name, value in scope.get("headers", []):
             if name == b"content-length":
+                framed = True
                 declared = value.strip()
                 if not declared.isdigit():
                     await problem(400, "REQUEST_INVALID", "the Content-Length header is not a number")(scope, receive, send)
@@ -56,6 +62,12 @@ class BodyLimit:
                 if len(declared) > 15 or int(declared) > self.limit:
                     await _too_large(self.limit)(scope, receive, send)
                     return
+            elif name == b"transfer-encoding":
+                framed = True
+        if not framed and scope.get("http_version") in _NO_BODY_UNLESS_FRAMED:
+            # HTTP/1.x: a request with neither header has no body (RFC 9112, 6.3); nothing to count
+            await self.app(scope, receive, send)
+            return
         messages: list[Message] = []
         size = 0
         while True:

@@ -16,12 +16,19 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from llm_d_lens.api import query_params
+from llm_d_lens.api.query_params import flag_parameter, query_flag
 from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters
 from llm_d_lens.cluster.served import ORIGIN_ENV, SINGLE_SETTINGS, kubectl_timeout, served_clusters
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["cluster"])
+#: the overview, the server's most requested route: mounted first and without the shared query
+#: dependency; it calls query_params.reject_unknown_query itself (same 400), which FastAPI
+#: solving as a dependency cost about a quarter of a cached answer
+hot = APIRouter(tags=["cluster"])
+SELF_CHECKED_ROUTERS = (hot,)
 
 
 #: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
@@ -59,6 +66,39 @@ def cluster_runners() -> Callable[[Cluster], Runner | None]:
     return lambda _cluster: None
 
 
+NODES_HELP = "Include the per-node detail (large on big clusters)."
+
+
+# it reads ``nodes`` itself (query_flag: same values and errors as Query), which FastAPI solving it
+# cost more than the rest of a cached answer
+@hot.get("/clusters/overview", response_model=dict[str, Any],
+         responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."},
+                    422: {"description": "Validation Error"}},
+         openapi_extra={"parameters": [flag_parameter("nodes", True, NODES_HELP)]})
+async def overview(request: Request) -> Response:
+    """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
+
+    A snapshot's (or the demo's) answer is encoded once while the file is unchanged and carries an
+    ``ETag``; send it back in ``If-None-Match`` to get ``304 Not Modified`` instead of the document.
+    """
+    from llm_d_lens.cluster.cache import encoded_if_kept
+    from llm_d_lens.cluster.watched import freshness
+    from llm_d_lens.conditional import respond
+
+    await query_params.reject_unknown_query(request)
+    nodes = query_flag(request, "nodes", True)
+    source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
+    ready = encoded_if_kept(source, nodes) if runner is None else None
+    if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
+        return respond(request, ready)
+    found = await read_inventory(source, runner)
+    if source.live:  # a live answer's freshness (its age) changes from one request to the next
+        return respond(request, await run_in_threadpool(_encoded_live, source, found, nodes))
+    # once per kept inventory (a large one takes a moment); a file's freshness is fixed while it is kept
+    encoded = await run_in_threadpool(found.encoded, nodes, freshness(source, found))
+    return respond(request, encoded)
+
+
 @router.get("/clusters")
 async def clusters(
     clusters: Clusters = Depends(configured_clusters),
@@ -72,23 +112,32 @@ async def clusters(
             "clusters": [r.to_dict() for r in found]}
 
 
-@router.get("/clusters/{name}/overview")
+@router.get("/clusters/{name}/overview", response_model=dict[str, Any],
+            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
 async def named_overview(
+    request: Request,
     name: str,
-    nodes: bool = Query(True, description="Include the per-node detail (large on big clusters)."),
+    nodes: bool = Query(True, description=NODES_HELP),
     clusters: Clusters = Depends(configured_clusters),
     runners: Callable[[Cluster], Runner | None] = Depends(cluster_runners),
-) -> dict[str, Any]:
-    """One configured cluster's overview, with the cluster's name, labels and when it was read; 404 for another name."""
+) -> Response:
+    """One configured cluster's overview, with the cluster's name, labels and when it was read; 404 for another name.
+
+    Like ``/clusters/overview``: a snapshot's answer is encoded once while the file is unchanged,
+    with an ``ETag`` that ``If-None-Match`` turns into ``304 Not Modified``; a live one is encoded
+    per request with how fresh it is and a weak tag over the cluster's state.
+    """
     from llm_d_lens.cluster.watched import freshness
+    from llm_d_lens.conditional import respond
 
     cluster = clusters.get(name)
     source = cluster.source(kubectl_timeout())
     found = await read_inventory(source, runners(cluster))
-    document = found.overview.to_dict()
-    if not nodes:
-        document.pop("nodes")
-    return {"cluster": cluster.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found), **document}
+    entry = cluster.to_dict()
+    if source.live:
+        head = {"cluster": entry, "read_at": found.read_at}
+        return respond(request, await run_in_threadpool(_encoded_live, source, found, nodes, head))
+    return respond(request, await run_in_threadpool(found.encoded_named, entry, nodes, freshness(source, found)))
 
 
 @router.get("/fleet/overview")
@@ -103,39 +152,13 @@ async def fleet_overview(
     return fleet_document(await gather_members(clusters.select(cluster), kubectl_timeout(), runners))
 
 
-@router.get("/clusters/overview", response_model=dict[str, Any],
-            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
-async def overview(
-    request: Request,
-    nodes: bool = Query(True, description="Include the per-node detail (large on big clusters)."),
-) -> Response:
-    """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
-
-    A snapshot's (or the demo's) answer is encoded once while the file is unchanged and carries an
-    ``ETag``; send it back in ``If-None-Match`` to get ``304 Not Modified`` instead of the document.
-    """
-    from llm_d_lens.cluster.cache import encoded_if_kept
-    from llm_d_lens.cluster.watched import freshness
-    from llm_d_lens.conditional import respond
-
-    source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
-    ready = encoded_if_kept(source, nodes) if runner is None else None
-    if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
-        return respond(request, ready)
-    found = await read_inventory(source, runner)
-    if source.live:  # a live answer's freshness (its age) changes from one request to the next
-        return respond(request, await run_in_threadpool(_encoded_live, source, found, nodes))
-    # once per kept inventory (a large one takes a moment); a file's freshness is fixed while it is kept
-    encoded = await run_in_threadpool(found.encoded, nodes, freshness(source, found))
-    return respond(request, encoded)
-
-
-def _encoded_live(source: ClusterSource, found: Any, nodes: bool) -> Any:
+def _encoded_live(source: ClusterSource, found: Any, nodes: bool, head: dict[str, Any] | None = None) -> Any:
     """A live cluster's overview with how fresh it is now, encoded for this request alone.
 
-    Its age changes from one request to the next while the cluster does not, so the tag is weak
-    and covers the overview without ``freshness``: a client holding the same cluster state gets
-    a 304 (RFC 9110's weak validator: the same content, not the same bytes).
+    Its age (and a named cluster's ``read_at``) changes from one request to the next while the
+    cluster does not, so the tag is weak and covers the overview alone: a client holding the same
+    cluster state gets a 304 (RFC 9110's weak validator: the same content, not the same bytes).
+    The body is the bytes of ``{**head, **overview, "freshness": ...}``, the overview encoded once.
     """
     from llm_d_lens.cluster.watched import freshness
     from llm_d_lens.conditional import Encoded, encode
@@ -144,9 +167,9 @@ def _encoded_live(source: ClusterSource, found: Any, nodes: bool) -> Any:
     if not nodes:
         document.pop("nodes")
     state = encode(document)
-    tail = encode({"freshness": freshness(source, found)}).body  # b'{"freshness":{...}}'
-    body = state.body[:-1] + b"," + tail[1:] if document else tail  # the bytes of {**document, "freshness": ...}
-    return Encoded(body, f"W/{state.etag}")
+    opening = encode(head).body[:-1] + b"," if head else b"{"
+    tail = encode({"freshness": freshness(source, found)}).body[1:]  # b'"freshness":{...}}'
+    return Encoded(opening + state.body[1:-1] + b"," + tail, f"W/{state.etag}")
 
 
 def inline_dependency(request: Request, dependency: Callable[[], Any]) -> Any:

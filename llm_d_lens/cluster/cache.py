@@ -13,6 +13,8 @@ also hold N parsed clusters in memory). Each kept inventory also keeps its overv
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import threading
 import time
@@ -33,6 +35,7 @@ class Inventory:
     overview: Overview
     read_at: float  # Unix seconds when the source was read
     _encoded: dict[bool, Encoded] = field(default_factory=dict, repr=False, compare=False)
+    _named: dict[tuple[str, bool], Encoded] = field(default_factory=dict, repr=False, compare=False)
     _encoding: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def encoded(self, nodes: bool = True, freshness: dict[str, Any] | None = None) -> Encoded:
@@ -54,6 +57,26 @@ class Inventory:
                 found = self._encoded[nodes] = encode(document)
             return found
 
+    def encoded_named(self, cluster: dict[str, Any], nodes: bool = True,
+                      freshness: dict[str, Any] | None = None) -> Encoded:
+        """A named cluster's overview (``/clusters/{name}/overview``: its entry, ``read_at``, the overview) as bytes.
+
+        Kept per entry and shape, so a second request for an unchanged snapshot encodes nothing.
+        """
+        from llm_d_lens.conditional import encode
+
+        key = (json.dumps(cluster, sort_keys=True), nodes)
+        with self._encoding:
+            found = self._named.get(key)
+            if found is None:
+                document = self.overview.to_dict()
+                if not nodes:
+                    document.pop("nodes")
+                if freshness is not None:
+                    document["freshness"] = freshness
+                found = self._named[key] = encode({"cluster": cluster, "read_at": self.read_at, **document})
+            return found
+
 
 _lock = threading.Lock()
 #: file key -> inventory, the most recently used last; a fleet of snapshots keeps each of them
@@ -64,11 +87,17 @@ KEEP = 8
 _building: dict[Any, threading.Lock] = {}
 
 
+@functools.cache
+def _demo_path() -> str:
+    """Where the installed demo snapshot is; working it out was a third of a cached demo answer's cost."""
+    return str(resources.files("llm_d_lens.cluster").joinpath(*DEMO_SNAPSHOT))
+
+
 def _file_key(source: ClusterSource) -> Any:
     from llm_d_lens.hardware.registry import get_registry
 
     if source.demo:
-        path = str(resources.files("llm_d_lens.cluster").joinpath(*DEMO_SNAPSHOT))
+        path = _demo_path()
     elif source.snapshot is not None:
         path = str(source.snapshot)
     else:

@@ -215,3 +215,25 @@ def test_telemetry_joins_use_the_named_clusters_objects(served: TestClient, monk
     assert unknown.status_code == 404 and unknown.json()["code"] == "CLUSTER_NOT_FOUND"
     missing = served.get("/api/v1/telemetry/devices", params={"hardware": "nvidia", "cluster": "nope"})
     assert missing.status_code == 404 and missing.json()["code"] == "CLUSTER_NOT_FOUND"
+
+
+def test_a_named_overview_is_the_document_it_was_with_an_etag_and_a_304(served: TestClient) -> None:
+    """The named overview is served from encoded bytes: the same JSON as a route returning the dict, and revalidated."""
+    from fastapi import FastAPI
+
+    for name, params in (("lab", {}), ("lab", {"nodes": "false"}), ("demo", {}), ("prod", {"nodes": "false"})):
+        first = served.get(f"/api/v1/clusters/{name}/overview", params=params)
+        assert first.status_code == 200 and first.headers["content-type"] == "application/json"
+        plain = FastAPI()
+        plain.get("/o")(lambda: first.json())
+        assert first.content == TestClient(plain).get("/o").content  # FastAPI's own rendering of the same data
+        etag = first.headers["etag"]
+        again = served.get(f"/api/v1/clusters/{name}/overview", params=params, headers={"If-None-Match": etag})
+        if name == "prod":  # a live cluster is read again: its read_at and age move on, its state did not
+            assert etag.startswith('W/"') and again.status_code == 304 and again.headers["etag"] == etag
+            assert first.json()["freshness"]["mode"] == "list"
+            continue
+        assert first.json()["freshness"]["static"] is True
+        assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    lab, bare = (served.get("/api/v1/clusters/lab/overview", params=p).headers["etag"] for p in ({}, {"nodes": "false"}))
+    assert lab != bare

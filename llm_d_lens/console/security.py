@@ -17,6 +17,15 @@ DOCS_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-
 DOCS_PATHS = ("/docs", "/redoc")
 
 
+def _headers(policy: str) -> list[tuple[bytes, bytes]]:
+    return [(b"content-security-policy", policy.encode()), (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+
+
+#: encoded once: every response of the server carries one of these
+_CONSOLE_HEADERS, _DOCS_HEADERS = _headers(CONSOLE_POLICY), _headers(DOCS_POLICY)
+
+
 class SecurityHeaders:
     """Adds the policy and its companions to every response (API answers included: they are harmless there)."""
 
@@ -27,14 +36,11 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = DOCS_POLICY if scope.get("path", "").startswith(DOCS_PATHS) else CONSOLE_POLICY
+        extra = _DOCS_HEADERS if scope.get("path", "").startswith(DOCS_PATHS) else _CONSOLE_HEADERS
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers += [(b"content-security-policy", policy.encode()), (b"x-content-type-options", b"nosniff"),
-                            (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
-                message["headers"] = headers
+                message["headers"] = [*message.get("headers", ()), *extra]
             await send(message)
 
         await self.app(scope, receive, with_headers)
