@@ -155,7 +155,22 @@ def _plain(key: str) -> bool:
 
 
 def _too_deep(document: Any, max_depth: int) -> str | None:
-    """The path of the first value nested deeper than ``max_depth``, without recursing."""
+    """The path of the first value nested deeper than ``max_depth``, without recursing.
+
+    Most documents are far shallower than the limit, so one level at a time is walked first,
+    building no path (a path string for every object and list was a third of decoding a large
+    Prometheus answer); only a document that does nest too deep is walked again for its path.
+    """
+    level = [document] if isinstance(document, (dict, list)) else []
+    for _ in range(max_depth):
+        if not level:
+            return None
+        level = [v for c in level for v in (c.values() if isinstance(c, dict) else c) if isinstance(v, (dict, list))]
+    return _first_too_deep(document, max_depth) if level else None
+
+
+def _first_too_deep(document: Any, max_depth: int) -> str:
+    """The path :func:`_too_deep` reports: the first too-deep value in a depth-first walk, last child first."""
     stack: list[tuple[Any, int, str]] = [(document, 0, "$")]
     while stack:
         value, depth, path = stack.pop()
@@ -167,4 +182,4 @@ def _too_deep(document: Any, max_depth: int) -> str | None:
             if depth >= max_depth:
                 return path
             stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(value) if isinstance(v, (dict, list)))
-    return None
+    raise AssertionError("a value nests deeper than the limit, yet the walk found none")  # pragma: no cover

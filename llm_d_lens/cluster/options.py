@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from llm_d_lens.cluster.clusters import Cluster, Clusters
-from llm_d_lens.cluster.source import SourceConflict
+if TYPE_CHECKING:  # imported where used: a command that only declares the options (deploy render) never loads them
+    from llm_d_lens.cluster.clusters import Cluster, Clusters
 
 ClusterNameOption = typer.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
 ClustersFileOption = typer.Option(
@@ -32,6 +33,8 @@ def named_cluster(name: str | None, clusters_file: Path | None, **given: object)
         return None
     chosen = [f"--{flag.replace('_', '-')}" for flag, value in given.items() if value]
     if chosen:
+        from llm_d_lens.cluster.source import SourceConflict
+
         raise SourceConflict(f"--cluster {name} names a cluster; drop {', '.join(chosen)} (or --cluster)")
     return user_clusters(clusters_file).get(name)
 
