@@ -11,10 +11,6 @@ from fastapi import APIRouter, Request, Response
 from llm_d_lens.hardware.registry import get_registry
 
 router = APIRouter(tags=["hardware"])
-#: capabilities, asked by every console page and client poll: mounted without the shared query
-#: dependency (FastAPI solving it cost a fifth of a cached answer); the route checks the query itself
-hot = APIRouter(tags=["hardware"])
-SELF_CHECKED_ROUTERS = (hot,)
 
 
 def _profile_document(profile: Any, registry: Any) -> dict[str, Any]:
@@ -45,7 +41,7 @@ _encoded_lock = threading.Lock()
 _encoded: tuple[Any, int, Any] | None = None  # (registry, failures, Encoded)
 
 
-@hot.get("/hardware/capabilities", response_model=dict[str, Any],
+@router.get("/hardware/capabilities", response_model=dict[str, Any],
             responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
 async def capabilities_route(request: Request) -> Response:
     """Every registered profile with all its fields, and a hash that changes when any does.
@@ -53,11 +49,9 @@ async def capabilities_route(request: Request) -> Response:
     The ``ETag`` starts with that hash; send it back in ``If-None-Match`` to get ``304 Not Modified``.
     Async: once encoded, an answer is a lookup, not worth a worker thread (the first build is a few ms).
     """
-    from llm_d_lens.api.query_params import reject_unknown_query
     from llm_d_lens.conditional import encode, respond
 
     global _encoded
-    await reject_unknown_query(request)  # the same 400 as every route's, without a solved dependency
     registry = get_registry()
     with _encoded_lock:
         if _encoded is None or _encoded[0] is not registry or _encoded[1] != len(registry.failures):

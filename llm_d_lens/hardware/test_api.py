@@ -80,14 +80,3 @@ def test_a_new_registry_is_a_new_capabilities_document(client):
         set_registry(kept)
     assert after.status_code == 200 and after.json()["profiles"] == [] and after.headers["etag"] != before.headers["etag"]
     assert client.get("/api/v1/hardware/capabilities", headers={"If-None-Match": before.headers["etag"]}).status_code == 304
-
-
-def test_capabilities_checks_its_query_itself_with_the_same_problem(client):
-    """Mounted without the shared dependency for speed, the route still refuses what it does not take."""
-    from llm_d_lens.hardware import api
-
-    refused = client.get("/api/v1/hardware/capabilities", params={"context": "prod"})
-    assert refused.status_code == 400 and refused.headers["content-type"] == "application/problem+json"
-    assert refused.json()["code"] == "QUERY_PARAMETER_UNKNOWN" and "'context'" in refused.json()["detail"]
-    assert any(route.path == "/hardware/capabilities" for route in api.hot.routes)
-    assert not any(getattr(route, "path", "") == "/hardware/capabilities" for route in api.router.routes)
