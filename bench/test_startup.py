@@ -24,5 +24,5 @@ def test_startup_benchmark_prints_ratios_and_counts_plugins():
             assert re.search(rf"lens {re.escape(command)}, {how}\s+median\s+[\d.]+ ms\s+ratio\s+[\d.]+x\s+goal <= 3x: (met|missed)",
                              out), (command, how)
     assert re.search(r"lens cluster inspect --demo, again\s+median\s+[\d.]+ ms\s+ratio\s+[\d.]+x$", out, re.M)
-    assert re.search(r"lens deploy render (\S+: median [\d.]+ ms, kubectl kustomize [\d.]+ ms, ratio [\d.]+x  goal <= 1.3x: "
+    assert re.search(r"lens deploy render( \S+: median [\d.]+ ms, kubectl kustomize [\d.]+ ms, ratio [\d.]+x  goal <= 1.3x: "
                      r"(met|missed)|: skipped \(.+\))$", out, re.M)
