@@ -163,10 +163,7 @@ def _encoded_live(source: ClusterSource, found: Any, nodes: bool, head: dict[str
     from llm_d_lens.cluster.watched import freshness
     from llm_d_lens.conditional import Encoded, encode
 
-    document = found.overview.to_dict()
-    if not nodes:
-        document.pop("nodes")
-    state = encode(document)
+    state = encode(found.document(nodes))
     opening = encode(head).body[:-1] + b"," if head else b"{"
     tail = encode({"freshness": freshness(source, found)}).body[1:]  # b'"freshness":{...}}'
     return Encoded(opening + state.body[1:-1] + b"," + tail, f"W/{state.etag}")

@@ -49,12 +49,7 @@ class Inventory:
         with self._encoding:  # concurrent first requests encode once
             found = self._encoded.get(nodes)
             if found is None:
-                document = self.overview.to_dict()
-                if not nodes:
-                    document.pop("nodes")
-                if freshness is not None:
-                    document["freshness"] = freshness
-                found = self._encoded[nodes] = encode(document)
+                found = self._encoded[nodes] = encode(self.document(nodes, freshness))
             return found
 
     def encoded_named(self, cluster: dict[str, Any], nodes: bool = True,
@@ -69,13 +64,18 @@ class Inventory:
         with self._encoding:
             found = self._named.get(key)
             if found is None:
-                document = self.overview.to_dict()
-                if not nodes:
-                    document.pop("nodes")
-                if freshness is not None:
-                    document["freshness"] = freshness
-                found = self._named[key] = encode({"cluster": cluster, "read_at": self.read_at, **document})
+                document = {"cluster": cluster, "read_at": self.read_at, **self.document(nodes, freshness)}
+                found = self._named[key] = encode(document)
             return found
+
+    def document(self, nodes: bool = True, freshness: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The overview as the API answers it: without the per-node detail unless ``nodes``, with ``freshness`` last."""
+        document = self.overview.to_dict()
+        if not nodes:
+            document.pop("nodes")
+        if freshness is not None:
+            document["freshness"] = freshness
+        return document
 
 
 _lock = threading.Lock()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,12 @@ STATIC_URL = "/console/static"
 VENDOR_URL = "/console/vendor"
 #: ReDoc's bundle as /redoc loads it: the packaged file with its one remote image made local.
 REDOC_BUNDLE_URL = "/console/redoc.standalone.js"
-#: ReDoc draws its maker's logo (beside the "API docs by Redocly" credit, which stays) from this
-#: address, unconditionally: no option turns it off. The console's policy allows images from this
-#: server and data: only, so the browser refused it and logged a console error on every visit.
-REDOC_REMOTE_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+#: ReDoc draws its maker's logo (beside the "API docs by Redocly" credit, which stays) from its
+#: maker's CDN, unconditionally: no option turns it off. The console's policy allows images from
+#: this server and data: only, so the browser refused it and logged a console error on every
+#: visit. Every absolute image address in the bundle is served as :data:`EMPTY_IMAGE` instead,
+#: so the bundle, whichever version is installed, asks no other origin for an image.
+REMOTE_IMAGE = re.compile(r"https?://[^\s\"'`()<>]+?\.(?:svg|png|gif|jpe?g|webp|ico)(?=[\"'`)])")
 #: An empty image in its place: nothing is fetched, nothing is refused, the policy stays as strict.
 EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 width=%270%27 height=%270%27/%3E"
 
@@ -258,9 +261,9 @@ async def doctor_page() -> HTMLResponse:
 
 @functools.cache
 def redoc_bundle() -> bytes:
-    """The installed ReDoc bundle with its remote logo replaced by :data:`EMPTY_IMAGE` (read once)."""
+    """The installed ReDoc bundle with its remote images replaced by :data:`EMPTY_IMAGE` (read once)."""
     text = Path(vendor_directory(), "redoc.standalone.js").read_text(encoding="utf-8")
-    return text.replace(REDOC_REMOTE_LOGO, EMPTY_IMAGE).encode()
+    return REMOTE_IMAGE.sub(EMPTY_IMAGE, text).encode()
 
 
 @router.get(REDOC_BUNDLE_URL)
