@@ -16,7 +16,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.api import query_params
 from llm_d_lens.api.query_params import flag_parameter, query_flag
 from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters
 from llm_d_lens.cluster.served import ORIGIN_ENV, SINGLE_SETTINGS, kubectl_timeout, served_clusters
@@ -24,11 +23,10 @@ from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["cluster"])
-#: the overview, the server's most requested route: mounted first and without the shared query
-#: dependency; it calls query_params.reject_unknown_query itself (same 400), which FastAPI
-#: solving as a dependency cost about a quarter of a cached answer
+#: the overview, the server's most requested route: mounted flat, its endpoint called without
+#: dependency solving, after the same unknown-parameter check (llm_d_lens/api/hot_routes.py)
 hot = APIRouter(tags=["cluster"])
-SELF_CHECKED_ROUTERS = (hot,)
+HOT_ROUTERS = (hot,)
 
 
 #: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
@@ -85,7 +83,6 @@ async def overview(request: Request) -> Response:
     from llm_d_lens.cluster.watched import freshness
     from llm_d_lens.conditional import respond
 
-    await query_params.reject_unknown_query(request)
     nodes = query_flag(request, "nodes", True)
     source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
     ready = encoded_if_kept(source, nodes) if runner is None else None
