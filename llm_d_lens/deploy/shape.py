@@ -33,16 +33,9 @@ from llm_d_lens.deploy.workloads import (
 )
 from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
 from llm_d_lens.hardware.pci import normalise_pci
+from llm_d_lens.k8s.engine import literal_env, resolve_size, stated_flags
 from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.deploy.validate import Issue
-
-# Flags that say how many devices one model-server pod spans (vLLM, SGLang, TensorRT-LLM spellings).
-_TENSOR_FLAGS = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp_size", "--tp")
-_PIPELINE_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp_size", "--pp")
-# vLLM's data-parallel ranks in this pod each drive their own tensor group. SGLang's --dp-size is left
-# out on purpose: its data-parallel attention shares the tensor-parallel devices.
-_DATA_LOCAL_FLAGS = ("--data-parallel-size-local", "-dpl")
-
 
 @dataclass(frozen=True)
 class RuntimeClassRef:
@@ -118,40 +111,28 @@ def image_repository(image: str) -> str:
     return name
 
 
-def engine_tokens(container: dict[str, Any]) -> list[str]:
-    """The container's command and args as words, a shell script (``sh -c "vllm serve ..."``) split too."""
-    words: list[str] = []
-    for token in [str(t) for t in (container.get("command") or []) + (container.get("args") or [])]:
-        words += token.replace("\\\n", " ").split() if any(ch.isspace() for ch in token) else [token]
-    return words
-
-
 def parallel_flags(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """``tp``/``pp``/``dp_local`` -> (the flag as written, its value) for the sizes the engine states.
 
     The value is kept as written: ``$TP_SIZE`` from a shell script is stated but not known.
     """
-    tokens = engine_tokens(container)
-    found: dict[str, tuple[str, str]] = {}
-    for flags, key in ((_TENSOR_FLAGS, "tp"), (_PIPELINE_FLAGS, "pp"), (_DATA_LOCAL_FLAGS, "dp_local")):
-        for i, token in enumerate(tokens):
-            name, eq, value = token.partition("=")
-            if name in flags:
-                found[key] = (name, value if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
-    return found
+    return stated_flags(container)
 
 
 def parallelism(container: dict[str, Any]) -> int | None:
     """Devices one model-server pod drives by its flags (tensor × pipeline × local data-parallel ranks).
 
-    None when the engine states no size, or states one that is not a number (a shell variable).
+    A size may be a literal, a variable the container's ``env`` sets (``$TP_SIZE``) or shell
+    arithmetic over such variables. None when the engine states no size, or one that is not known.
     """
-    sizes = parallel_flags(container)
-    if not sizes or not all(value.strip().isdigit() for _, value in sizes.values()):
+    stated = parallel_flags(container)
+    env = literal_env(container)
+    sizes = [resolve_size(value, env) for _, value in stated.values()]
+    if not sizes or None in sizes:
         return None
     product = 1
-    for _, value in sizes.values():
-        product *= int(value)
+    for size in sizes:
+        product *= size  # type: ignore[operator]
     return product
 
 

@@ -97,3 +97,21 @@ def test_the_cli_says_it_on_stderr_and_still_renders():
     lines = [line for line in done.stderr.splitlines() if CODE in line]
     assert len(lines) == 1 and lines[0].startswith("# warning: Deployment/optimized-baseline-nvidia-gpu-vllm-decode: --count 4")
     assert CODE not in done.stdout and "nvidia.com/gpu: 4" in done.stdout
+
+
+def test_sizes_set_in_the_containers_env_are_known():
+    script = {"args": ["sh", "-c", "vllm serve m --tensor-parallel-size $TP_SIZE --data-parallel-size-local ${DPL}"],
+              "env": [{"name": "TP_SIZE", "value": "2"}, {"name": "DPL", "value": "4"}]}
+    assert parallelism(script) == 8
+    assert parallelism({**script, "env": [{"name": "TP_SIZE", "value": "2"}]}) is None  # DPL is not known
+
+
+@needs_tree
+@needs_kustomize
+def test_a_wide_ep_count_change_warns_on_sizes_its_env_sets():
+    # wide-ep-lws/.../vllm/gke: TP_SIZE=1 and DP_SIZE_LOCAL=8 in each LeaderWorkerSet's env, 8 GPUs a pod
+    warnings, _ = warnings_of("wide-ep-lws", "nvidia", "gke", 4)
+    assert sorted(w.where.split(" ")[0] for w in warnings) == ["LeaderWorkerSet/wide-ep-llm-d-decode",
+                                                               "LeaderWorkerSet/wide-ep-llm-d-prefill"]
+    assert all("sized for the overlay's 8" in w.message for w in warnings)
+    assert warnings_of("wide-ep-lws", "nvidia", "gke", 8)[0] == []

@@ -15,8 +15,10 @@ from typing import Any
 
 from llm_d_lens.evaluate.benchmark import DEFAULT_GUIDE, BenchmarkConfig, Role, Target
 from llm_d_lens.evaluate.errors import HardwareNotInferred, ManifestInvalid
+from llm_d_lens.evaluate.workload import Parallelism
 from llm_d_lens.hardware.errors import render_value
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolution, Resolver
+from llm_d_lens.k8s.engine import DATA_FLAGS, POD_SIZE_FLAGS, literal_env, resolve_size, stated_flags
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, labels_of, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
@@ -42,6 +44,8 @@ class PodShape:
     device_classes: dict[str, int] = field(default_factory=dict)  # class -> devices per pod
     node_labels: dict[str, str] = field(default_factory=dict)  # labels the pod pins its node to
     resources: dict[str, int] = field(default_factory=dict)  # extended resource -> per pod
+    parallelism: Parallelism | None = None  # what its engine's flags state, when every size is known
+    parallel_evidence: dict[str, Any] | None = None  # what was read, known or not
 
     @property
     def role(self) -> str:
@@ -132,9 +136,12 @@ def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[
             named = str(claim.get("resourceClaimTemplateName") or claim.get("resourceClaimName") or "")
             for device_class, count in templates.get(named, {}).items():
                 shape.device_classes[device_class] = shape.device_classes.get(device_class, 0) + count
-        for c, container in enumerate(_as(spec.get("containers"), list, f"{at} containers")):
+        containers = _as(spec.get("containers"), list, f"{at} containers")
+        requesting = []
+        for c, container in enumerate(containers):
             container = _as(container, dict, f"{at} containers[{c}]")
             resources = _as(container.get("resources"), dict, f"{at} containers[{c}].resources")
+            asks = False
             # an extended resource's request must equal its limit, so either one gives the count
             asked = {**_as(resources.get("requests"), dict, f"{at} containers[{c}].resources.requests"),
                      **_as(resources.get("limits"), dict, f"{at} containers[{c}].resources.limits")}
@@ -143,8 +150,54 @@ def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[
                     continue
                 count = _count(value, f"{at} containers[{c}].resources.{resource}")
                 shape.resources[resource] = shape.resources.get(resource, 0) + count
+                asks = asks or count > 0
+            if asks or resources.get("claims"):  # the model server: it asks for the devices
+                requesting.append(container)
+        lws_size = get_path(obj, "spec", "leaderWorkerTemplate", "size") if obj.get("kind") == "LeaderWorkerSet" else None
+        servers = requesting or [c for c in containers if isinstance(c, dict)]
+        shape.parallelism, shape.parallel_evidence = stated_parallelism(shape.source, servers, lws_size)
         shapes.append(shape)
     return shapes
+
+
+#: what LeaderWorkerSet puts in every container's environment: the pods in one group
+LWS_GROUP_SIZE = "LWS_GROUP_SIZE"
+
+
+def stated_parallelism(source: str, containers: list[dict[str, Any]], lws_size: Any = None,
+                       ) -> tuple[Parallelism | None, dict[str, Any] | None]:
+    """The parallelism the model server's flags state (tensor, pipeline, data, local data ranks), and the evidence.
+
+    Read from the containers that request the devices (all, when none does); literals, ``$VAR``
+    from the container's ``env`` and ``$((...))`` over them (LeaderWorkerSet's ``LWS_GROUP_SIZE``
+    too) are resolved. Nothing is guessed: a size that is not known, or containers that state
+    different sizes, give no parallelism, only the evidence saying so.
+    """
+    groups = (*POD_SIZE_FLAGS, (DATA_FLAGS, "dp"))
+    readings = []
+    for container in containers:
+        stated = stated_flags(container, groups)
+        if not stated:
+            continue
+        env = literal_env(container)
+        if isinstance(lws_size, int) and not isinstance(lws_size, bool) and lws_size > 0:
+            env.setdefault(LWS_GROUP_SIZE, str(lws_size))
+        sizes = {key: resolve_size(value, env) for key, (_, value) in stated.items()}
+        readings.append((container, stated, sizes))
+    if not readings:
+        return None, None
+    container, stated, sizes = readings[0]
+    evidence: dict[str, Any] = {"query": "parallelism", "object": source, "container": str(container.get("name") or ""),
+                                "stated": {flag: value for flag, value in stated.values()}}
+    if any(size is None for size in sizes.values()):
+        unknown = [stated[key][0] for key, size in sizes.items() if size is None]
+        return None, evidence | {"status": "unknown", "reason": f"not a known number: {', '.join(unknown)}"}
+    if any(other_sizes != sizes for _, _, other_sizes in readings[1:]):
+        return None, evidence | {"status": "unknown", "reason": "the pod's containers state different sizes"}
+    local = sizes.get("dp_local", 1)
+    found = Parallelism(tensor=sizes.get("tp", 1), pipeline=sizes.get("pp", 1), data_local=local,
+                        data=max(sizes.get("dp", local), local))
+    return found, evidence | {"status": "known", "parallelism": found.model_dump()}
 
 
 def pinned_node_labels(spec: dict[str, Any]) -> dict[str, str]:
@@ -201,7 +254,8 @@ def infer(objects: list[dict[str, Any]], resolver: Resolver | None = None, sourc
     target, counts = _mode(hardware, shapes, source, evidence, resolver)
     roles: dict[str, Role] = {}
     for shape in shapes:
-        roles.setdefault(shape.role, Role(counts(shape), shape.replicas, node_labels=shape.node_labels))
+        roles.setdefault(shape.role, Role(counts(shape), shape.replicas, shape.parallelism, node_labels=shape.node_labels))
+    evidence += [s.parallel_evidence for s in shapes if s.parallel_evidence is not None]
     guide = next((s.labels[GUIDE_LABEL] for s in shapes if GUIDE_LABEL in s.labels), None)
     return BenchmarkConfig(target, roles, guide or DEFAULT_GUIDE, evidence=evidence)
 

@@ -210,16 +210,20 @@ UPSTREAM_ACCELERATOR_TYPES = {
 }
 
 
-@pytest.mark.skipif(not OVERLAYS.is_dir(), reason=f"the upstream llm-d overlays are not at {OVERLAYS}")
-@pytest.mark.parametrize("overlay", sorted(UPSTREAM))
-def test_upstream_overlays_rendered_by_kubectl_are_inferred(overlay):
+def kustomize(overlay: Path) -> str:
+    """The overlay as real ``kubectl kustomize`` renders it (the test skips without kubectl)."""
     from llm_d_lens.runner import CommandRunner
 
     runner = CommandRunner()
     if runner.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
-    rendered = runner.run(["kubectl", "kustomize", str(OVERLAYS / overlay)], timeout=60).stdout
-    found = infer(parse_manifest(rendered, overlay), source=overlay).summary()
+    return runner.run(["kubectl", "kustomize", str(overlay)], timeout=60).stdout
+
+
+@pytest.mark.skipif(not OVERLAYS.is_dir(), reason=f"the upstream llm-d overlays are not at {OVERLAYS}")
+@pytest.mark.parametrize("overlay", sorted(UPSTREAM))
+def test_upstream_overlays_rendered_by_kubectl_are_inferred(overlay):
+    found = infer(parse_manifest(kustomize(OVERLAYS / overlay), overlay), source=overlay).summary()
     hardware, mode, profile, how, count = UPSTREAM[overlay]
     assert (found["hardware"], found["access_mode"], found["benchmark_profile"]) == (hardware, mode, profile)
     assert (found["resource"] or found["dra_driver"]) == how
@@ -254,3 +258,86 @@ def test_a_wrong_shape_in_a_manifest_names_the_file_object_and_field(obj, messag
     with pytest.raises(ManifestInvalid) as caught:
         infer([obj], source="m.yaml")
     assert caught.value.message == message
+
+
+def server(args: list[str], env: dict[str, str] | None = None, gpus: int | None = 8, name: str = "vllm") -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "args": args, "env": [{"name": k, "value": v} for k, v in (env or {}).items()]}
+    if gpus is not None:
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    return container
+
+
+def lws(containers: list[dict[str, Any]], size: int = 2) -> dict[str, Any]:
+    labels = {VARIANT: "gpu", VENDOR: "nvidia", "llm-d.ai/role": "decode"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": containers}}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "wide", "labels": labels},
+            "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": size, "workerTemplate": template}}}
+
+
+WIDE_EP_SCRIPT = ["exec vllm serve m \\\n --tensor-parallel-size $TP_SIZE \\\n"
+                  " --data-parallel-size $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) \\\n --data-parallel-size-local $DP_SIZE_LOCAL\n"]
+
+
+def decode_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return infer(objects).scenario()["scenario"][0]["decode"]
+
+
+def parallelism_evidence(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in infer(objects).evidence if e["query"] == "parallelism"]
+
+
+def test_the_engines_literal_flags_are_the_roles_parallelism():
+    obj = deployment("d", {VARIANT: "gpu", VENDOR: "nvidia"}, resources={"nvidia.com/gpu": 4})
+    obj["spec"]["template"]["spec"]["containers"][0]["args"] = ["--tensor-parallel-size=2", "--pipeline-parallel-size", "2"]
+    decode = decode_of([obj])
+    # llm-d-benchmark has no pipeline field; tensor x pipeline is the count per pod
+    assert decode["parallelism"] == {"tensor": 2, "data": 1, "dataLocal": 1}
+    assert decode["accelerator"] == {"count": 4}
+
+
+def test_a_leaderworkersets_sizes_come_from_env_and_its_group_size():
+    objects = [lws([server(["/bin/sh", "-c", *WIDE_EP_SCRIPT], {"TP_SIZE": "1", "DP_SIZE_LOCAL": "8"})], size=2)]
+    assert decode_of(objects)["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 8}
+    (evidence,) = parallelism_evidence(objects)
+    assert evidence["status"] == "known" and evidence["object"] == "LeaderWorkerSet/wide"
+    assert evidence["stated"]["--data-parallel-size"] == "$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))"
+
+
+def test_a_size_that_is_not_known_gives_no_parallelism_and_says_which():
+    objects = [lws([server(["/bin/sh", "-c", *WIDE_EP_SCRIPT], {"DP_SIZE_LOCAL": "8"})])]
+    assert "parallelism" not in decode_of(objects)
+    (evidence,) = parallelism_evidence(objects)
+    assert evidence["status"] == "unknown" and "--tensor-parallel-size" in evidence["reason"]
+
+
+def test_the_container_asking_for_the_devices_is_read_not_a_sidecar():
+    proxy = server(["--data-parallel-size=4", "--tensor-parallel-size=4"], gpus=None, name="routing-proxy")
+    vllm = server(["--tensor-parallel-size=8"])
+    assert decode_of([lws([proxy, vllm])])["parallelism"] == {"tensor": 8, "data": 1, "dataLocal": 1}
+
+
+def test_containers_stating_different_sizes_give_no_parallelism():
+    objects = [lws([server(["--tensor-parallel-size=8"]), server(["--tensor-parallel-size=4"], name="other")])]
+    assert "parallelism" not in decode_of(objects)
+    assert parallelism_evidence(objects)[0]["reason"] == "the pod's containers state different sizes"
+
+
+def test_a_manifest_without_engine_flags_has_no_parallelism_evidence():
+    obj = deployment("d", {VARIANT: "gpu", VENDOR: "nvidia"}, resources={"nvidia.com/gpu": 2})
+    assert "parallelism" not in decode_of([obj]) and parallelism_evidence([obj]) == []
+
+
+WIDE_EP = SHARED / "upstream" / "llm-d" / "guides" / "wide-ep-lws" / "modelserver" / "gpu"
+# overlay -> the per-role (tensor, data, dataLocal) read by hand from its files: vllm/base sets
+# TP_SIZE=1 and DP_SIZE_LOCAL=8 in env with LeaderWorkerSet size 2; vllm-deepseek-v4/base DP_SIZE_LOCAL=4
+WIDE_EP_PARALLELISM = {"vllm/base": (1, 16, 8), "vllm-deepseek-v4/base": (1, 8, 4)}
+
+
+@pytest.mark.skipif(not WIDE_EP.is_dir(), reason=f"the upstream llm-d wide-ep-lws overlays are not at {WIDE_EP}")
+@pytest.mark.parametrize("overlay", sorted(WIDE_EP_PARALLELISM))
+def test_upstream_wide_ep_overlays_state_their_parallelism(overlay):
+    entry = infer(parse_manifest(kustomize(WIDE_EP / overlay), overlay), source=overlay).scenario()["scenario"][0]
+    tensor, data, local = WIDE_EP_PARALLELISM[overlay]
+    for role in ("prefill", "decode"):
+        assert entry[role]["parallelism"] == {"tensor": tensor, "data": data, "dataLocal": local}
+        assert entry[role]["accelerator"] == {"count": tensor * local}
