@@ -33,7 +33,13 @@ class Reachability:
 
 
 async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float = PROBE_TIMEOUT) -> Reachability:
-    """Whether the cluster answers: ``kubectl version`` for a live one, the file's presence for a snapshot."""
+    """Whether the cluster answers: ``kubectl version`` for a live one, the file's presence for a snapshot.
+
+    A live cluster the server watches with every kind in sync answers from the watch: its streams
+    are open, so it is reachable now, and the console's poll of this route costs no kubectl call.
+    A watch still listing or broken (a refused connection, or a kind the server may not read)
+    does not tell, so that cluster is probed as any other.
+    """
     from llm_d_lens.monitoring.gpu_driver.kube import server_version_of
 
     if cluster.demo:
@@ -41,6 +47,9 @@ async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float =
     if cluster.snapshot is not None:
         readable = cluster.snapshot.is_file() or cluster.snapshot.is_dir()
         return Reachability(cluster, readable, str(cluster.snapshot) if readable else f"{cluster.snapshot}: no such file")
+    watched = _watched(cluster, timeout)
+    if watched is not None:
+        return watched
     runner = runner or cluster.source(timeout).runner()
     try:
         result = await runner.arun(list(VERSION_ARGV), timeout=timeout)
@@ -54,6 +63,18 @@ async def probe_all(clusters: Sequence[Cluster], runners: Callable[[Cluster], Ru
                     timeout: float = PROBE_TIMEOUT) -> list[Reachability]:
     """Every cluster probed at once: the slowest one sets the time, not their sum."""
     return list(await asyncio.gather(*(probe(c, runners(c), timeout) for c in clusters)))
+
+
+def _watched(cluster: Cluster, timeout: float) -> Reachability | None:
+    from llm_d_lens.cluster.watched import watch_of
+
+    watch = watch_of(cluster.source(timeout))
+    if watch is None:
+        return None
+    status = watch.status()
+    if status["state"] != "watching":
+        return None
+    return Reachability(cluster, True, f"watched: {len(status['kinds'])} kinds in sync")
 
 
 def _first_line(text: str) -> str:

@@ -137,3 +137,21 @@ def test_the_server_watches_nothing_unless_told(tmp_path: Path, monkeypatch: pyt
     assert body["freshness"] == {"mode": "demo", "state": "static", "static": True,
                                  "observed_at": body["freshness"]["observed_at"], "age_seconds": None}
     assert watched.problems() == []
+
+
+def test_a_watched_cluster_in_sync_is_reachable_without_a_probe(server) -> None:
+    client, scripted = server
+    assert client.get("/api/v1/clusters/prod/overview").status_code == 200  # the watch has listed every kind
+    prod = scripted.runners["prod-ctx"]
+    listed = client.get("/api/v1/clusters").json()["clusters"]
+    rows = {c["name"]: c for c in listed}
+    assert rows["prod"]["reachable"] is True and rows["prod"]["detail"].startswith("watched: ")
+    # a probe would have made a runner of its own (source.make_runner) and run kubectl version with it
+    assert scripted.runners["prod-ctx"] is prod and not prod.called_with(["kubectl", "version"]), \
+        "a cluster watched in sync was probed with kubectl"
+    # a broken watch does not tell whether the server answers: that cluster is probed, and is down
+    assert wait_for(lambda: watched.watch_of(source.ClusterSource(context="down-ctx")).status()["state"] == "broken")
+    rows = {c["name"]: c for c in client.get("/api/v1/clusters").json()["clusters"]}
+    assert rows["down"]["reachable"] is False and "refused" in rows["down"]["detail"]
+    assert scripted.runners["down-ctx"].called_with(["kubectl", "version"])
+    assert rows["demo"]["reachable"] is True
