@@ -1,12 +1,13 @@
 """One refresh of device telemetry: every selected hardware, read, assembled and attributed.
 
-From Prometheus, one query per hardware goes out, all at once: the hardware's inventory query and
-one per declared quantity combined into one expression (:func:`refresh_plan`), the
-scrape targets' query riding along with the first hardware that reads pod labels. The answer is
-split back into the per-quantity rows, so everything after it is what separate queries gave. A
-telemetry provider (``registry.py``) only derives from those readings and sends nothing itself,
-so every hardware is combined, whatever its ``provider_id``. From a direct snapshot, the same
-plan is evaluated over one exporter page.
+From Prometheus, one query per hardware goes out, all at once: each metric its quantities read,
+aggregated per tile, plus the hardware's inventory query, in one expression (:mod:`.refresh`), the
+scrape targets' query riding along with the first hardware that reads pod labels
+(:func:`refresh_plan`). The answer is taken apart and each quantity finished with PromQL's own
+rules, so everything after it is what one query per quantity gives. A telemetry provider
+(``registry.py``) only derives from those readings and sends nothing itself, so every hardware is
+combined, whatever its ``provider_id``. From a direct snapshot, the same plan is evaluated over
+one exporter page.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
+from llm_d_lens.monitoring.accelerator.refresh import read_refresh
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
@@ -157,9 +159,22 @@ async def read_devices(
     ``combined`` off sends each part of a hardware's refresh as its own query (the same answers, one
     round trip per quantity), as does a hardware whose exporter labels include the part tag.
     """
+    from llm_d_lens.cluster.snapshot import gc_paused
+
     _check_mode(selection, mode)
+    # Tens of thousands of rows become labels, samples and readings, none in a reference cycle:
+    # the cyclic collector would walk them a few times over (a fifth of Lens' time in a refresh at
+    # 1,000 devices) and find nothing, so it waits until the refresh is done.
+    with gc_paused():
+        return await _read_devices(client, selection, at, node, cluster, mode, combined)
+
+
+async def _read_devices(client: PrometheusClient, selection: Sequence[Selected], at: float | None, node: str | None,
+                        cluster: ClusterObjects | None, mode: str | None, combined: bool) -> DeviceReport:
     parts = refresh_plan(selection)
-    jobs = [query_parts(client, parts[s.profile.id], at, combine=combined and combinable(s.plan)) for s in selection]
+    jobs = [read_refresh(client, s.plan, at, targets="targets" in parts[s.profile.id])
+            if combined and combinable(s.plan) else query_parts(client, parts[s.profile.id], at, combine=False)
+            for s in selection]
     before = client.queries_sent
     answers = await gather_all(*jobs)
     rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
