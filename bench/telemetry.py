@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import time
 from collections import Counter
 from pathlib import Path
 
+from llm_d_lens.cluster.snapshot import gc_paused
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
 from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
@@ -74,12 +76,16 @@ async def measure(url: str, selection: list[Selected], largest: str, repeats: in
         }
         wall: dict[str, list[float]] = {name: [] for name in actions}
         cpu: dict[str, list[float]] = {name: [] for name in actions}
+        lens: dict[str, list[float]] = {name: [] for name in actions}
         for _ in range(repeats):  # alternating, so a neighbour's burst of load falls on every kind alike
             for name, action in actions.items():
-                cpu_before, started = time.process_time() + _cpu(server_pid or 0), time.perf_counter()
-                await action()
-                wall[name].append(time.perf_counter() - started)
-                cpu[name].append(time.process_time() + _cpu(server_pid or 0) - cpu_before)
+                # the refresh pauses the cyclic collector while it runs; the floors are given the same
+                with gc_paused():
+                    lens_before, server_before, started = time.process_time(), _cpu(server_pid or 0), time.perf_counter()
+                    await action()
+                    wall[name].append(time.perf_counter() - started)
+                    lens[name].append(time.process_time() - lens_before)
+                    cpu[name].append(lens[name][-1] + _cpu(server_pid or 0) - server_before)
         counts = {}
         for combined in (True, False):
             before = client.queries_sent
@@ -87,6 +93,7 @@ async def measure(url: str, selection: list[Selected], largest: str, repeats: in
             counts[combined] = client.queries_sent - before
     out: dict[str, object] = {name: statistics.median(times) for name, times in wall.items()}
     out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
+    out.update({f"{name}_lens": statistics.median(times) for name, times in lens.items()})
     out.update({"queries": counts[True], "separate_queries": counts[False], "metrics": len(metrics or [largest]),
                 "devices": len(report.devices)})
     return out
@@ -125,6 +132,8 @@ def run(devices: int, nodes: int, hardware: list[str], repeats: int) -> list[str
     lines.append(f"cpu time of Lens and Prometheus: floor {full['floor_cpu'] * 1000:.0f} ms, refresh "
                  f"{full['refresh_cpu'] * 1000:.0f} ms ({full['refresh_cpu'] / floor_cpu:.2f}x), one query per part "
                  f"{full['separate_cpu'] * 1000:.0f} ms ({full['separate_cpu'] / floor_cpu:.2f}x)")
+    lines.append(f"of which Lens: floor {full['floor_lens'] * 1000:.0f} ms, refresh {full['refresh_lens'] * 1000:.0f} ms, "
+                 f"one query per part {full['separate_lens'] * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}")
     return lines
 
 
