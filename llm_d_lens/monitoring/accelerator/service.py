@@ -12,6 +12,7 @@ one exporter page.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,46 @@ def _check_mode(selection: Sequence[Selected], mode: str | None) -> None:
                                 details={"mode": mode, "modes": known})
 
 
+@dataclass
+class _Read:
+    """One hardware's share of a report, in the order the report lists it."""
+
+    pods: list[tuple[tuple[str, str], PodAllocation]]
+    warnings: list[str]
+    devices: list[DeviceReading]
+
+
+def _wanted(cluster: ClusterObjects | None, node: str | None) -> str | None:
+    return cluster.node_name(node) if cluster is not None and node is not None else node
+
+
+def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterObjects | None, mode: str | None,
+              wanted: str | None, targets: Sequence[Sample]) -> _Read:
+    """Assemble and attribute one hardware's rows; only devices (and pods) on ``wanted`` when it is set."""
+    assembled = assemble(chosen.plan, rows, targets)
+    own_mode = mode if mode in chosen.profile.access_modes else None
+    pods = [(ref, allocation) for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items()
+            if wanted is None or allocation.node == wanted]
+    warnings = list(assembled.warnings)
+    if chosen.provider is not None:
+        warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
+    shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
+    warnings.extend(fallback_warnings(chosen.plan, shown))
+    warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
+                    for d in shown if d.health()["status"] == "problem")
+    return _Read(pods, warnings, shown)
+
+
+def _report(selection: Sequence[Selected], reads: Sequence[_Read]) -> DeviceReport:
+    report = DeviceReport(hardware=[s.profile.id for s in selection])
+    for read in reads:
+        for ref, allocation in read.pods:
+            report.pods.setdefault(ref, []).append(allocation)
+        report.warnings.extend(read.warnings)
+        report.devices.extend(read.devices)
+    return report
+
+
 def _finish(
     selection: Sequence[Selected],
     rows_by_hardware: dict[str, dict[str, list[Sample]]],
@@ -118,23 +159,8 @@ def _finish(
     targets: Sequence[Sample] = (),
 ) -> DeviceReport:
     """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
-    report = DeviceReport(hardware=[s.profile.id for s in selection])
-    wanted = cluster.node_name(node) if cluster is not None and node is not None else node
-    for chosen in selection:
-        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id], targets)
-        own_mode = mode if mode in chosen.profile.access_modes else None
-        for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
-            if wanted is None or allocation.node == wanted:
-                report.pods.setdefault(ref, []).append(allocation)
-        report.warnings.extend(assembled.warnings)
-        if chosen.provider is not None:
-            report.warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
-        shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
-        report.devices.extend(shown)
-        report.warnings.extend(fallback_warnings(chosen.plan, shown))
-        report.warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
-                               for d in shown if d.health()["status"] == "problem")
-    return report
+    wanted = _wanted(cluster, node)
+    return _report(selection, [_hardware(s, rows_by_hardware[s.profile.id], cluster, mode, wanted, targets) for s in selection])
 
 
 def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
@@ -171,18 +197,26 @@ async def read_devices(
 
 async def _read_devices(client: PrometheusClient, selection: Sequence[Selected], at: float | None, node: str | None,
                         cluster: ClusterObjects | None, mode: str | None, combined: bool) -> DeviceReport:
+    """Each hardware is assembled as soon as its answer (and the scrape targets') is in, while
+    Prometheus still evaluates the others' queries, so little of Lens' work waits for the last answer."""
     parts = refresh_plan(selection)
-    jobs = [read_refresh(client, s.plan, at, targets="targets" in parts[s.profile.id])
-            if combined and combinable(s.plan) else query_parts(client, parts[s.profile.id], at, combine=False)
-            for s in selection]
+    wanted = _wanted(cluster, node)
+    targets: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
+    if not any("targets" in named for named in parts.values()):
+        targets.set_result([])
+
+    async def read(chosen: Selected) -> _Read:
+        named = parts[chosen.profile.id]
+        if combined and combinable(chosen.plan):
+            rows = await read_refresh(client, chosen.plan, at, targets="targets" in named)
+        else:
+            rows = await query_parts(client, named, at, combine=False)
+        if "targets" in rows:
+            targets.set_result(rows.pop("targets"))
+        return _hardware(chosen, rows, cluster, mode, wanted, await targets)
+
     before = client.queries_sent
-    answers = await gather_all(*jobs)
-    rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
-    targets: list[Sample] = []
-    for chosen, answer in zip(selection, answers):
-        targets = answer.pop("targets", targets)
-        rows[chosen.profile.id] = answer
-    report = _finish(selection, rows, cluster, mode, node, targets)
+    report = _report(selection, await gather_all(*(read(s) for s in selection)))
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report
