@@ -2,7 +2,7 @@
 
 From Prometheus, one query per hardware goes out, all at once: each metric its quantities read,
 aggregated per tile, plus the hardware's inventory query, in one expression (:mod:`.refresh`), the
-scrape targets' query riding along with the first hardware that reads pod labels
+scrape targets' query riding along with the pod-reading hardware that reads the fewest metrics
 (:func:`refresh_plan`). The answer is taken apart and each quantity finished with PromQL's own
 rules, so everything after it is what one query per quantity gives. A telemetry provider
 (``registry.py``) only derives from those readings and sends nothing itself, so every hardware is
@@ -165,8 +165,12 @@ def _finish(
 
 def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
     """Per hardware, the parts its refresh query combines: the inventory, one per quantity, and, with
-    the first hardware that reads pod labels, the scrape targets' query (one per refresh is enough)."""
-    carrier = next((s.profile.id for s in selection if "pod" in s.plan.labels), None)
+    one hardware that reads pod labels, the scrape targets' query (one per refresh is enough).
+
+    That hardware is the one reading the fewest metrics (the first of those): its answer tends to
+    come first, and every other hardware's assembly waits for the targets."""
+    readers = [s for s in selection if "pod" in s.plan.labels]
+    carrier = min(readers, key=lambda s: len(s.plan.metric_selectors())).profile.id if readers else None
     return {s.profile.id: refresh_parts(s.plan, targets=s.profile.id == carrier) for s in selection}
 
 

@@ -303,11 +303,14 @@ def test_a_hardware_whose_exporter_labels_include_the_tag_is_read_one_query_per_
     assert sorted(sent) == sorted(refresh_parts(clashing, targets=True).values())  # each part as it is, untagged
 
 
-def test_the_targets_query_rides_with_the_first_hardware_that_reads_pod_labels_and_only_with_it():
+def test_the_targets_query_rides_with_the_pod_reading_hardware_of_fewest_metrics_and_only_with_it():
     from llm_d_lens.monitoring.accelerator.service import refresh_plan
 
     amd, nvidia = select(["amd", "nvidia"])
+    assert len(amd.plan.metric_selectors()) < len(nvidia.plan.metric_selectors())
     podless = Selected(amd.profile, replace(amd.plan, labels={k: v for k, v in amd.plan.labels.items() if k != "pod"}))
     assert [name for name, parts in refresh_plan([podless, nvidia]).items() if "targets" in parts] == ["nvidia"]
     assert [name for name, parts in refresh_plan([amd, nvidia]).items() if "targets" in parts] == ["amd"]
+    assert [name for name, parts in refresh_plan([nvidia, amd]).items() if "targets" in parts] == ["amd"]
+    assert [name for name, parts in refresh_plan([amd, amd]).items() if "targets" in parts] == ["amd"]
     assert not any("targets" in parts for parts in refresh_plan([podless]).values())
