@@ -116,7 +116,7 @@ def _joined(expressions: Sequence[tuple[str, float]]) -> str:
     heapq.heapify(heap)
     order = len(heap)
     while len(heap) > 1:
-        (light, first, left), (heavy, _, right) = heapq.heappop(heap), heapq.heappop(heap)
+        (light, _, left), (heavy, _, right) = heapq.heappop(heap), heapq.heappop(heap)
         heapq.heappush(heap, (light + heavy, order, f"({left} or on({_ON}) {right})"))
         order += 1
     return heap[0][2]
