@@ -28,53 +28,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from llm_d_lens.monitoring.accelerator.plan import DevicePlan
+from llm_d_lens.cluster.snapshot import gc_paused
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
 from llm_d_lens.prometheus.client import PrometheusClient
-from llm_d_lens.prometheus.promql import matches, parse_matcher
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
+from llm_d_lens.testing.telemetry import series_for
 
 GOAL = 3.0
-#: Labels beyond the profile's own, so series weigh what real exporters' do.
-EXTRA_LABELS = 6
-
-
-def _satisfying(matchers: tuple[str, ...]) -> dict[str, str]:
-    """Labels a series needs to pass ``matchers`` (absent labels satisfy "" and negative matchers)."""
-    labels: dict[str, str] = {}
-    for text in matchers:
-        name, op, value = parse_matcher(text)
-        if op == "=" and value:
-            labels[name] = value
-        elif op == "=~":
-            labels[name] = value.split("|")[0]
-    for text in matchers:
-        if not matches(labels, *parse_matcher(text)):
-            raise SystemExit(f"cannot generate a series for matcher {text}")
-    return labels
-
-
-def series_for(plan: DevicePlan, node: str, index: int, rng: random.Random) -> list[tuple[str, dict[str, str], float]]:
-    """Every series one device of ``plan`` exports, with the profile's own label names."""
-    first = {common: names[0] for common, names in plan.labels.items()}
-    identity = {
-        "node": node, "device": f"{index}", "uuid": f"{node}-dev-{index}", "pci_bus_id": f"0000:{16 + index:02x}:00.0",
-        "serial": f"SN-{node}-{index}", "model": "bench accelerator", "source": f"{node}-dev-{index}",
-        "sub": "0",
-    }
-    if index % 2 == 0:
-        identity.update({"pod": f"serve-{node}-{index // 2}", "namespace": "bench", "container": "server"})
-    labels = {first[common]: value for common, value in identity.items() if common in first and (common != "sub" or plan.folded)}
-    # real exporters put 11-16 labels on a series (driver and firmware versions, card model, job ids, ...)
-    labels.update({f"exporter_info_{k}": f"{chr(97 + k)}-value-{index % 4}-{k * 7919 % 1000:03d}" for k in range(EXTRA_LABELS)})
-    out, seen = [], set()
-    for metric, matchers in plan.metric_selectors():
-        series = {**labels, **_satisfying(matchers)}
-        identity_key = (metric, tuple(sorted(series.items())))
-        if identity_key not in seen:  # two sources may read one metric: it is still one series
-            seen.add(identity_key)
-            out.append((metric, series, round(rng.uniform(0.1, 0.9), 4)))
-    return out
 
 
 def generate(selection: list[Selected], devices: int, nodes: int, seed: int = 7) -> tuple[str, Counter[str]]:
@@ -116,12 +76,16 @@ async def measure(url: str, selection: list[Selected], largest: str, repeats: in
         }
         wall: dict[str, list[float]] = {name: [] for name in actions}
         cpu: dict[str, list[float]] = {name: [] for name in actions}
+        lens: dict[str, list[float]] = {name: [] for name in actions}
         for _ in range(repeats):  # alternating, so a neighbour's burst of load falls on every kind alike
             for name, action in actions.items():
-                cpu_before, started = time.process_time() + _cpu(server_pid or 0), time.perf_counter()
-                await action()
-                wall[name].append(time.perf_counter() - started)
-                cpu[name].append(time.process_time() + _cpu(server_pid or 0) - cpu_before)
+                # the refresh pauses the cyclic collector while it runs; the floors are given the same
+                with gc_paused():
+                    lens_before, server_before, started = time.process_time(), _cpu(server_pid or 0), time.perf_counter()
+                    await action()
+                    wall[name].append(time.perf_counter() - started)
+                    lens[name].append(time.process_time() - lens_before)
+                    cpu[name].append(lens[name][-1] + _cpu(server_pid or 0) - server_before)
         counts = {}
         for combined in (True, False):
             before = client.queries_sent
@@ -129,6 +93,7 @@ async def measure(url: str, selection: list[Selected], largest: str, repeats: in
             counts[combined] = client.queries_sent - before
     out: dict[str, object] = {name: statistics.median(times) for name, times in wall.items()}
     out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
+    out.update({f"{name}_lens": statistics.median(times) for name, times in lens.items()})
     out.update({"queries": counts[True], "separate_queries": counts[False], "metrics": len(metrics or [largest]),
                 "devices": len(report.devices)})
     return out
@@ -167,6 +132,8 @@ def run(devices: int, nodes: int, hardware: list[str], repeats: int) -> list[str
     lines.append(f"cpu time of Lens and Prometheus: floor {full['floor_cpu'] * 1000:.0f} ms, refresh "
                  f"{full['refresh_cpu'] * 1000:.0f} ms ({full['refresh_cpu'] / floor_cpu:.2f}x), one query per part "
                  f"{full['separate_cpu'] * 1000:.0f} ms ({full['separate_cpu'] / floor_cpu:.2f}x)")
+    lines.append(f"of which Lens: floor {full['floor_lens'] * 1000:.0f} ms, refresh {full['refresh_lens'] * 1000:.0f} ms, "
+                 f"one query per part {full['separate_lens'] * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}")
     return lines
 
 

@@ -22,7 +22,7 @@ def test_the_benchmark_reports_query_count_and_ratio():
     done = subprocess.run([sys.executable, str(SCRIPT), "--devices", "24", "--nodes", "6", "--repeats", "1"],
                           capture_output=True, text=True, timeout=120, check=True)
     lines = done.stdout.splitlines()
-    assert len(lines) == 7, done.stdout
+    assert len(lines) == 8, done.stdout
     assert lines[0].startswith("devices: 24 on 6 nodes (nvidia, amd, intel-xpu); series backfilled: ")
     queries = re.fullmatch(r"queries per refresh: (\d+) at (\d+) devices, (\d+) at 24 devices \(constant: yes\)", lines[1])
     from llm_d_lens.hardware.registry import get_registry
@@ -40,3 +40,4 @@ def test_the_benchmark_reports_query_count_and_ratio():
                         r"median [\d.]+ ms; refresh = [\d.]+x that", lines[5])
     assert re.fullmatch(r"cpu time of Lens and Prometheus: floor \d+ ms, refresh \d+ ms \([\d.]+x\), "
                         r"one query per part \d+ ms \([\d.]+x\)", lines[6])
+    assert re.fullmatch(r"of which Lens: floor \d+ ms, refresh \d+ ms, one query per part \d+ ms; load average [\d.]+", lines[7])

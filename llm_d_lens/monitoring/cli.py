@@ -165,14 +165,14 @@ async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: 
 def show_queries(
     hardware: list[str] = HardwareOption,
     dashboard: bool = typer.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
-    combined: bool = typer.Option(False, "--combined", help="The one query per hardware a refresh sends: the parts, each tagged lens_quantity, joined by or."),
+    combined: bool = typer.Option(False, "--combined", help="The one query per hardware a refresh sends: each metric read once, the inventory tagged lens_quantity, joined by or."),
     node: str = typer.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """The PromQL of one refresh per hardware: an inventory query and one per quantity (sent as one query, see --combined), or dashboard PromQL."""
     from llm_d_lens.monitoring.accelerator.queries import dashboard_queries
+    from llm_d_lens.monitoring.accelerator.refresh import refresh_query
     from llm_d_lens.monitoring.accelerator.service import refresh_plan, select
-    from llm_d_lens.prometheus.combine import combined as combine
 
     if node is not None and not dashboard:
         raise OptionInvalid("--node applies to --dashboard queries; a refresh reads every node and narrows the answer")
@@ -183,7 +183,9 @@ def show_queries(
         data = {s.profile.id: dashboard_queries(s.plan, node) for s in selection}
     else:
         parts = refresh_plan(selection)
-        data = {hw: {"refresh": combine(named)} for hw, named in parts.items()} if combined else parts
+        plans = {s.profile.id: s.plan for s in selection}
+        data = {hw: {"refresh": refresh_query(plans[hw], targets="targets" in named).promql}
+                for hw, named in parts.items()} if combined else parts
 
     def table(data: dict[str, dict[str, str]]) -> Any:
         from rich.table import Table

@@ -99,19 +99,27 @@ def test_queries_lists_the_inventory_and_one_per_quantity(capsys):
 
 @needs_prometheus
 def test_the_combined_query_answers_every_part_the_parts_answer(prometheus, capsys):
-    """``--combined`` prints the one query a refresh sends; Prometheus answers it with each part's rows, tagged."""
+    """``--combined`` prints the one query a refresh sends; its answer, taken apart, is each part's own answer."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.plan import plan_for
+    from llm_d_lens.monitoring.accelerator.refresh import parts as finished, refresh_query, split
+    from llm_d_lens.prometheus.client import Sample
+
     code, out, _ = run(capsys, "queries", "--hardware", "amd", "--combined", "-o", "json")
     assert code == 0
     (expression,) = json.loads(out)["amd"].values()
     _, out, _ = run(capsys, "queries", "--hardware", "amd", "-o", "json")
     parts = json.loads(out)["amd"]
-    rows = prometheus.query(expression)
+    plan = plan_for(get_registry().get("amd"))
+    query = refresh_query(plan, targets=True)
+    assert expression == query.promql  # what is printed is what a refresh sends
+    rows = [Sample(r["metric"], float(r["value"][1])) for r in prometheus.query(expression)]
+    answered = finished(plan, query, split(query, rows))
+    assert list(answered) == list(parts)
     for name, promql in parts.items():
-        own = prometheus.query(promql)
-        tagged = [r for r in rows if r["metric"].get("lens_quantity") == name]
-        assert [({k: v for k, v in r["metric"].items() if k != "lens_quantity"}, r["value"]) for r in tagged] == \
-            [(r["metric"], r["value"]) for r in own], name
-    assert len(rows) == sum(len(prometheus.query(q)) for q in parts.values()) > len(parts)
+        assert [(dict(r.labels), repr(r.value)) for r in answered[name]] == \
+            [(r["metric"], repr(float(r["value"][1]))) for r in prometheus.query(promql)], name
+    assert sum(map(len, answered.values())) > len(parts)
 
 
 def test_prometheus_down_is_one_line_and_exit_1(capsys):

@@ -18,7 +18,9 @@ part alone answers.
 The tag is a plain ``lens_`` label rather than a ``__`` one: Prometheus-compatible servers differ
 in what they do with reserved names in answers. Prometheus 2.42 spends more CPU on the tags and set
 operations than it saves on requests (30 to 50% more on 1,000 devices' parts; docs/performance.md),
-so the gain is in round trips: small refreshes, or a server across a network. A caller whose parts
+so the gain is in round trips: small refreshes, or a server across a network (a telemetry refresh
+now sends a shape that reads each metric once instead, ``monitoring/accelerator/refresh.py``, and
+uses this module's tag). A caller whose parts
 may already carry the tag (an exporter label of that name) sends them one by one instead
 (:func:`carries_tag`).
 """

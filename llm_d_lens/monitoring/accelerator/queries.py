@@ -1,9 +1,10 @@
 """A :class:`~.plan.DevicePlan` rendered as PromQL, in two forms.
 
 *Refresh queries* are what Lens asks: an inventory query and one query per quantity, per hardware,
-each covering every device at once. A refresh sends them as one expression per hardware (tagged
-and joined by :mod:`llm_d_lens.prometheus.combine`, see :func:`.service.refresh_plan`), so its
-round trips are as many as the hardware, never the quantities or devices. Each quantity query
+each covering every device at once. A refresh asks for what they read in one expression per
+hardware (each metric once, the quantities finished in Python with these queries' own rules, see
+:mod:`.refresh`), so its round trips are as many as the hardware, never the quantities or devices;
+these queries are what a refresh without combining sends, and what its answer is tested against. Each quantity query
 selects the source's series (its matchers drop the exporter's own double-counting aggregates), collapses duplicates per device or tile with the
 source's ``aggregation`` grouped by every spelling of the node, device and tile labels, combines the
 source's metrics (first present, sum, or divide skipping zero divisors) and converts to the common

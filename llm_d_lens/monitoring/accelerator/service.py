@@ -1,16 +1,18 @@
 """One refresh of device telemetry: every selected hardware, read, assembled and attributed.
 
-From Prometheus, one query per hardware goes out, all at once: the hardware's inventory query and
-one per declared quantity combined into one expression (:func:`refresh_plan`), the
-scrape targets' query riding along with the first hardware that reads pod labels. The answer is
-split back into the per-quantity rows, so everything after it is what separate queries gave. A
-telemetry provider (``registry.py``) only derives from those readings and sends nothing itself,
-so every hardware is combined, whatever its ``provider_id``. From a direct snapshot, the same
-plan is evaluated over one exporter page.
+From Prometheus, one query per hardware goes out, all at once: each metric its quantities read,
+aggregated per tile, plus the hardware's inventory query, in one expression (:mod:`.refresh`), the
+scrape targets' query riding along with the pod-reading hardware that reads the fewest metrics
+(:func:`refresh_plan`). The answer is taken apart and each quantity finished with PromQL's own
+rules, so everything after it is what one query per quantity gives. A telemetry provider
+(``registry.py``) only derives from those readings and sends nothing itself, so every hardware is
+combined, whatever its ``provider_id``. From a direct snapshot, the same plan is evaluated over
+one exporter page.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
+from llm_d_lens.monitoring.accelerator.refresh import read_refresh
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
@@ -107,6 +110,46 @@ def _check_mode(selection: Sequence[Selected], mode: str | None) -> None:
                                 details={"mode": mode, "modes": known})
 
 
+@dataclass
+class _Read:
+    """One hardware's share of a report, in the order the report lists it."""
+
+    pods: list[tuple[tuple[str, str], PodAllocation]]
+    warnings: list[str]
+    devices: list[DeviceReading]
+
+
+def _wanted(cluster: ClusterObjects | None, node: str | None) -> str | None:
+    return cluster.node_name(node) if cluster is not None and node is not None else node
+
+
+def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterObjects | None, mode: str | None,
+              wanted: str | None, targets: Sequence[Sample]) -> _Read:
+    """Assemble and attribute one hardware's rows; only devices (and pods) on ``wanted`` when it is set."""
+    assembled = assemble(chosen.plan, rows, targets)
+    own_mode = mode if mode in chosen.profile.access_modes else None
+    pods = [(ref, allocation) for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items()
+            if wanted is None or allocation.node == wanted]
+    warnings = list(assembled.warnings)
+    if chosen.provider is not None:
+        warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
+    shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
+    warnings.extend(fallback_warnings(chosen.plan, shown))
+    warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
+                    for d in shown if d.health()["status"] == "problem")
+    return _Read(pods, warnings, shown)
+
+
+def _report(selection: Sequence[Selected], reads: Sequence[_Read]) -> DeviceReport:
+    report = DeviceReport(hardware=[s.profile.id for s in selection])
+    for read in reads:
+        for ref, allocation in read.pods:
+            report.pods.setdefault(ref, []).append(allocation)
+        report.warnings.extend(read.warnings)
+        report.devices.extend(read.devices)
+    return report
+
+
 def _finish(
     selection: Sequence[Selected],
     rows_by_hardware: dict[str, dict[str, list[Sample]]],
@@ -116,29 +159,18 @@ def _finish(
     targets: Sequence[Sample] = (),
 ) -> DeviceReport:
     """Assemble and attribute every hardware's rows; ``node`` (a name or, with nodes known, an address) narrows the answer."""
-    report = DeviceReport(hardware=[s.profile.id for s in selection])
-    wanted = cluster.node_name(node) if cluster is not None and node is not None else node
-    for chosen in selection:
-        assembled = assemble(chosen.plan, rows_by_hardware[chosen.profile.id], targets)
-        own_mode = mode if mode in chosen.profile.access_modes else None
-        for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items():
-            if wanted is None or allocation.node == wanted:
-                report.pods.setdefault(ref, []).append(allocation)
-        report.warnings.extend(assembled.warnings)
-        if chosen.provider is not None:
-            report.warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
-        shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
-        report.devices.extend(shown)
-        report.warnings.extend(fallback_warnings(chosen.plan, shown))
-        report.warnings.extend(f"{d.hardware} {d.name}: health: {'; '.join(d.health()['problems'])}"
-                               for d in shown if d.health()["status"] == "problem")
-    return report
+    wanted = _wanted(cluster, node)
+    return _report(selection, [_hardware(s, rows_by_hardware[s.profile.id], cluster, mode, wanted, targets) for s in selection])
 
 
 def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
     """Per hardware, the parts its refresh query combines: the inventory, one per quantity, and, with
-    the first hardware that reads pod labels, the scrape targets' query (one per refresh is enough)."""
-    carrier = next((s.profile.id for s in selection if "pod" in s.plan.labels), None)
+    one hardware that reads pod labels, the scrape targets' query (one per refresh is enough).
+
+    That hardware is the one reading the fewest metrics (the first of those): its answer tends to
+    come first, and every other hardware's assembly waits for the targets."""
+    readers = [s for s in selection if "pod" in s.plan.labels]
+    carrier = min(readers, key=lambda s: len(s.plan.metric_selectors())).profile.id if readers else None
     return {s.profile.id: refresh_parts(s.plan, targets=s.profile.id == carrier) for s in selection}
 
 
@@ -157,17 +189,38 @@ async def read_devices(
     ``combined`` off sends each part of a hardware's refresh as its own query (the same answers, one
     round trip per quantity), as does a hardware whose exporter labels include the part tag.
     """
+    from llm_d_lens.cluster.snapshot import gc_paused
+
     _check_mode(selection, mode)
+    # Tens of thousands of rows become labels, samples and readings, none in a reference cycle:
+    # the cyclic collector would walk them a few times over (a fifth of Lens' time in a refresh at
+    # 1,000 devices) and find nothing, so it waits until the refresh is done.
+    with gc_paused():
+        return await _read_devices(client, selection, at, node, cluster, mode, combined)
+
+
+async def _read_devices(client: PrometheusClient, selection: Sequence[Selected], at: float | None, node: str | None,
+                        cluster: ClusterObjects | None, mode: str | None, combined: bool) -> DeviceReport:
+    """Each hardware is assembled as soon as its answer (and the scrape targets') is in, while
+    Prometheus still evaluates the others' queries, so little of Lens' work waits for the last answer."""
     parts = refresh_plan(selection)
-    jobs = [query_parts(client, parts[s.profile.id], at, combine=combined and combinable(s.plan)) for s in selection]
+    wanted = _wanted(cluster, node)
+    targets: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
+    if not any("targets" in named for named in parts.values()):
+        targets.set_result([])
+
+    async def read(chosen: Selected) -> _Read:
+        named = parts[chosen.profile.id]
+        if combined and combinable(chosen.plan):
+            rows = await read_refresh(client, chosen.plan, at, targets="targets" in named)
+        else:
+            rows = await query_parts(client, named, at, combine=False)
+        if "targets" in rows:
+            targets.set_result(rows.pop("targets"))
+        return _hardware(chosen, rows, cluster, mode, wanted, await targets)
+
     before = client.queries_sent
-    answers = await gather_all(*jobs)
-    rows: dict[str, dict[str, list[Sample]]] = {s.profile.id: {} for s in selection}
-    targets: list[Sample] = []
-    for chosen, answer in zip(selection, answers):
-        targets = answer.pop("targets", targets)
-        rows[chosen.profile.id] = answer
-    report = _finish(selection, rows, cluster, mode, node, targets)
+    report = _report(selection, await gather_all(*(read(s) for s in selection)))
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report

@@ -1,0 +1,64 @@
+"""A fast reading of the common answer, a successful instant vector, straight into samples.
+
+A telemetry refresh decodes answers of ten thousand series and more; through the strict reader
+(:func:`llm_d_lens.jsonread.loads`: a whole-document parse, then a depth walk) and a per-series
+check of the labels, decoding was the larger part of Lens' own time in a refresh. msgspec decodes
+the answer into the typed shape below in one pass, checking on the way that every label is a string.
+
+It is only a shortcut, never a second set of rules: whatever it does not accept falls to the strict
+reader and the client's checks, which give today's answer or today's coded error.
+
+- Every field is typed and no other is allowed (``forbid_unknown_fields``), so nothing is skipped
+  unchecked and nothing can nest deeper than the shape: the strict reader's depth limit cannot be
+  reached by an answer this reader accepts.
+- What the strict reader refuses where msgspec reads a number or a string without a word (a literal
+  beyond a double, an integer over 100 digits, bytes that are not UTF-8) is looked for first by the
+  pre-scan the snapshot reader uses (:func:`llm_d_lens.cluster.decode.may_be_refused`).
+- Anything else (an error answer, a scalar, a warning that is not a string, a value that is not a
+  number's spelling, a timestamp that is not a number) gets ``None``: the caller reads the answer the
+  strict way.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from llm_d_lens.cluster.decode import may_be_refused
+from llm_d_lens.prometheus.client import Sample
+
+
+class _Element(msgspec.Struct, forbid_unknown_fields=True):
+    metric: dict[str, str]
+    value: tuple[float, str]  # [unix seconds, the value spelled as Prometheus spells it: "1.5", "NaN", "+Inf"]
+
+
+class _Data(msgspec.Struct, forbid_unknown_fields=True):
+    resultType: str
+    result: list[_Element]
+
+
+class _Answer(msgspec.Struct, forbid_unknown_fields=True):
+    status: str
+    data: _Data
+    warnings: list[str] = []
+    infos: list[str] = []
+
+
+_DECODER = msgspec.json.Decoder(_Answer)
+
+
+def instant_vector(content: bytes) -> list[Sample] | None:
+    """The samples of a successful instant-vector answer, or None when the strict reader must decide."""
+    if may_be_refused(content):
+        return None
+    try:
+        answer = _DECODER.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
+        return None
+    if answer.status != "success" or answer.data.resultType != "vector":
+        return None
+    try:
+        # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
+        return [Sample(e.metric, float(e.value[1])) for e in answer.data.result]
+    except ValueError:
+        return None  # not a number's spelling: the strict path words the error
