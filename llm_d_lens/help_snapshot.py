@@ -31,7 +31,7 @@ TOOLS = ("typer", "rich")
 #: variables that change the help's width, colour or renderer (Typer's, click's and Rich's)
 SHAPERS = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "NO_COLOR", "CLICOLOR",
            "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "TYPER_USE_RICH",
-           "_TYPER_FORCE_DISABLE_TERMINAL")
+           "_TYPER_FORCE_DISABLE_TERMINAL", "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION")
 
 
 def _tool_folders(path: Sequence[str]) -> list[str]:

@@ -51,7 +51,8 @@ def test_a_pipe_gets_the_shipped_help_and_it_is_the_commands_own(args, tmp_path)
     assert not _typer_imported(args, env)
 
 
-@pytest.mark.parametrize("extra", [{"COLUMNS": "120"}, {"FORCE_COLOR": "1"}], ids=lambda e: ",".join(e))
+@pytest.mark.parametrize("extra", [{"COLUMNS": "120"}, {"FORCE_COLOR": "1"}, {"TERMINAL_WIDTH": "100"},
+                                   {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}], ids=lambda e: ",".join(e))
 def test_another_shape_runs_the_command(extra, tmp_path):
     env = _env(tmp_path, **extra)
     assert _run(SCRIPT, ["--help"], env) == _run(FULL, ["--help"], env)
