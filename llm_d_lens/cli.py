@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if result_cache.enabled(os.environ) and result_cache.eligible(args, list(GROUPS)):
             return _replayed_or_recorded(args)
+        return _main(args, fast=not any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ))
     return _main(args)
 
 
@@ -177,7 +178,7 @@ def _replayed_or_recorded(args: list[str]) -> int:
     out, err = result_cache.Recorder(sys.stdout), result_cache.Recorder(sys.stderr)
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
-        code = _main(args)
+        code = _main(args, fast=True)
     finally:
         sys.stdout, sys.stderr = real
     if not (out.bypassed or err.bypassed) and not _transient_failures():
@@ -192,7 +193,10 @@ def _transient_failures() -> bool:
     return built is not None and any(f.kind == "interrupted" for f in built.failures)
 
 
-def _main(args: list[str]) -> int:
+def _main(args: list[str], *, fast: bool = False) -> int:
+    """Run ``lens ARGS``; ``fast`` (a real invocation): from the registry snapshot when it can (``hardware/fastpath.py``)."""
+    if fast and (code := _fast(args)) is not None:
+        return code
     import typer
 
     # Typer may vendor its own click: take the exception classes from Typer itself.
@@ -206,6 +210,22 @@ def _main(args: list[str]) -> int:
         from llm_d_lens.hardware.notice import warn_if_problems
 
         warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
+        if fast:
+            from llm_d_lens.hardware import fastpath
+
+            fastpath.remember(args, os.environ)  # the registry this run built, for the next one
+
+
+def _fast(args: list[str]) -> int | None:
+    """The answer without Typer, when one is on file: the shipped root help, or the registry snapshot."""
+    from llm_d_lens import help_snapshot
+
+    code = help_snapshot.replay(args, os.environ)
+    if code is not None:
+        return code
+    from llm_d_lens.hardware import fastpath
+
+    return fastpath.run(args, os.environ)
 
 
 def _is_text(arg: str) -> bool:

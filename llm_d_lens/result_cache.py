@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-FORMAT = 1
+FORMAT = 2  # 2: the key's parts reordered (installed() is shared with hardware/snapshot.py)
 #: commands of ``lens hardware`` whose output depends only on the registry and their arguments
 PURE_HARDWARE = frozenset({"list", "show", "resolve"})
 HELP = frozenset({"--help", "-h"})
@@ -186,19 +186,33 @@ def _shape(env: Mapping[str, str]) -> list[Any]:
 
 def key(args: Sequence[str], env: Mapping[str, str]) -> str:
     """Everything an eligible command's output depends on, as one JSON text."""
+    return json.dumps([FORMAT, list(args), _shape(env), *installed(env)], separators=(",", ":"), default=str)
+
+
+_files: list[Any] | None = None
+
+
+def installed(env: Mapping[str, str], *, ignore: Sequence[str] = ()) -> list[Any]:
+    """What is installed and set, which every eligible command reads besides its arguments and the terminal.
+
+    Lens's version, Python, ``sys.path``, the ``LENS_*``/``LLM_D_*`` settings (but those named in
+    ``ignore``), and the stamps of Lens's files and of every distribution; those stamps, the costly
+    part, are read once per process (the replay and the registry snapshot share them).
+    """
+    global _files
     from llm_d_lens import __version__
 
-    package = os.path.dirname(os.path.abspath(__file__))
-    settings = {name: value for name, value in env.items() if name.startswith(SETTING_PREFIXES)}
+    if _files is None:
+        package = os.path.dirname(os.path.abspath(__file__))
+        _files = [tree(package), distributions(sys.path)]
+    settings = {name: value for name, value in env.items() if name.startswith(SETTING_PREFIXES) and name not in ignore}
     cwd = os.getcwd() if "" in sys.path else None  # "" is the working directory, so what sits there counts
-    return json.dumps([FORMAT, __version__, list(args), sys.executable, sys.version, list(sys.path), sys.warnoptions, cwd,
-                       settings, _shape(env), tree(package), distributions(sys.path)],
-                      separators=(",", ":"), default=str)
+    return [__version__, sys.executable, sys.version, list(sys.path), sys.warnoptions, cwd, settings, *_files]
 
 
-def _path(text: str, env: Mapping[str, str]) -> str:
+def _path(text: str, env: Mapping[str, str], prefix: str = "result") -> str:
     digest = f"{zlib.crc32(text.encode()):08x}{zlib.adler32(text.encode()):08x}"
-    return os.path.join(cache_dir(env), f"result-{digest}.json")
+    return os.path.join(cache_dir(env), f"{prefix}-{digest}.json")
 
 
 def replay(text: str, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) -> int | None:
@@ -222,34 +236,68 @@ def replay(text: str, env: Mapping[str, str], stdout: TextIO, stderr: TextIO) ->
 
 def store(text: str, env: Mapping[str, str], stdout: str, stderr: str, code: int) -> None:
     """Best effort: a read-only or full disk only means the next run is not replayed."""
+    write_keyed(_path(text, env), {"key": text, "stdout": stdout, "stderr": stderr, "code": code}, "result", KEEP)
+
+
+def write_keyed(path: str, document: dict[str, Any], prefix: str, keep: int) -> None:
+    """Write ``document`` to ``path`` whole or not at all, then keep only the newest ``keep`` ``PREFIX-*.json``.
+
+    Best effort (the replay and ``hardware/snapshot.py`` share it): a failure leaves the cache as it was.
+    """
     import tempfile
 
-    path = _path(text, env)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".result-")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{prefix}-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"key": text, "stdout": stdout, "stderr": stderr, "code": code}, handle)
+            json.dump(document, handle)
         os.replace(tmp, path)
-        _prune(os.path.dirname(path))
+        _prune(os.path.dirname(path), prefix, keep)
     except (OSError, TypeError, ValueError):
         pass
 
 
-def _prune(folder: str) -> None:
-    """Only this module's own ``result-*.json`` files, oldest first, beyond :data:`KEEP`."""
+def _prune(folder: str, prefix: str, keep: int) -> None:
+    """Only the ``PREFIX-*.json`` files, oldest first, beyond ``keep``."""
     results = []
     for entry in os.scandir(folder):
-        if entry.name.startswith("result-") and entry.name.endswith(".json"):
+        if entry.name.startswith(f"{prefix}-") and entry.name.endswith(".json"):
             try:
                 results.append((entry.stat().st_mtime_ns, entry.path))
             except OSError:
                 continue
-    for _, stale in sorted(results)[:-KEEP] if len(results) > KEEP else []:
+    for _, stale in sorted(results)[:-keep] if len(results) > keep else []:
         try:
             os.unlink(stale)
         except OSError:
             pass
+
+
+def content_sums(root: str, relative_paths: Sequence[str]) -> dict[str, int] | None:
+    """crc32 of each file's bytes (paths relative to ``root``); None when one cannot be read.
+
+    For what ships with Lens (``help_snapshot.py``, ``hardware/snapshot.py``): by content, since an
+    installed copy has other modification times than the checkout that recorded it.
+    """
+    sums = {}
+    for rel in relative_paths:
+        try:
+            with open(os.path.join(root, rel), "rb") as handle:
+                sums[rel] = zlib.crc32(handle.read())
+        except OSError:
+            return None
+    return sums
+
+
+def write_or_print(path: str, document: dict[str, Any], argv: Sequence[str]) -> int:
+    """A recorder's command line: ``--write`` replaces ``path``; without it, print what would be written."""
+    text = json.dumps(document, indent=1) + "\n"  # key order kept: it is the order commands print
+    if list(argv) == ["--write"]:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 class Recorder:

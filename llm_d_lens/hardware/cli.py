@@ -9,27 +9,12 @@ import typer
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
+from llm_d_lens.hardware.views import list_names, registered_rows, summary
 from llm_d_lens.output import ListFormat, OutputFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
 OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
-
-
-def _summary(profile: Any, origins: list[Any]) -> dict[str, Any]:
-    modes = profile.effective_modes()
-    return {
-        "id": profile.id,
-        "display_name": profile.display_name,
-        "vendor": profile.vendor,
-        "request_model": profile.request_model,
-        "access_modes": {name: mode.request_model for name, mode in modes.items()},
-        "benchmark_profile": profile.benchmark_profile,
-        "upstream": [f"{variant}/{vendor}" for variant, vendor in profile.label_pairs],
-        "overlay_dirs": profile.overlay_dirs,
-        "origins": [str(o) for o in origins],
-        "sources": sorted({"bundled" if o.kind == "bundled" else o.location for o in origins}),
-    }
 
 
 def _failure_row(failure: Any) -> dict[str, Any]:
@@ -45,7 +30,7 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
     from llm_d_lens.hardware.registry import get_registry
 
     registry = get_registry()
-    rows = [{**_summary(p, registry.origins(p.id)), "status": "registered"} for p in registry.profiles()]
+    rows = registered_rows(registry)
     failed = [_failure_row(f) for f in registry.failures]
     notice.shown = True
 
@@ -53,20 +38,16 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
         from rich.console import Group
         from rich.text import Text
 
-        from llm_d_lens.output import Column, columns_table
+        from llm_d_lens.hardware.views import LIST_COLUMNS, list_cells, list_title
+        from llm_d_lens.output import columns_table
 
-        columns = [Column("ID"), Column("NAME"), Column("ACCESS MODES"), Column("REQUEST MODELS", wide_only=True),
-                   Column("LLM-D VARIANT"), Column("BENCHMARK"), Column("FROM", wide_only=True)]
-        shown = [[r["id"], r["display_name"], ", ".join(r["access_modes"]), ", ".join(dict.fromkeys(r["access_modes"].values())),
-                  ", ".join(r["upstream"]), r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"])]
-                 for r in rows if r["status"] == "registered"]
-        t = columns_table(columns, shown, wide=wide, title=f"{len(registry)} hardware profiles (registry {registry.version_hash()})")
+        t = columns_table(LIST_COLUMNS, list_cells(rows), wide=wide, title=list_title(len(registry), registry.version_hash()))
         parts: list[Any] = [t]
         for f in failed:
             parts.append(Text(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}", style="red"))
         return Group(*parts)
 
-    emit([*rows, *failed], output, table, names=lambda rows: [r["id"] for r in rows if r["status"] == "registered"])
+    emit([*rows, *failed], output, table, names=list_names)
 
 
 @app.command("show")
@@ -84,7 +65,7 @@ def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFo
         t = Table(title=f"{profile.display_name} ({profile.id})", show_header=False)
         t.add_column("field", style="bold")
         t.add_column("value")
-        for field, value in _summary(profile, registry.origins(profile.id)).items():
+        for field, value in summary(profile, registry.origins(profile.id)).items():
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else (
                 ", ".join(map(str, value)) if isinstance(value, list) else str(value))
             t.add_row(field, shown)
@@ -199,36 +180,18 @@ def resolve(
     output: OutputFormat = OutputOption,
 ) -> None:
     """What a device class, resource, label set, key or AIC system name resolves to."""
-    from llm_d_lens.hardware.resolution import Resolver
+    from llm_d_lens.hardware.resolution import Resolver, resolve_queries
 
-    resolver = Resolver()
-    results = []
-    for k in key:
-        profile = resolver.require(k)
-        results.append(resolver.match_key(k).to_dict() | {"id": profile.id})
-    results += [resolver.match_device_class(c).to_dict() for c in device_class]
-    results += [resolver.match_resource(r).to_dict() for r in resource]
-    results += [resolver.match_dra_driver(d).to_dict() for d in dra_driver]
-    if label:
-        results.append(resolver.match_labels(_parse_labels(label)).to_dict())
-    results += [resolver.match_aic_system(s).to_dict() for s in aic_system]
+    results = resolve_queries(Resolver(), keys=key, device_classes=device_class, resources=resource, dra_drivers=dra_driver,
+                              labels=label, parse_labels=_parse_labels, aic_systems=aic_system)
     if not results:
         raise typer.BadParameter("give at least one of --device-class, --resource, --label, --key, --aic-system, --dra-driver")
 
     def table(results: list[dict[str, Any]], wide: bool = False) -> Any:
-        from llm_d_lens.output import Column, columns_table
+        from llm_d_lens.hardware.views import RESOLVE_COLUMNS, resolve_cells
+        from llm_d_lens.output import columns_table
 
-        columns = [Column("QUERY"), Column("KEY"), Column("STATUS"), Column("ID"), Column("MATCHED BY", wide_only=True),
-                   Column("DETAIL")]
-        style = {"supported": "green", "unsupported": "yellow", "ambiguous": "red"}
-        rows = []
-        for r in results:
-            detail = r["detail"] or (f"{r['matched_value']}" if r["matched_value"] else "")
-            if r["status"] == "ambiguous":
-                detail = f"{detail} (candidates: {', '.join(r['candidates'])})"
-            rows.append([r["query"], r["key"], f"[{style[r['status']]}]{r['status']}[/]", r["id"] or "-",
-                         r["matched_by"] or "-", detail])
-        return columns_table(columns, rows, wide=wide)
+        return columns_table(RESOLVE_COLUMNS, resolve_cells(results), wide=wide)
 
     emit(results, output, table)
 

@@ -21,9 +21,8 @@ def summary(failures: list) -> str:
 
 def warn_if_problems() -> None:
     global shown
-    from llm_d_lens.hardware import registry
-
-    built = registry.current_registry()
+    registry = sys.modules.get("llm_d_lens.hardware.registry")  # not imported here: a command that never built it pays nothing
+    built = registry.current_registry() if registry is not None else None
     already, shown = shown, False  # one command, one notice
     if already or built is None or not built.failures:
         return

@@ -13,13 +13,14 @@ Every lookup goes through the registry's indexes; none scans all profiles.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.hardware.registry import Registry, get_registry
+if TYPE_CHECKING:  # not imported at run time: the fast path of ``lens hardware resolve`` resolves without pydantic
+    from llm_d_lens.hardware.models import HardwareProfile
+    from llm_d_lens.hardware.registry import Registry
 
 VARIANT_LABEL = "llm-d.ai/accelerator-variant"
 VENDOR_LABEL = "llm-d.ai/accelerator-vendor"
@@ -52,9 +53,22 @@ class Resolution:
         }
 
 
+def _process_registry() -> Registry:
+    from llm_d_lens.hardware.registry import get_registry
+
+    return get_registry()
+
+
 @dataclass
 class Resolver:
-    registry: Registry = field(default_factory=get_registry)
+    """Lookups through a registry's indexes: the process-wide one unless given.
+
+    Reads only ``registry.index``, ``registry.get`` and ``registry.profiles()`` (their ids,
+    ``node_label_selector`` and ``planning.aic_system_patterns``), so a registry restored from
+    ``hardware/snapshot.py`` answers the same.
+    """
+
+    registry: Registry = field(default_factory=_process_registry)
 
     # -- explicit -----------------------------------------------------------------------------
 
@@ -153,6 +167,29 @@ class Resolver:
     def _aic_patterns(self) -> list[tuple[str, re.Pattern[str]]]:
         return [(p.id, re.compile(pattern, re.IGNORECASE)) for p in self.registry.profiles()
                 for pattern in p.planning.aic_system_patterns]
+
+
+def resolve_queries(resolver: Resolver, *, keys: Sequence[str] = (), device_classes: Sequence[str] = (),
+                    resources: Sequence[str] = (), dra_drivers: Sequence[str] = (),
+                    labels: Sequence[str] = (), parse_labels: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
+                    aic_systems: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """``lens hardware resolve``'s answers, in its order: keys (explicit, so unknown raises), then each kind.
+
+    ``labels`` are ``KEY=VALUE`` texts, read together by ``parse_labels`` once their turn comes (so
+    an unknown key is reported before a malformed label, as the command always did).
+    """
+    results = []
+    for k in keys:
+        profile = resolver.require(k)
+        results.append(resolver.match_key(k).to_dict() | {"id": profile.id})
+    results += [resolver.match_device_class(c).to_dict() for c in device_classes]
+    results += [resolver.match_resource(r).to_dict() for r in resources]
+    results += [resolver.match_dra_driver(d).to_dict() for d in dra_drivers]
+    if labels:
+        assert parse_labels is not None, "labels given without a parser"
+        results.append(resolver.match_labels(parse_labels(labels)).to_dict())
+    results += [resolver.match_aic_system(s).to_dict() for s in aic_systems]
+    return results
 
 
 def _selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:

@@ -1,0 +1,68 @@
+"""The columns and cells of ``lens hardware list`` and ``resolve`` tables, from plain rows.
+
+One place for both ways these tables are printed: through Rich (``output.columns_table``, on a
+terminal or wherever the fast path is unsure) and as plain text (``plain_table.render``, by the
+fast path of ``hardware/fastpath.py``), so the two cannot drift apart. Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_d_lens.output import Column
+
+LIST_COLUMNS = [Column("ID"), Column("NAME"), Column("ACCESS MODES"), Column("REQUEST MODELS", wide_only=True),
+                Column("LLM-D VARIANT"), Column("BENCHMARK"), Column("FROM", wide_only=True)]
+RESOLVE_COLUMNS = [Column("QUERY"), Column("KEY"), Column("STATUS"), Column("ID"), Column("MATCHED BY", wide_only=True),
+                   Column("DETAIL")]
+_STATUS_STYLE = {"supported": "green", "unsupported": "yellow", "ambiguous": "red"}
+
+
+def summary(profile: Any, origins: list[Any]) -> dict[str, Any]:
+    """``hardware list``'s and ``show``'s summary of one registered profile."""
+    modes = profile.effective_modes()
+    return {
+        "id": profile.id,
+        "display_name": profile.display_name,
+        "vendor": profile.vendor,
+        "request_model": profile.request_model,
+        "access_modes": {name: mode.request_model for name, mode in modes.items()},
+        "benchmark_profile": profile.benchmark_profile,
+        "upstream": [f"{variant}/{vendor}" for variant, vendor in profile.label_pairs],
+        "overlay_dirs": profile.overlay_dirs,
+        "origins": [str(o) for o in origins],
+        "sources": sorted({"bundled" if o.kind == "bundled" else o.location for o in origins}),
+    }
+
+
+def registered_rows(registry: Any) -> list[dict[str, Any]]:
+    """``hardware list``'s row of each registered profile (what ``snapshot.py`` keeps for the fast path)."""
+    return [{**summary(p, registry.origins(p.id)), "status": "registered"} for p in registry.profiles()]
+
+
+def list_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """One table row per registered profile of ``hardware list``'s rows (failures are printed below it)."""
+    return [[r["id"], r["display_name"], ", ".join(r["access_modes"]), ", ".join(dict.fromkeys(r["access_modes"].values())),
+             ", ".join(r["upstream"]), r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"])]
+            for r in rows if r["status"] == "registered"]
+
+
+def list_names(rows: list[dict[str, Any]]) -> list[str]:
+    """``hardware list -o name``: the id of each registered profile."""
+    return [r["id"] for r in rows if r["status"] == "registered"]
+
+
+def list_title(count: int, version_hash: str) -> str:
+    return f"{count} hardware profiles (registry {version_hash})"
+
+
+def resolve_cells(results: list[dict[str, Any]]) -> list[list[str]]:
+    """One table row per answer of ``hardware resolve``."""
+    rows = []
+    for r in results:
+        detail = r["detail"] or (f"{r['matched_value']}" if r["matched_value"] else "")
+        if r["status"] == "ambiguous":
+            detail = f"{detail} (candidates: {', '.join(r['candidates'])})"
+        rows.append([r["query"], r["key"], f"[{_STATUS_STYLE[r['status']]}]{r['status']}[/]", r["id"] or "-",
+                     r["matched_by"] or "-", detail])
+    return rows
