@@ -60,4 +60,6 @@ def mount_hot(app: FastAPI, router: APIRouter, prefix: str) -> None:
             summary=route.summary, description=route.description, openapi_extra=route.openapi_extra,
             operation_id=route.operation_id, include_in_schema=route.include_in_schema,
             response_description=route.response_description, deprecated=route.deprecated,
+            status_code=route.status_code, response_class=route.response_class,
+            dependencies=route.dependencies,  # the router's too: a hot route refuses them, never drops them
             route_class_override=RequestOnlyRoute)

@@ -126,3 +126,14 @@ def test_a_route_the_hot_path_would_break_is_refused(endpoint: Any, said: str) -
     with pytest.raises(TypeError, match=said) as refused:
         mount_hot(FastAPI(), router, "/api/v1")
     assert endpoint.__qualname__ in str(refused.value)
+
+
+async def plain(request: Request) -> Response:
+    return Response("")
+
+
+def test_a_routers_own_dependency_is_refused_not_dropped() -> None:
+    router = APIRouter(dependencies=[Depends(needs)])
+    router.add_api_route("/x", plain)
+    with pytest.raises(TypeError, match="dependencies"):
+        mount_hot(FastAPI(), router, "/api/v1")

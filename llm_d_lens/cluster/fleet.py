@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens.cluster.clusters import Cluster
+from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import Runner
 
@@ -47,10 +48,11 @@ async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float =
     if cluster.snapshot is not None:
         readable = cluster.snapshot.is_file() or cluster.snapshot.is_dir()
         return Reachability(cluster, readable, str(cluster.snapshot) if readable else f"{cluster.snapshot}: no such file")
-    watched = _watched(cluster, timeout)
+    source = cluster.source(timeout)
+    watched = _watched(cluster, source)
     if watched is not None:
         return watched
-    runner = runner or cluster.source(timeout).runner()
+    runner = runner or source.runner()
     try:
         result = await runner.arun(list(VERSION_ARGV), timeout=timeout)
         _, version = server_version_of(result.json(), list(VERSION_ARGV))
@@ -65,10 +67,10 @@ async def probe_all(clusters: Sequence[Cluster], runners: Callable[[Cluster], Ru
     return list(await asyncio.gather(*(probe(c, runners(c), timeout) for c in clusters)))
 
 
-def _watched(cluster: Cluster, timeout: float) -> Reachability | None:
+def _watched(cluster: Cluster, source: ClusterSource) -> Reachability | None:
     from llm_d_lens.cluster.watched import watch_of
 
-    watch = watch_of(cluster.source(timeout))
+    watch = watch_of(source)
     if watch is None:
         return None
     status = watch.status()

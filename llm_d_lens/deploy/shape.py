@@ -12,6 +12,7 @@ change is noted, so the user can see what Lens did to the upstream manifests.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -130,10 +131,7 @@ def parallelism(container: dict[str, Any]) -> int | None:
     sizes = [resolve_size(value, env) for _, value in stated.values()]
     if not sizes or None in sizes:
         return None
-    product = 1
-    for size in sizes:
-        product *= size  # type: ignore[operator]
-    return product
+    return math.prod(sizes)  # type: ignore[arg-type]
 
 
 def engine_size(pod: PodTemplate, targets: list[dict[str, Any]], count: int, overlay_count: int) -> list[Issue]:

@@ -154,7 +154,7 @@ def pod_shapes(objects: list[dict[str, Any]], source: str = "manifest") -> list[
             if asks or resources.get("claims"):  # the model server: it asks for the devices
                 requesting.append(container)
         lws_size = get_path(obj, "spec", "leaderWorkerTemplate", "size") if obj.get("kind") == "LeaderWorkerSet" else None
-        servers = requesting or [c for c in containers if isinstance(c, dict)]
+        servers = requesting or containers
         shape.parallelism, shape.parallel_evidence = stated_parallelism(shape.source, servers, lws_size)
         shapes.append(shape)
     return shapes
@@ -174,14 +174,13 @@ def stated_parallelism(source: str, containers: list[dict[str, Any]], lws_size: 
     different sizes, give no parallelism, only the evidence saying so.
     """
     groups = (*POD_SIZE_FLAGS, (DATA_FLAGS, "dp"))
+    group = {LWS_GROUP_SIZE: str(lws_size)} if type(lws_size) is int and lws_size > 0 else {}
     readings = []
     for container in containers:
         stated = stated_flags(container, groups)
         if not stated:
             continue
-        env = literal_env(container)
-        if isinstance(lws_size, int) and not isinstance(lws_size, bool) and lws_size > 0:
-            env.setdefault(LWS_GROUP_SIZE, str(lws_size))
+        env = group | literal_env(container)
         sizes = {key: resolve_size(value, env) for key, (_, value) in stated.items()}
         readings.append((container, stated, sizes))
     if not readings:

@@ -197,12 +197,11 @@ def resolve(
 
 
 def _parse_labels(items: list[str]) -> dict[str, str]:
-    labels = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"--label {item!r}: expected KEY=VALUE")
-        labels[name] = value
+    from llm_d_lens.hardware.resolution import split_labels
+
+    labels, malformed = split_labels(items)
+    if malformed:
+        raise typer.BadParameter(f"--label {malformed[0]!r}: expected KEY=VALUE")
     return labels
 
 

@@ -7,7 +7,8 @@ command prints, byte for byte. Anything else returns ``None`` and the command ru
 
 - options other than ``-o/--output`` (and, for ``resolve``, its six query options), ``--opt=value``
   aside; a value that starts with ``-``; ``--help``; a malformed ``--label``; no query at all;
-- a ``--key`` the registry does not know (the full path names the nearest ones);
+- a ``--key`` the registry does not know (the full path names the nearest ones).
+
 A table on a pipe is written by ``plain_table.render``; on a terminal, or wherever that is unsure
 (colour forced, a non-UTF-8 stdout, a table wider than the width, text Rich would change), Rich
 prints it as the full command does, through ``output.emit``.
@@ -62,13 +63,11 @@ def _format(options: dict[str, list[str]], allowed: Sequence[str]) -> str | None
 
 
 def _labels(items: Sequence[str]) -> dict[str, str] | None:
-    labels = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            return None
-        labels[name] = value
-    return labels
+    """The labels, or None for a malformed one: the full command names it."""
+    from llm_d_lens.hardware.resolution import split_labels
+
+    labels, malformed = split_labels(items)
+    return None if malformed else labels
 
 
 def run(args: Sequence[str], env: Mapping[str, str]) -> int | None:

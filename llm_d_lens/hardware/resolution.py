@@ -192,6 +192,19 @@ def resolve_queries(resolver: Resolver, *, keys: Sequence[str] = (), device_clas
     return results
 
 
+def split_labels(items: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """``KEY=VALUE`` texts as labels (a later key wins), and the texts that are not (no ``=`` or no key)."""
+    labels: dict[str, str] = {}
+    malformed = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if sep and name:
+            labels[name] = value
+        else:
+            malformed.append(item)
+    return labels, malformed
+
+
 def _selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return all(key in labels and (value == "*" or labels[key] == value) for key, value in selector.items())
 
