@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # what `make demo` writes rather than prints (a full render); ours, so replaced on each run
 DEMO_OUT ?= build/demo
 
-.PHONY: test demo venv bench clean schema cli-docs startup-snapshots
+.PHONY: test demo venv bench clean schema cli-docs
 
 venv: $(STAMP)
 
@@ -66,9 +66,3 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
-
-# what a first run reads instead of importing Typer and pydantic: the bundled registry (`lens hardware list/resolve`)
-# and the root help (`lens --help`); tests check both are current
-startup-snapshots: $(STAMP)
-	$(BIN)/python -P -m llm_d_lens.hardware.snapshot --write
-	$(BIN)/python -P -m llm_d_lens.help_snapshot --write

@@ -3,9 +3,8 @@
 Command groups live beside their domain (``llm_d_lens/<domain>/cli.py``, each exposing a Typer
 ``app``) and are imported only when invoked, so ``lens hardware ...`` never pays for the web
 server, Kubernetes or HTTP clients; ``lens --help`` lists them from ``GROUPS`` without importing
-any. Typer itself is imported only once a command has to run: the read-only commands that
-``result_cache.py`` may replay start without it. Errors are :class:`LensError`s rendered here,
-once: a message on stderr and exit code 1, never a traceback.
+any. Every command runs the one way: no earlier output is replayed. Errors are
+:class:`LensError`s rendered here, once: a message on stderr and exit code 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -151,52 +150,13 @@ def _group_of(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``lens ARGS`` (``sys.argv`` by default) and return its exit code; errors are rendered here, once."""
     args = sys.argv[1:] if argv is None else argv
     for position, arg in enumerate(args, 1):
         if not arg.isascii() and not _is_text(arg):  # a byte that is no UTF-8 arrives as a lone surrogate
             shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
             print(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", file=sys.stderr)
             return 2
-    if argv is None:  # a real invocation; a caller passing argv may have set up a registry of its own
-        from llm_d_lens import result_cache
-
-        if result_cache.enabled(os.environ) and result_cache.eligible(args, list(GROUPS)):
-            return _replayed_or_recorded(args)
-        return _main(args, fast=not any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ))
-    return _main(args)
-
-
-def _replayed_or_recorded(args: list[str]) -> int:
-    """A read-only command: print what it printed last time if nothing it reads changed, else run and keep it."""
-    from llm_d_lens import result_cache
-
-    key = result_cache.key(args, os.environ)
-    code = result_cache.replay(key, os.environ, sys.stdout, sys.stderr)
-    if code is not None:
-        return code
-    real = sys.stdout, sys.stderr
-    out, err = result_cache.Recorder(sys.stdout), result_cache.Recorder(sys.stderr)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
-    try:
-        code = _main(args, fast=True)
-    finally:
-        sys.stdout, sys.stderr = real
-    if not (out.bypassed or err.bypassed) and not _transient_failures():
-        result_cache.store(key, os.environ, out.text(), err.text(), code)
-    return code
-
-
-def _transient_failures() -> bool:
-    """A plugin load cut short from outside (a signal) says nothing of the plugin: do not keep that output."""
-    registry = sys.modules.get("llm_d_lens.hardware.registry")
-    built = registry.current_registry() if registry is not None else None
-    return built is not None and any(f.kind == "interrupted" for f in built.failures)
-
-
-def _main(args: list[str], *, fast: bool = False) -> int:
-    """Run ``lens ARGS``; ``fast`` (a real invocation): from the registry snapshot when it can (``hardware/fastpath.py``)."""
-    if fast and (code := _fast(args)) is not None:
-        return code
     import typer
 
     # Typer may vendor its own click: take the exception classes from Typer itself.
@@ -210,22 +170,6 @@ def _main(args: list[str], *, fast: bool = False) -> int:
         from llm_d_lens.hardware.notice import warn_if_problems
 
         warn_if_problems()  # one stderr line while a plugin is skipped, whatever the command
-        if fast:
-            from llm_d_lens.hardware import fastpath
-
-            fastpath.remember(args, os.environ)  # the registry this run built, for the next one
-
-
-def _fast(args: list[str]) -> int | None:
-    """The answer without Typer, when one is on file: the shipped root help, or the registry snapshot."""
-    from llm_d_lens import help_snapshot
-
-    code = help_snapshot.replay(args, os.environ)
-    if code is not None:
-        return code
-    from llm_d_lens.hardware import fastpath
-
-    return fastpath.run(args, os.environ)
 
 
 def _is_text(arg: str) -> bool:

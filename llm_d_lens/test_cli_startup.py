@@ -19,7 +19,7 @@ print(json.dumps({"code": code, "loaded": loaded, "typer": "typer" in sys.module
 
 
 def test_the_root_help_names_every_group_with_its_help_line_and_imports_none():
-    env = {**os.environ, "COLUMNS": "250", "LENS_RESULT_CACHE": "0"}
+    env = {**os.environ, "COLUMNS": "250"}
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=120)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report == {"code": 0, "loaded": [], "typer": True}, done.stderr

@@ -16,7 +16,6 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
-from llm_d_lens.api.hot_routes import mount_hot
 from llm_d_lens.api.body_limit import BodyLimit, max_body_bytes
 from llm_d_lens.api.json_body import RepeatedKeyGuard
 from llm_d_lens.api.openapi_problems import declare_problems
@@ -94,9 +93,6 @@ def create_app() -> FastAPI:
 
     for module in ROUTERS:
         domain = importlib.import_module(module)
-        # the most requested routes, mounted flat and answered without dependency solving (api/hot_routes.py)
-        for hot in getattr(domain, "HOT_ROUTERS", ()):
-            mount_hot(app, hot, "/api/v1")
         # a query parameter a route does not declare is a 400 (see api/query_params.py)
         app.include_router(domain.router, prefix="/api/v1", dependencies=[Depends(reject_unknown_query)])
     _mount_console(app)

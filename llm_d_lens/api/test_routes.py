@@ -4,8 +4,7 @@
 order); that is only safe while no route's pattern also matches another's path. Each operation the
 OpenAPI document lists is requested with sample path values; the mounting dependency every
 /api/v1 route shares records which route the request reached, then stops it before the endpoint runs
-(no kubectl, no file read); a hot route (a module's ``HOT_ROUTERS``, mounted flat by
-``api/hot_routes.py``) calls it itself, first.
+(no kubectl, no file read).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.api import query_params
 from llm_d_lens.api.query_params import reject_unknown_query
 
 SAMPLES = {"int": "7", "float": "7.5", "path": "some/where", "uuid": "00000000-0000-0000-0000-000000000000"}
@@ -27,20 +25,17 @@ def concrete(path: str) -> str:
     return re.sub(r"{(\w+)(?::(\w+))?}", lambda m: SAMPLES.get(m.group(2) or "", f"sample-{m.group(1)}"), path)
 
 
-def test_every_documented_operation_resolves_to_its_own_route(monkeypatch):
+def test_every_documented_operation_resolves_to_its_own_route():
     app = create_app()
     reached: list[tuple[str, frozenset[str]]] = []
 
     async def record(request: Request) -> None:
         route = request.scope["route"]
-        # included routers' routes are declared without the prefix; hot routes are mounted with it
-        full = route.path if route.path.startswith("/api/v1/") else "/api/v1" + route.path
+        full = "/api/v1" + route.path  # included routers' routes are declared without the prefix
         reached.append((full, frozenset(route.methods)))
         raise HTTPException(status_code=418, detail="stopped before the endpoint")
 
     app.dependency_overrides[reject_unknown_query] = record
-    # hot routes check their query themselves, through the module (api/hot_routes.py)
-    monkeypatch.setattr(query_params, "reject_unknown_query", record)
     client = TestClient(app)
     operations = [(path, method.upper()) for path, item in client.get("/openapi.json").json()["paths"].items()
                   for method in item if path.startswith("/api/v1/")]

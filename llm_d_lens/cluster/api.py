@@ -16,17 +16,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.api.query_params import flag_parameter, query_flag
 from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters
 from llm_d_lens.cluster.served import ORIGIN_ENV, SINGLE_SETTINGS, kubectl_timeout, served_clusters
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["cluster"])
-#: the overview, the server's most requested route: mounted flat, its endpoint called without
-#: dependency solving, after the same unknown-parameter check (llm_d_lens/api/hot_routes.py)
-hot = APIRouter(tags=["cluster"])
-HOT_ROUTERS = (hot,)
 
 
 #: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
@@ -67,13 +62,14 @@ def cluster_runners() -> Callable[[Cluster], Runner | None]:
 NODES_HELP = "Include the per-node detail (large on big clusters)."
 
 
-# it reads ``nodes`` itself (query_flag: same values and errors as Query), which FastAPI solving it
-# cost more than the rest of a cached answer
-@hot.get("/clusters/overview", response_model=dict[str, Any],
-         responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."},
-                    422: {"description": "Validation Error"}},
-         openapi_extra={"parameters": [flag_parameter("nodes", True, NODES_HELP)]})
-async def overview(request: Request) -> Response:
+@router.get("/clusters/overview", response_model=dict[str, Any],
+            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
+async def overview(
+    request: Request,
+    nodes: bool = Query(True, description=NODES_HELP),
+    source: ClusterSource = Depends(cluster_source),
+    runner: Runner | None = Depends(cluster_runner),
+) -> Response:
     """Per-hardware buckets (devices, partitions, VRAM, allocation), nodes, and what no profile claims.
 
     A snapshot's (or the demo's) answer is encoded once while the file is unchanged and carries an
@@ -83,8 +79,6 @@ async def overview(request: Request) -> Response:
     from llm_d_lens.cluster.watched import freshness
     from llm_d_lens.conditional import respond
 
-    nodes = query_flag(request, "nodes", True)
-    source, runner = inline_dependency(request, cluster_source), inline_dependency(request, cluster_runner)
     ready = encoded_if_kept(source, nodes) if runner is None else None
     if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
         return respond(request, ready)
@@ -164,15 +158,6 @@ def _encoded_live(source: ClusterSource, found: Any, nodes: bool, head: dict[str
     opening = encode(head).body[:-1] + b"," if head else b"{"
     tail = encode({"freshness": freshness(source, found)}).body[1:]  # b'"freshness":{...}}'
     return Encoded(opening + state.body[1:-1] + b"," + tail, f"W/{state.etag}")
-
-
-def inline_dependency(request: Request, dependency: Callable[[], Any]) -> Any:
-    """A cheap sync dependency called on the event loop, honouring ``app.dependency_overrides`` as ``Depends`` does.
-
-    ``Depends`` runs a sync dependency in a worker thread: two thread hops per request were most of
-    what a cached overview cost. Only for dependencies that do no I/O (reading the environment).
-    """
-    return request.app.dependency_overrides.get(dependency, dependency)()
 
 
 async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:

@@ -11,10 +11,6 @@ from fastapi import APIRouter, Request, Response
 from llm_d_lens.hardware.registry import get_registry
 
 router = APIRouter(tags=["hardware"])
-#: the capabilities, which every console page and poll reads: mounted flat, its endpoint called
-#: without dependency solving (see llm_d_lens/api/hot_routes.py; the query check is the same)
-hot = APIRouter(tags=["hardware"])
-HOT_ROUTERS = (hot,)
 
 
 def _profile_document(profile: Any, registry: Any) -> dict[str, Any]:
@@ -45,8 +41,8 @@ _encoded_lock = threading.Lock()
 _encoded: tuple[Any, int, Any] | None = None  # (registry, failures, Encoded)
 
 
-@hot.get("/hardware/capabilities", response_model=dict[str, Any],
-            responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
+@router.get("/hardware/capabilities", response_model=dict[str, Any],
+               responses={304: {"description": "The client's copy (If-None-Match names its ETag) is current."}})
 async def capabilities_route(request: Request) -> Response:
     """Every registered profile with all its fields, and a hash that changes when any does.
 

@@ -10,11 +10,12 @@ killed and a new one loads the remaining entry points.
 Why a cache: spawning an interpreter on every command would make the common case (nothing
 installed or changed since the last run) slower than loading in-process. The outcome, which is
 plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (default
-``$XDG_CACHE_HOME/llm-d-lens``), keyed by every loaded distribution's name, version, location and
-metadata timestamps, and by the files of the plugin's package where it sits on ``sys.path`` (a
-plugin run from a folder or an editable install); reinstalling, upgrading or editing a plugin changes
-the key. ``lens hardware doctor``
-never reads the cache. Payloads are still validated in this process on every run.
+``$XDG_CACHE_HOME/llm-d-lens``), keyed by the content of what a load reads: every loaded distribution's metadata and the files
+of the plugin's package wherever the import system finds it (``site-packages``, a folder on
+``PYTHONPATH``, or an editable install's own project folder); reinstalling, upgrading or editing a
+plugin changes the key. A load that timed out, crashed or was interrupted is never kept: it says
+something of that moment, not of the plugin, and is tried again on the next run. ``lens hardware
+doctor`` never reads the cache. Payloads are still validated in this process on every run.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from llm_d_lens import __version__
 DEFAULT_TIMEOUT_SECONDS = 5.0
 #: an interpreter has to start before the first plugin's clock runs
 STARTUP_ALLOWANCE_SECONDS = 15.0
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: keyed on file content, found through the import system
 #: how much of a provider's stray output a failure quotes
 OUTPUT_QUOTE = 200
 
@@ -88,22 +89,59 @@ def forget_dist_meta() -> None:
     _dist_meta.clear()
 
 
+#: what a failed load says of the moment, not of the plugin: never kept, tried again on the next run
+TRANSIENT = frozenset({"timeout", "crashed", "interrupted"})
+
+
 def _dist_stamp(ep: EntryPoint) -> list[Any]:
+    """The content of what loading ``ep`` reads: its distribution's metadata and its package's files."""
     dist = ep.dist
     if dist is None:
         return ["", "", ""]
     name, version = dist_meta(ep)
     location = str(getattr(dist, "_path", ""))
-    stamps = []
-    for name in ("", "entry_points.txt", "METADATA", "RECORD"):
-        try:
-            stamps.append(os.stat(os.path.join(location, name)).st_mtime_ns)
-        except OSError:
-            stamps.append(None)
-    from llm_d_lens.result_cache import module_files
-
+    metadata = [_file_digest(os.path.join(location, meta)) for meta in ("entry_points.txt", "METADATA", "RECORD")]
     top = ep.value.partition(":")[0].strip().partition(".")[0]
-    return [name, version, location, stamps, module_files(top, sys.path)]
+    return [name, version, location, metadata, package_digest(top)]
+
+
+def package_digest(top: str) -> str:
+    """A digest of every file of the importable package (or module) ``top``, wherever it is imported from.
+
+    Found the way ``import`` finds it (``importlib.util.find_spec``, which asks the import system's
+    finders without running the package), so a plugin on ``PYTHONPATH``, in ``site-packages`` or
+    installed in development mode (``pip install -e``, whose finder maps the name to the project's
+    own folder, which is on no ``sys.path`` entry) is keyed on the files it loads from. Content,
+    not timestamps: an edit that keeps the size and the second still changes the key.
+    """
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError, AttributeError):  # a broken finder or package: the load reports it
+        return ""
+    if spec is None:
+        return ""
+    roots = list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
+    digest = hashlib.sha256()
+    for root in roots:
+        if os.path.isfile(root):
+            digest.update(f"{root}\0{_file_digest(root)}\0".encode())
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for file in sorted(files):
+                path = os.path.join(folder, file)
+                digest.update(f"{path}\0{_file_digest(path)}\0".encode())
+    return digest.hexdigest()
+
+
+def _file_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def cache_key(eps: Sequence[EntryPoint]) -> str:
@@ -155,7 +193,7 @@ def load_entry_points(eps: Sequence[EntryPoint], *, timeout: float | None = None
         if cached is not None:
             return cached
     outcomes = run_isolated([_entry(ep) for ep in eps], timeout=timeout)
-    if not any(o.kind == "interrupted" for o in outcomes):  # a signal from outside says nothing of the plugin
+    if not any(o.kind in TRANSIENT for o in outcomes):  # a busy machine or a signal says nothing of the plugin
         _write_cache(path, outcomes)
     return outcomes
 

@@ -64,8 +64,7 @@ class Resolver:
     """Lookups through a registry's indexes: the process-wide one unless given.
 
     Reads only ``registry.index``, ``registry.get`` and ``registry.profiles()`` (their ids,
-    ``node_label_selector`` and ``planning.aic_system_patterns``), so a registry restored from
-    ``hardware/snapshot.py`` answers the same.
+    ``node_label_selector`` and ``planning.aic_system_patterns``).
     """
 
     registry: Registry = field(default_factory=_process_registry)

@@ -9,12 +9,7 @@
                                 compared case-insensitively, like every name a user types.
 ``LENS_PLUGINS_TIMEOUT``        Seconds one plugin may take to load (default 5); see isolation.
 ``LENS_CACHE_DIR``              Where plugin load results are cached (default
-                                ``$XDG_CACHE_HOME/llm-d-lens``), the replayed output of
-                                read-only commands (``llm_d_lens/result_cache.py``) and the
-                                validated registry (``hardware/snapshot.py``).
-``LENS_RESULT_CACHE``           ``0`` turns replaying ``hardware list/show/resolve`` and
-                                ``--help`` off: each run then runs the command (from the
-                                validated registry, when one applies).
+                                ``$XDG_CACHE_HOME/llm-d-lens``); see isolation.
 ==============================  ==============================================================
 
 Which entry points are Lens's own is decided by what they name (Lens's own package), never by

@@ -92,7 +92,7 @@ COUNTING = """
 import json, pathlib
 HERE = pathlib.Path(__file__).parent
 def load():
-    runs = HERE / "runs"
+    runs = HERE.parent / "runs"  # beside the package: a file inside it is part of what the cache is keyed on
     runs.write_text(str(int(runs.read_text()) + 1) if runs.exists() else "1")
     return json.loads((HERE / "profile.json").read_text())
 """
@@ -101,7 +101,7 @@ def load():
 def test_load_results_are_cached_until_the_installed_set_changes_and_doctor_always_reloads(plugins):
     module = plugins.make("acme-lens", module_source=COUNTING, profile_entry_points={"acme": "acme_lens_lens:load"})
     (plugins.root / module / "profile.json").write_text(json.dumps([minimal_profile("acme")]))
-    runs = plugins.root / module / "runs"
+    runs = plugins.root / "runs"
     for _ in range(2):
         assert "acme" in {r["id"] for r in json.loads(lens(plugins, "hardware", "list", "-o", "json").stdout)}
     assert runs.read_text() == "1"  # the second command read the cached outcome

@@ -1,8 +1,7 @@
 """The columns and cells of ``lens hardware list`` and ``resolve`` tables, from plain rows.
 
-One place for both ways these tables are printed: through Rich (``output.columns_table``, on a
-terminal or wherever the fast path is unsure) and as plain text (``plain_table.render``, by the
-fast path of ``hardware/fastpath.py``), so the two cannot drift apart. Imports nothing heavy.
+The rows are plain data (``-o json``/``yaml`` print them as they are); the cells are what
+``output.columns_table`` draws. Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ def summary(profile: Any, origins: list[Any]) -> dict[str, Any]:
 
 
 def registered_rows(registry: Any) -> list[dict[str, Any]]:
-    """``hardware list``'s row of each registered profile (what ``snapshot.py`` keeps for the fast path)."""
+    """``hardware list``'s row of each registered profile."""
     return [{**summary(p, registry.origins(p.id)), "status": "registered"} for p in registry.profiles()]
 
 

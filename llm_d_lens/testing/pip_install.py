@@ -31,3 +31,25 @@ def pip_install(project: Path, target: Path, scratch: Path) -> Path:
 def env_with(target: Path, **extra: str) -> dict[str, str]:
     """This interpreter's environment with ``target`` first on the import path."""
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), *sys.path]), **extra)
+
+
+def throwaway_venv(where: Path) -> Path:
+    """A new virtual environment that sees this interpreter's packages (Lens among them); its python.
+
+    The host's ``site-packages`` is added as a site directory (its own ``.pth`` files run, so an
+    editable Lens stays importable); what is installed into the new environment comes first.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    site = next(where.glob("lib/python*/site-packages"))
+    hosts = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "zz-host-site.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in hosts))
+    return where / "bin" / "python"
+
+
+def editable_install(project: Path, python: Path) -> None:
+    """``pip install -e PROJECT`` into the environment of ``python``, as a plugin author does while developing."""
+    argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+            "--no-build-isolation", "--no-index", "--disable-pip-version-check", "-e", str(project)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=dict(os.environ, PIP_NO_INPUT="1"))
+    if result.returncode != 0:
+        raise AssertionError(f"pip install -e {project} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")

@@ -30,7 +30,7 @@ from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
 from llm_d_lens.monitoring.exposition import ExpositionSample, parse_exposition, with_target_label
 from llm_d_lens.prometheus.client import PrometheusClient, Sample, gather_all
-from llm_d_lens.prometheus.combine import query_parts
+from llm_d_lens.prometheus.combine import query_each
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ async def _read_devices(client: PrometheusClient, selection: Sequence[Selected],
         if combined and combinable(chosen.plan):
             rows = await read_refresh(client, chosen.plan, at, targets="targets" in named)
         else:
-            rows = await query_parts(client, named, at, combine=False)
+            rows = await query_each(client, named, at)
         if "targets" in rows:
             targets.set_result(rows.pop("targets"))
         return _hardware(chosen, rows, cluster, mode, wanted, await targets)

@@ -2,12 +2,11 @@
 
 Against the real Prometheus every built-in profile is read both ways and compared row by row (labels,
 values and order of every part) and device by device: the refresh's own query (each metric read once,
-the quantities finished in Python, :mod:`.refresh`) and the generic tagged union of the parts
-(:mod:`llm_d_lens.prometheus.combine`), on the shared exporter samples and on a generated cluster full
-of edge cases (absent metrics, NaN, infinities, zeros, duplicate series, series the matchers drop).
-The splitting rules are then held to their edge cases with a fake Prometheus (httpx's mock
-transport): a part that answers nothing, NaN and infinities, two parts with the same label sets, a
-series that carries no part tag.
+the quantities finished in Python, :mod:`.refresh`) and each part sent as its own query, on the
+shared exporter samples and on a generated cluster full of edge cases (absent metrics, NaN,
+infinities, zeros, duplicate series, series the matchers drop). A fake Prometheus (httpx's mock
+transport) then holds the refresh to the rows it cannot read and to exporter labels that clash
+with the part tag.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, se
 from llm_d_lens.monitoring.accelerator.test_conformance import BUILT_IN_WITH_SOURCES
 from llm_d_lens.monitoring.test_support import needs_prometheus, refresh
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.prometheus.combine import PART_LABEL, combined, query_parts, split
+from llm_d_lens.prometheus.combine import PART_LABEL, query_each
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import parse_matcher
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
@@ -41,36 +40,13 @@ def comparable(rows: list[Sample]) -> list[tuple[tuple[tuple[str, str], ...], st
     return [(tuple(r.labels.items()), repr(r.value)) for r in rows]
 
 
-def both_ways(url: str, parts: dict[str, str]) -> tuple[dict[str, list[Sample]], dict[str, list[Sample]], int]:
-    async def run():
-        async with PrometheusClient(url) as client:
-            one = await query_parts(client, parts, BASE_TIMESTAMP)
-            sent = client.queries_sent
-            separate = await query_parts(client, parts, BASE_TIMESTAMP, combine=False)
-            return one, separate, sent
-    return asyncio.run(run())
-
-
-@needs_prometheus
-@pytest.mark.parametrize("hardware", BUILT_IN_WITH_SOURCES)
-def test_every_part_of_the_combined_refresh_is_what_its_own_query_answers(prometheus, hardware):
-    plan = plan_for(get_registry().get(hardware))
-    parts = refresh_parts(plan, targets=True)
-    one, separate, sent = both_ways(prometheus.url, parts)
-    assert sent == 1
-    assert list(one) == list(separate) == list(parts)
-    for name in parts:
-        assert comparable(one[name]) == comparable(separate[name]), (hardware, name)
-    assert sum(len(rows) for rows in separate.values()) > len(separate["inventory"]), "the fixtures answer quantities too"
-
-
 def refresh_both_ways(url: str, plan) -> tuple[dict[str, list[Sample]], dict[str, list[Sample]], int]:
     """The refresh's own query for ``plan`` (with the targets), and each of its parts sent alone."""
     async def run():
         async with PrometheusClient(url) as client:
             one = await read_refresh(client, plan, BASE_TIMESTAMP, targets=True)
             sent = client.queries_sent
-            separate = await query_parts(client, refresh_parts(plan, targets=True), BASE_TIMESTAMP, combine=False)
+            separate = await query_each(client, refresh_parts(plan, targets=True), BASE_TIMESTAMP)
             return one, separate, sent
     return asyncio.run(run())
 
@@ -160,27 +136,6 @@ def test_the_combined_refresh_reports_what_the_separate_queries_report(prometheu
     assert separate.queries_sent == sum(len(queries(s.plan)) for s in select(chosen)) + 1  # and the targets
 
 
-@needs_prometheus
-def test_parts_with_the_same_label_sets_keep_every_series(prometheus):
-    """Plain ``or`` keeps only the left side's series of a label set; the part tag keeps both."""
-    parts = {"left": 'label_replace(vector(1), "node", "n1", "", "")', "right": 'label_replace(vector(2), "node", "n1", "", "")'}
-    assert [r["value"][1] for r in prometheus.query(" or ".join(parts.values()))] == ["1"]
-    one, _, _ = both_ways(prometheus.url, parts)
-    assert {name: [(dict(r.labels), r.value) for r in rows] for name, rows in one.items()} == {
-        "left": [({"node": "n1"}, 1.0)], "right": [({"node": "n1"}, 2.0)]}
-
-
-@needs_prometheus
-def test_an_absent_metric_and_nan_come_back_as_their_own_queries_give_them(prometheus):
-    parts = {"absent": "sum by (node) (lens_no_such_metric)", "nan": "vector(NaN)", "inf": "vector(1) / 0",
-             "odd $1 name": "vector(3)"}
-    one, separate, sent = both_ways(prometheus.url, parts)
-    assert sent == 1
-    assert one["absent"] == [] and math.isnan(one["nan"][0].value) and one["inf"][0].value == math.inf
-    assert one["odd $1 name"] == [Sample({}, 3.0)]  # the name is a literal, not a capture reference
-    assert {k: comparable(v) for k, v in one.items()} == {k: comparable(v) for k, v in separate.items()}
-
-
 # -- the fake Prometheus --------------------------------------------------------------------------
 
 def fake(answer: list[dict], sent: list[str]) -> httpx.MockTransport:
@@ -188,70 +143,6 @@ def fake(answer: list[dict], sent: list[str]) -> httpx.MockTransport:
         sent.append(parse_qs(request.content.decode())["query"][0])
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": answer}})
     return httpx.MockTransport(handle)
-
-
-def ask(answer: list[dict], parts: dict[str, str]) -> tuple[dict[str, list[Sample]], list[str]]:
-    sent: list[str] = []
-
-    async def run():
-        async with PrometheusClient("http://prometheus.test:9090", transport=fake(answer, sent)) as client:
-            return await query_parts(client, parts, BASE_TIMESTAMP)
-    return asyncio.run(run()), sent
-
-
-def row(part: str, value: str, **labels: str) -> dict:
-    return {"metric": {**labels, PART_LABEL: part}, "value": [BASE_TIMESTAMP, value]}
-
-
-def test_the_answer_is_split_by_part_in_order_with_the_tag_removed():
-    parts = {"inventory": "group by (gpu) (a)", "power": "max by (gpu) (b)", "energy": "max by (gpu) (c)"}
-    answer = [row("inventory", "1", gpu="1"), row("power", "NaN", gpu="1"), row("inventory", "1", gpu="0"),
-              row("power", "+Inf", gpu="0"), row("power", "-Inf", gpu="2")]
-    got, sent = ask(answer, parts)
-    assert sent == [combined(parts)]
-    assert list(got) == ["inventory", "power", "energy"]
-    assert [dict(r.labels) for r in got["inventory"]] == [{"gpu": "1"}, {"gpu": "0"}]
-    assert math.isnan(got["power"][0].value) and [r.value for r in got["power"][1:]] == [math.inf, -math.inf]
-    assert got["energy"] == []  # its metric is absent: an empty part, as its own query gives
-
-
-def test_parts_sharing_label_sets_stay_apart_when_split():
-    got, _ = ask([row("used", "5", gpu="0"), row("total", "8", gpu="0")], {"used": "u", "total": "t"})
-    assert (got["used"], got["total"]) == ([Sample({"gpu": "0"}, 5.0)], [Sample({"gpu": "0"}, 8.0)])
-
-
-@pytest.mark.parametrize("labels", [{"gpu": "0"}, {"gpu": "0", PART_LABEL: "nobody"}])
-def test_a_series_without_a_known_part_tag_is_a_coded_error_naming_server_and_query(labels):
-    with pytest.raises(PrometheusResponseInvalid) as caught:
-        ask([{"metric": labels, "value": [BASE_TIMESTAMP, "1"]}], {"used": "u", "total": "t"})
-    assert caught.value.code == "PROMETHEUS_RESPONSE_INVALID"
-    assert caught.value.message.startswith("Prometheus at http://prometheus.test:9090 answered a series without a "
-                                           f"known {PART_LABEL} label: {labels!r} (query: (label_replace(u, ")
-    assert caught.value.details["query"] == combined({"used": "u", "total": "t"})
-
-
-@pytest.mark.parametrize("parts", [{}, {"": "vector(1)", "b": "vector(2)"}])
-def test_nothing_or_a_nameless_part_cannot_be_combined(parts):
-    with pytest.raises(ValueError):
-        combined(parts)
-
-
-def test_one_part_goes_out_as_it_is():
-    got, sent = ask([{"metric": {"gpu": "0"}, "value": [BASE_TIMESTAMP, "1"]}], {"only": "max by (gpu) (b)"})
-    assert sent == ["max by (gpu) (b)"] and got == {"only": [Sample({"gpu": "0"}, 1.0)]}
-
-
-def test_split_keeps_every_other_label_and_refuses_nothing_it_knows():
-    samples = [Sample({"lens_fallback": "1", "gpu": "3", PART_LABEL: "power"}, 2.5)]
-    assert split(samples, ["power", "energy"]) == {"power": [Sample({"lens_fallback": "1", "gpu": "3"}, 2.5)], "energy": []}
-
-
-def test_the_refresh_expression_tags_every_part_once():
-    plan = plan_for(get_registry().get("nvidia"))
-    expression = combined(refresh_parts(plan, targets=True))
-    for name, promql in refresh_parts(plan, targets=True).items():
-        assert f'label_replace({promql}, "{PART_LABEL}", "{name}", "", "")' in expression
-    assert expression.count(f'"{PART_LABEL}"') == len(queries(plan)) + 1
 
 
 @pytest.mark.parametrize("hardware", BUILT_IN_WITH_SOURCES)
