@@ -56,7 +56,7 @@ schema: $(STAMP)
 	$(BIN)/python -m llm_d_lens.hardware.schema --write
 
 cli-docs: $(STAMP)
-	$(BIN)/python -m llm_d_lens.cli_docs --write
+	$(BIN)/python -m llm_d_lens.cli.docs --write
 
 # Every bench/*.py that is not a test (or test support), in name order: a new benchmark is picked up as it lands.
 BENCH_SCRIPTS = $(sort $(filter-out bench/test_% bench/conftest.py bench/__init__.py,$(wildcard bench/*.py)))

@@ -270,8 +270,8 @@ def peak_mib(what: str, path: Path) -> float:
 
 #: the floor of the end-to-end measure: a process that only parses the file, GC paused
 FLOOR_CHILD = "import gc, sys, orjson; gc.disable(); orjson.loads(open(sys.argv[1], 'rb').read())"
-#: the lens console script (llm_d_lens.lifetime.console), whichever interpreter runs the bench
-LENS_CHILD = "import sys; sys.argv[0] = 'lens'; from llm_d_lens.lifetime import console; console()"
+#: the lens console script (llm_d_lens.cli.lifetime.console), whichever interpreter runs the bench
+LENS_CHILD = "import sys; sys.argv[0] = 'lens'; from llm_d_lens.cli.lifetime import console; console()"
 
 
 def child_cpu_seconds(argv: list[str]) -> float:

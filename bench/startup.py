@@ -214,7 +214,7 @@ def render_times(root: Path, runs: int) -> tuple[str, float, float] | str:
 
 
 def heavy_modules_after_list() -> list[str]:
-    probe = ("import sys\nfrom llm_d_lens.cli import main\nmain(['hardware', 'list', '-o', 'json'])\n"
+    probe = ("import sys\nfrom llm_d_lens.cli.app import main\nmain(['hardware', 'list', '-o', 'json'])\n"
              f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     line = next(l for l in result.stderr.splitlines() if l.startswith("HEAVY="))

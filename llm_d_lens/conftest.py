@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm_d_lens.runner import FakeRunner, RecordedCall
+from llm_d_lens.runner import RecordedCall
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 #: (the test that made it, argv as the caller gave it, stdin)
 SUITE_CALLS: list[tuple[str, tuple[str, ...], str | None]] = []

@@ -50,7 +50,7 @@ def test_a_path_that_cannot_take_a_file_is_output_invalid(where: str, problem: s
 
 def test_a_planted_temporary_name_or_symlink_beside_the_target_is_never_followed(tmp_path: Path, capsys) -> None:
     """``lens evaluate config -o F`` (now ``--output-file F``) used to write ``.F.tmp`` and follow a link planted there."""
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -65,7 +65,7 @@ def test_a_planted_temporary_name_or_symlink_beside_the_target_is_never_followed
 
 
 def test_evaluate_config_refuses_to_replace_a_file_without_force_and_keeps_it(tmp_path: Path, capsys) -> None:
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     out = tmp_path / "scenario.yaml"
     out.write_text("mine")

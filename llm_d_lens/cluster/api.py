@@ -77,7 +77,7 @@ async def overview(
     """
     from llm_d_lens.cluster.cache import encoded_if_kept
     from llm_d_lens.cluster.watched import freshness
-    from llm_d_lens.conditional import respond
+    from llm_d_lens.web.conditional import respond
 
     ready = encoded_if_kept(source, nodes) if runner is None else None
     if ready is not None:  # an unchanged snapshot, answered before: no worker thread needed
@@ -119,7 +119,7 @@ async def named_overview(
     per request with how fresh it is and a weak tag over the cluster's state.
     """
     from llm_d_lens.cluster.watched import freshness
-    from llm_d_lens.conditional import respond
+    from llm_d_lens.web.conditional import respond
 
     cluster = clusters.get(name)
     source = cluster.source(kubectl_timeout())
@@ -152,7 +152,7 @@ def _encoded_live(source: ClusterSource, found: Any, nodes: bool, head: dict[str
     The body is the bytes of ``{**head, **overview, "freshness": ...}``, the overview encoded once.
     """
     from llm_d_lens.cluster.watched import freshness
-    from llm_d_lens.conditional import Encoded, encode
+    from llm_d_lens.web.conditional import Encoded, encode
 
     state = encode(found.document(nodes))
     opening = encode(head).body[:-1] + b"," if head else b"{"

@@ -27,7 +27,7 @@ from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
 from llm_d_lens.runner import Runner
 
 if TYPE_CHECKING:
-    from llm_d_lens.conditional import Encoded
+    from llm_d_lens.web.conditional import Encoded
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Inventory:
         ``freshness`` (how fresh the answer is) is written with the first encoding: a kept file's
         never changes while it is kept.
         """
-        from llm_d_lens.conditional import encode
+        from llm_d_lens.web.conditional import encode
 
         with self._encoding:  # concurrent first requests encode once
             found = self._encoded.get(nodes)
@@ -58,7 +58,7 @@ class Inventory:
 
         Kept per entry and shape, so a second request for an unchanged snapshot encodes nothing.
         """
-        from llm_d_lens.conditional import encode
+        from llm_d_lens.web.conditional import encode
 
         key = (json.dumps(cluster, sort_keys=True), nodes)
         with self._encoding:

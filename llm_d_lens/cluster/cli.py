@@ -6,7 +6,7 @@ from pathlib import Path
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OUTPUT_FILE, ListFormat, OutputFormat, console, emit, list_output_option
+from llm_d_lens.terminal.output import OUTPUT_FILE, ListFormat, OutputFormat, console, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(no_args_is_help=True)
@@ -40,7 +40,7 @@ def inspect(
     from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
 
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     if every:
         _inspect_fleet(clusters_file, timeout, output, cluster=cluster, snapshot=snapshot, demo=demo, context=context,
@@ -85,7 +85,7 @@ def snapshot(
     exists = SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})
     check_output_path(out, replace=force, exists=exists)  # refuse before asking the cluster anything
     from llm_d_lens.cluster.options import live_target
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     target = live_target(cluster, clusters_file, context, kubeconfig, why="a snapshot")
     source = ClusterSource(context=target.context, kubeconfig=target.kubeconfig, timeout=timeout)

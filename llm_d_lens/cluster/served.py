@@ -50,7 +50,7 @@ def served_clusters(env: Mapping[str, str] | None = None) -> Clusters:
 
 def server_source(env: Mapping[str, str] | None = None) -> ClusterSource:
     """:meth:`ClusterSource.from_env`, its errors worded for the operator (variables, not flags)."""
-    from llm_d_lens.api.request_fields import reword
+    from llm_d_lens.web.request_fields import reword
 
     try:
         return ClusterSource.from_env(env)

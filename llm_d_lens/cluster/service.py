@@ -17,9 +17,9 @@ def inspect(source: ClusterSource, runner: Runner | None = None, catalog: Catalo
     The parsed cluster is freed by reference counting before the collector resumes, so no
     collection ever walks its millions of objects (see :func:`snapshot.gc_paused`). A one-shot
     command passes ``until_exit``: then the ``lens`` console script never frees them at all
-    (see :mod:`llm_d_lens.lifetime`); anywhere else they are freed here as usual.
+    (see :mod:`llm_d_lens.cli.lifetime`); anywhere else they are freed here as usual.
     """
-    from llm_d_lens.lifetime import keep_until_exit
+    from llm_d_lens.cli.lifetime import keep_until_exit
 
     with gc_paused():
         objects = source.load(runner, partial=True)  # only the fields the inventory reads

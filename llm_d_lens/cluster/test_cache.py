@@ -114,7 +114,7 @@ def test_ten_concurrent_first_reads_of_a_snapshot_parse_it_once(tmp_path: Path, 
 
 
 def test_a_live_cluster_is_read_on_every_request_yet_revalidates(tmp_path: Path) -> None:
-    from llm_d_lens.runner import FakeRunner
+    from llm_d_lens.testing.fake_runner import FakeRunner
 
     fake = FakeRunner(context="prod")
     fake.reply(["kubectl", "get", "nodes", "-o", "json"], json_body=as_list(node("h100", resources={"nvidia.com/gpu": "8"})))
@@ -153,7 +153,7 @@ def test_the_servers_source_follows_its_settings_and_its_clusters_file(tmp_path:
 
 def test_a_live_answer_says_how_fresh_it_is_and_its_weak_tag_follows_the_cluster_alone(tmp_path: Path) -> None:
     """The body is exactly {**overview, "freshness": ...}; the tag changes with the cluster, not with the age."""
-    from llm_d_lens.runner import FakeRunner
+    from llm_d_lens.testing.fake_runner import FakeRunner
 
     def client_with(gpus: str) -> TestClient:
         fake = FakeRunner(context="prod")

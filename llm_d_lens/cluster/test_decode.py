@@ -19,7 +19,7 @@ from llm_d_lens.cluster.test_live import dra_cluster
 from llm_d_lens.cluster.test_support import (as_list, attributes, claim, container, device, device_class, node, pod,
                                              resource_slice, shared_root)
 from llm_d_lens.errors import LensError
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = Catalog()

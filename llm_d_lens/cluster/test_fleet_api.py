@@ -16,7 +16,7 @@ from llm_d_lens.cluster.test_support import as_list, node, pod
 from llm_d_lens.monitoring.gpu_driver import api as driver_api
 from llm_d_lens.monitoring.gpu_driver.conftest import kube_version, node_list
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 VERSION = ["kubectl", "version", "-o", "json"]
 NODES = ["kubectl", "get", "nodes", "-o", "json"]

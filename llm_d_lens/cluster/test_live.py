@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.cluster import source as source_module
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.live import fetch_sync
 from llm_d_lens.cluster.snapshot import load_snapshot
 from llm_d_lens.cluster.test_support import as_list, attributes, claim, device, device_class, node, pod, resource_slice
-from llm_d_lens.runner import CommandFailed, CommandNotFound, CommandOutputInvalid, FakeRunner
+from llm_d_lens.runner import CommandFailed, CommandNotFound, CommandOutputInvalid
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 NODES = ["kubectl", "get", "nodes", "-o", "json"]
 PODS = ["kubectl", "get", "pods", "--all-namespaces", "-o", "json"]

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.cluster.errors import ObjectInvalid, SnapshotInvalid
 from llm_d_lens.cluster.quantity import QuantityError, parse_bytes, parse_count, parse_quantity
 from llm_d_lens.cluster.snapshot import load_snapshot

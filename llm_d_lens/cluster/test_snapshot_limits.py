@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.cluster import snapshot
 from llm_d_lens.cluster.errors import SnapshotInvalid
 from llm_d_lens.cluster.snapshot import load_snapshot

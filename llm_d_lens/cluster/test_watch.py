@@ -25,7 +25,7 @@ from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.cluster.test_support import claim, device, device_class, node, pod, resource_slice
 from llm_d_lens.cluster.watch import DRA_DISCOVERY, KINDS, RUNNING_PODS, WatchGone
 from llm_d_lens.cluster.watched import WatchedCluster, WatchNotSynced, freshness
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 Obj = dict[str, Any]
 GPU = {"nvidia.com/gpu": "8"}

@@ -21,7 +21,7 @@ from llm_d_lens.cluster import cache, source, watched
 from llm_d_lens.cluster import watch as watch_module
 from llm_d_lens.cluster.test_support import node, pod
 from llm_d_lens.cluster.test_watch import GPU, LABELS, PLURALS, Cluster
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 REFUSED = "The connection to the server down.example:6443 was refused - did you specify the right host or port?\n"
 

@@ -262,7 +262,7 @@ def test_the_fleet_page_shows_each_hardware_per_cluster_and_the_unreadable_one(s
                                             "  - {name: demo, demo: true}\n  - {name: gone, context: no-such-context}\n")
     monkeypatch.setenv("LENS_CLUSTERS", str(tmp_path / "clusters.yaml"))
     from llm_d_lens.cluster import api as cluster_api
-    from llm_d_lens.runner import FakeRunner
+    from llm_d_lens.testing.fake_runner import FakeRunner
 
     broken = FakeRunner().reply(["kubectl", ...], returncode=1, stderr="error: context was not found for specified context\n")
     server.app.dependency_overrides[cluster_api.cluster_runners] = lambda: (lambda c: broken if c.live else None)

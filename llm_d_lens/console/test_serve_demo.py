@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.cli import _demo_environment, main
+from llm_d_lens.cli.app import _demo_environment, main
 
 
 def test_demo_sets_the_embedded_cluster_and_telemetry():

@@ -13,8 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
-from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
-from llm_d_lens.api.request_fields import flags_as_fields, reword_text
+from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
+from llm_d_lens.web.request_fields import flags_as_fields, reword_text
 from llm_d_lens.deploy.errors import SourceNotFound
 from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
 from llm_d_lens.deploy.source import ROOT_ENV

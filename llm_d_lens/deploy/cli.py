@@ -15,11 +15,11 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD
+from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
-from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, ListFormat, OutputFormat, emit, list_output_option
+from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, ListFormat, OutputFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -189,7 +189,7 @@ def _render(options: dict[str, Any], *, for_people: bool = True) -> tuple[Any, A
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
         image_policy=ImagePolicy(options["image_policy"]).value,
     )
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     revision = options["revision"]
     with progress(f"rendering {options['guide']} for {options['hardware']} at revision {revision}",

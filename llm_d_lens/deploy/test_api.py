@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from llm_d_lens.api.app import create_app
 from llm_d_lens.deploy.api import get_runner
 from llm_d_lens.deploy.conftest import needs_kustomize
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 
 @pytest.fixture

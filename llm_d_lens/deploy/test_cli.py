@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.deploy import cli as deploy_cli
 from llm_d_lens.deploy.conftest import needs_kustomize
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 RENDERED = """\
 apiVersion: apps/v1

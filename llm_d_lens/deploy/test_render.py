@@ -11,7 +11,8 @@ from llm_d_lens.deploy.errors import KustomizeNotFound, RenderFailed, Validation
 from llm_d_lens.deploy.render import build, dump_manifests, parse_manifests
 from llm_d_lens.deploy.service import RenderRequest, render
 from llm_d_lens.deploy.source import LlmdSource
-from llm_d_lens.runner import CommandRunner, FakeRunner
+from llm_d_lens.runner import CommandRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 
 def test_no_kustomize_at_all_is_a_clear_error(tree: Path) -> None:

@@ -18,7 +18,7 @@ from llm_d_lens.deploy.api import get_runner
 from llm_d_lens.deploy.conftest import GPU2, claim_template, deployment
 from llm_d_lens.deploy.errors import RenderedObjectInvalid
 from llm_d_lens.deploy.wellformed import check_rendered
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 Edit = Callable[[dict[str, Any], dict[str, Any]], None]
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_NAME_LENGTH, MAX_REPLICAS
+from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD, MAX_NAME_LENGTH, MAX_REPLICAS
 
 router = APIRouter(tags=["evaluate"])
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.api.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
+from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
 from llm_d_lens.evaluate.errors import OutputExists
-from llm_d_lens.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
+from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -110,7 +110,7 @@ def coverage(
         from rich.console import Group
         from rich.text import Text
 
-        from llm_d_lens.output import Column, columns_table
+        from llm_d_lens.terminal.output import Column, columns_table
 
         t = columns_table([Column("PARTICIPANT"), Column("REPORTED", numeric=True), Column("REQUIRED", numeric=True)], [
             ["hosts", str(len(report.hosts)), str(report.required["hosts"])],

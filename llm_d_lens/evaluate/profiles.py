@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m llm_d_lens.evaluate.profiles ...``: the ``lens profiles`` commands, same exits."""
     import sys
 
-    from llm_d_lens.cli import main as lens_main
+    from llm_d_lens.cli.app import main as lens_main
 
     return lens_main(["profiles", *(sys.argv[1:] if argv is None else argv)])
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.output import ListFormat, OutputFormat, TextFormat, emit, list_output_option
+from llm_d_lens.terminal.output import ListFormat, OutputFormat, TextFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -29,7 +29,7 @@ def list_command(profile_dir: list[str] = ProfileDirOption, output: ListFormat =
     rows = listing(SearchPath.of(profile_dir))
 
     def table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
-        from llm_d_lens.output import Column, columns_table
+        from llm_d_lens.terminal.output import Column, columns_table
 
         columns = [Column("NAME"), Column("DEPLOYMENT"), Column("DESCRIPTION"), Column("FILE", wide_only=True)]
         shown = []

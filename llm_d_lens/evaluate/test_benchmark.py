@@ -18,7 +18,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cli import main as lens_main
+from llm_d_lens.cli.app import main as lens_main
 from llm_d_lens.errors import LensError
 from llm_d_lens.evaluate.benchmark import BenchmarkConfig, select_target, single_pool
 from llm_d_lens.evaluate.config import build_config

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.cli import main as lens_main
+from llm_d_lens.cli.app import main as lens_main
 from llm_d_lens.evaluate.coverage import check_coverage
 from llm_d_lens.evaluate.profiles import load_file
 from llm_d_lens.evaluate.test_workload_profiles import changed, write_profile

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from llm_d_lens.cli import main as lens_main
+from llm_d_lens.cli.app import main as lens_main
 from llm_d_lens.evaluate.errors import ProfileDirMissing, WorkloadProfileInvalid, WorkloadProfileNotFound
 from llm_d_lens.evaluate.flags import to_flags
 from llm_d_lens.evaluate.profiles import SearchPath, builtin_dir, load_file

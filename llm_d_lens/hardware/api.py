@@ -49,7 +49,7 @@ async def capabilities_route(request: Request) -> Response:
     The ``ETag`` starts with that hash; send it back in ``If-None-Match`` to get ``304 Not Modified``.
     Async: once encoded, an answer is a lookup, not worth a worker thread (the first build is a few ms).
     """
-    from llm_d_lens.conditional import encode, respond
+    from llm_d_lens.web.conditional import encode, respond
 
     global _encoded
     registry = get_registry()

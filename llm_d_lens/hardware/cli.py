@@ -10,7 +10,7 @@ import typer
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
 from llm_d_lens.hardware.views import list_names, registered_rows, summary
-from llm_d_lens.output import ListFormat, OutputFormat, emit, list_output_option
+from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -39,7 +39,7 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
         from rich.text import Text
 
         from llm_d_lens.hardware.views import LIST_COLUMNS, list_cells, list_title
-        from llm_d_lens.output import columns_table
+        from llm_d_lens.terminal.output import columns_table
 
         t = columns_table(LIST_COLUMNS, list_cells(rows), wide=wide, title=list_title(len(registry), registry.version_hash()))
         parts: list[Any] = [t]
@@ -189,7 +189,7 @@ def resolve(
 
     def table(results: list[dict[str, Any]], wide: bool = False) -> Any:
         from llm_d_lens.hardware.views import RESOLVE_COLUMNS, resolve_cells
-        from llm_d_lens.output import columns_table
+        from llm_d_lens.terminal.output import columns_table
 
         return columns_table(RESOLVE_COLUMNS, resolve_cells(results), wide=wide)
 
@@ -253,7 +253,7 @@ def doctor(output: OutputFormat = OutputOption) -> None:
         from rich.console import Group
         from rich.text import Text
 
-        from llm_d_lens.output import Column, columns_table
+        from llm_d_lens.terminal.output import Column, columns_table
 
         parts: list[Any] = []
         columns = [Column("ID"), Column("PROVIDER"), Column("FROM")]

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.hardware.conftest import minimal_profile
 from llm_d_lens.hardware.test_contract import GUIDE_MINIMAL
 
@@ -130,7 +130,7 @@ def test_doctor_shows_a_broken_plugin_and_exits_1(plugins, capsys):
 def test_hardware_commands_never_import_the_web_server_or_http_or_kubernetes_clients():
     probe = (
         "import sys\n"
-        "from llm_d_lens.cli import main\n"
+        "from llm_d_lens.cli.app import main\n"
         "codes = [main(['hardware', 'list', '-o', 'json']), main(['hardware', 'resolve', '--resource', 'amd.com/gpu'])]\n"
         "heavy = sorted(m for m in ('fastapi', 'uvicorn', 'httpx', 'kubernetes', 'starlette') if m in sys.modules)\n"
         "print('HEAVY=' + ','.join(heavy), codes, file=sys.stderr)\n"

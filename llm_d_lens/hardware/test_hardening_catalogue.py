@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.hardware.conftest import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.testing.pip_install import env_with, pip_install
 
 

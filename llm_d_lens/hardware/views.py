@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_d_lens.output import Column
+from llm_d_lens.terminal.output import Column
 
 LIST_COLUMNS = [Column("ID"), Column("NAME"), Column("ACCESS MODES"), Column("REQUEST MODELS", wide_only=True),
                 Column("LLM-D VARIANT"), Column("BENCHMARK"), Column("FROM", wide_only=True)]

@@ -1,6 +1,6 @@
 """What one kubectl or helm invocation asks of the API server, in RBAC's words.
 
-Lens only ever reaches the cluster through argv lists (llm_d_lens/runner.py), so the permissions it
+Lens only ever reaches the cluster through argv lists (llm_d_lens/runner/), so the permissions it
 needs are a function of those argv lists. :func:`accesses_of` is that function for every shape of
 call Lens makes; anything else is :class:`CommandUnmapped`, so a new kind of call cannot pass the
 least-privilege test before someone decides which role grants it.

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 

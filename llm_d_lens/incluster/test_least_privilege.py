@@ -42,7 +42,8 @@ from llm_d_lens.monitoring.gpu_driver import service as drivers
 from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
 from llm_d_lens.monitoring.gpu_driver.conftest import daemonset, ds_pod, helm_release, kube_version, node, node_list
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-from llm_d_lens.runner import CommandRunner, FakeRunner, RecordedCall
+from llm_d_lens.runner import CommandRunner, RecordedCall
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = manifests_root()
@@ -253,7 +254,7 @@ def check_own_permissions(runner: Recorder) -> None:
 
 def report_versions(runner: Recorder) -> None:
     """`lens version`: each tool's client version, which reaches no API server."""
-    from llm_d_lens.version import versions
+    from llm_d_lens.cli.version import versions
 
     runner.reply(["kubectl", "version", "--client", "-o", "json"], json_body={"clientVersion": {"gitVersion": "v1.36.1"}})
     runner.reply(["helm", "version", "--short"], stdout="v3.19.0+g1\n")

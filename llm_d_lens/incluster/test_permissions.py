@@ -13,7 +13,8 @@ from llm_d_lens.incluster.manifests import manifests_root, render
 from llm_d_lens.incluster.permissions import DISCOVERY_NEEDS, INSTALL_NEEDS, READ_NEEDS, check
 from llm_d_lens.incluster.rbac import grants_of, role_named
 from llm_d_lens.incluster.resources import DEFAULT_TABLE
-from llm_d_lens.runner import CommandRunner, FakeRunner
+from llm_d_lens.runner import CommandRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 ROOT = manifests_root()
 needs_manifests = pytest.mark.skipif(ROOT is None or shutil.which("kubectl") is None,
@@ -98,7 +99,7 @@ async def test_the_installer_is_asked_about_only_when_mutations_are_on() -> None
 
 def test_the_cli_prints_the_answers_and_exits_1_naming_the_gap(monkeypatch, capsys) -> None:
     from llm_d_lens import runner as runner_module
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     fake = answering({"daemonsets.apps"})
     monkeypatch.setattr(runner_module, "CommandRunner", lambda **_: fake)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import typer
 
 from llm_d_lens.monitoring.errors import OptionInvalid
-from llm_d_lens.output import OutputFormat, console, emit
+from llm_d_lens.terminal.output import OutputFormat, console, emit
 
 app = typer.Typer(no_args_is_help=True)
 T = TypeVar("T")
@@ -310,7 +310,7 @@ def exporters_install(
 
     target = install_target(get_registry().get(hardware), dict(parse_option(text) for text in option))
     view = make_view(context, Path(kubeconfig) if kubeconfig else None)
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     with progress(f"installing the {hardware} exporter with helm", for_people=output.is_table and not dry_run):
         rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
@@ -388,7 +388,7 @@ def _devices_table(report: dict[str, Any], wide: bool = False) -> Any:
 
 
 def _pods_table(report: dict[str, Any], wide: bool = False) -> Any:
-    from llm_d_lens.output import Column, columns_table
+    from llm_d_lens.terminal.output import Column, columns_table
 
     columns = [Column("POD"), Column("MODEL"), Column("KV CACHE %", numeric=True), Column("RUNNING", numeric=True),
                Column("WAITING", numeric=True), Column("DEVICES"), Column("POWER W", numeric=True),

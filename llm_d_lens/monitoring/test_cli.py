@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.test_support import TESTDATA, needs_prometheus, sample_text, shared
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, free_port
 

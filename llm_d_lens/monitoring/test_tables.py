@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.cli import _devices_table
 from llm_d_lens.testing.tables import assert_readable, assert_right_aligned, body_rows, header_cells, render
 

@@ -84,7 +84,7 @@ async def plan(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per accelerator pool: the TP/PP options that fit, headroom, max sequences, replicas, sources."""
-    from llm_d_lens.api.request_fields import flags_as_fields
+    from llm_d_lens.web.request_fields import flags_as_fields
     from llm_d_lens.errors import LensError, ServerNotConfigured
     from llm_d_lens.planning.aic import status
     from llm_d_lens.planning.fit import FitRequest

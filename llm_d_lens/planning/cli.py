@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import ListFormat, OutputFormat, emit, list_output_option
+from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 
 app = typer.Typer(invoke_without_command=True)
@@ -74,7 +74,7 @@ def plan(
         source = named.source(timeout)
     else:
         source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     # a live cluster is read with kubectl (seconds), --discover runs tools on nodes, a large snapshot
     # takes a while to fit: say what is being done, at a terminal, for a table only
@@ -82,7 +82,7 @@ def plan(
         result = make_plan(spec, request, source, discover=discover)
     aic = status()
     if predict and aic.available:
-        from llm_d_lens.output import console
+        from llm_d_lens.terminal.output import console
         from llm_d_lens.planning.service import start_predictions
 
         console(stderr=True).print("AIC: searching each matched pool (8-25 s a system)...", highlight=False, markup=False)

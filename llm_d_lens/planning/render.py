@@ -23,7 +23,7 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from llm_d_lens.output import Column, columns_table
+    from llm_d_lens.terminal.output import Column, columns_table
 
     model, request = data["model"], data["request"]
     title = (f"{model['name']}: {request['dtype']} weights, {request['kv_dtype']} KV, "
@@ -112,7 +112,7 @@ def models_renderable(specs: list[dict[str, Any]]) -> Any:
 
 
 def devices_renderable(data: dict[str, Any]) -> Any:
-    from llm_d_lens.output import Column, columns_table
+    from llm_d_lens.terminal.output import Column, columns_table
 
     columns = [Column("PRODUCT"), Column("MEMORY GiB", numeric=True), Column("PCI"), Column("ID")]
     rows = [[d["product"] or "unknown", f"{d['memory_bytes'] / 2**30:,.2f}" if d["memory_bytes"] else "unknown",

@@ -15,7 +15,7 @@ from llm_d_lens.planning.errors import DiscoveryOutputInvalid, DiscoveryUnavaila
 from llm_d_lens.planning.fit import FitRequest
 from llm_d_lens.planning.node_discovery import PodRef, fill_unknown_memory, find_pod, run_on_node
 from llm_d_lens.planning.service import plan_for_overview
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 DATA = Path(__file__).parent / "testdata"
 MIB, GIB = 2**20, 2**30
@@ -153,7 +153,7 @@ def test_a_failing_tool_is_a_note_and_the_node_stays_unknown(make_node, make_ove
 
 
 def test_cli_parses_a_saved_output_and_refuses_a_missing_file(capsys, tmp_path):
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["plan", "discover", "--hardware", "xpu", "--from-file", str(DATA / "xpu-smi-discovery.json"), "-o", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -191,7 +191,7 @@ def test_a_live_plan_reads_unknown_memory_on_the_node_and_marks_it(monkeypatch):
 
 
 def test_cluster_inspect_discover_fills_the_bucket_vram(monkeypatch, capsys):
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
     from llm_d_lens.cluster import source as source_module
 
     fake = live_cluster_with_unlabelled_gaudi_node()

@@ -249,7 +249,7 @@ def _check_presence(registry: Any, profile: Any, fail: Any) -> None:
     from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
     from llm_d_lens.monitoring.gpu_driver.presence import presence_settings
     from llm_d_lens.monitoring.gpu_driver.service import provider_for
-    from llm_d_lens.runner import FakeReply, FakeRunner
+    from llm_d_lens.testing.fake_runner import FakeReply, FakeRunner
 
     try:
         selector, refs, _ = presence_settings(profile)

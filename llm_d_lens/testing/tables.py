@@ -60,8 +60,8 @@ def commands_offering(choice: str) -> list[str]:
     """
     import typer
 
-    from llm_d_lens.cli import build_app
-    from llm_d_lens.cli_words import plain_metavars
+    from llm_d_lens.cli.app import build_app
+    from llm_d_lens.cli.words import plain_metavars
 
     found: list[str] = []
 

@@ -78,7 +78,7 @@ def test_the_api_serves_it_and_installs_its_driver_with_the_providers_hook(insta
     from llm_d_lens.monitoring.accelerator.registry import set_telemetry_registry
     from llm_d_lens.monitoring.gpu_driver import api as driver_api
     from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-    from llm_d_lens.runner import FakeRunner
+    from llm_d_lens.testing.fake_runner import FakeRunner
 
     set_registry(None)
     set_telemetry_registry(None)  # both registries are read once per process: this one must see the plugin

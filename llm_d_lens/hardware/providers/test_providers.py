@@ -10,7 +10,7 @@ from llm_d_lens.hardware.providers.base import HardwareProvider, ProfileProvider
 from llm_d_lens.hardware.providers.nvidia import NvidiaProvider
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 
 def test_nvidia_is_the_only_declared_vendor_provider() -> None:

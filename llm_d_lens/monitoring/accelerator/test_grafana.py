@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.hardware.loader import validate_payload
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.grafana import GRAFANA_UNITS, GRID_WIDTH, dashboard

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.hardware.conftest import _forget_registry, bundled, fresh_registry, minimal_profile, plugins  # noqa: F401
 from llm_d_lens.monitoring.accelerator.registry import GROUP, TelemetryRegistry, set_telemetry_registry
 from llm_d_lens.monitoring.test_support import needs_prometheus

@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.api.limits import MAX_WAIT_SECONDS
+from llm_d_lens.limits import MAX_WAIT_SECONDS
 from llm_d_lens.errors import LensError
 from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView

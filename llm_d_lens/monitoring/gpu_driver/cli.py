@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -92,7 +92,7 @@ def plan_table(data: dict[str, Any], wide: bool = False) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from llm_d_lens.output import Column, columns_table
+    from llm_d_lens.terminal.output import Column, columns_table
 
     columns = [Column("HARDWARE"), Column("MODE"), Column("ACTION"), Column("CHART"), Column("VERSION"),
                Column("RELEASE", wide_only=True), Column("FOR CLASSES", wide_only=True)]
@@ -134,7 +134,7 @@ def status_command(
 
 
 def status_table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
-    from llm_d_lens.output import Column, columns_table
+    from llm_d_lens.terminal.output import Column, columns_table
 
     columns = [Column("HARDWARE"), Column("MODE"), Column("STATE"), Column("READY", numeric=True), Column("VERSION"),
                Column("DAEMONSETS", wide_only=True), Column("NODES WITHOUT IT")]
@@ -173,7 +173,7 @@ def install_command(
     claimed = claims_file is not None or device_class or resource or dra_driver or from_cluster
     if hardware is not None and claimed:
         raise typer.BadParameter("give either --hardware or claims (a claims file, --device-class, ...), not both")
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     busy = progress(f"{'planning' if dry_run else 'installing'} the device stack with helm and kubectl",
                     for_people=output.is_table and not dry_run)
@@ -205,7 +205,7 @@ def print_install(rows: list[dict[str, Any]]) -> None:
     """Plain lines, not Rich: on a terminal a long command breaks with shell continuations, so it still copies and runs."""
     import textwrap
 
-    from llm_d_lens.output import terminal_width
+    from llm_d_lens.terminal.output import terminal_width
 
     width = terminal_width() or 10**6  # piped: each command on one line, for a script to find
     if not rows:

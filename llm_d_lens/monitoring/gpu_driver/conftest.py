@@ -15,7 +15,7 @@ import pytest
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
-from llm_d_lens.runner import FakeRunner
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 #: Words in an argv that would remove or replace something on a cluster.
 DESTRUCTIVE = {"delete", "uninstall", "rollback", "--prune", "--force", "--replace", "--cleanup-on-fail", "drain", "cordon"}

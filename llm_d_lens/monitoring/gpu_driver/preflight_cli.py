@@ -12,7 +12,7 @@ from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
 from llm_d_lens.errors import LensError
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.output import OutputFormat, emit
+from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -30,7 +30,7 @@ def preflight(
     """Apply the hardware's NFD rules, then wait (bounded) for a node carrying its labels."""
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.clock import SystemClock
-    from llm_d_lens.progress import progress
+    from llm_d_lens.terminal.progress import progress
 
     hardware_registry = registry()
     view = driver_cli.named_view(cluster, clusters_file, context, kubeconfig)

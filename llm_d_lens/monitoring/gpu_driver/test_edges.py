@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.gpu_driver import api as driver_api
 from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.clock import FakeClock

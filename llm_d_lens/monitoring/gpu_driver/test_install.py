@@ -302,7 +302,7 @@ def test_kustomize_takes_no_options(registry: Any) -> None:
 
 def test_a_dry_run_in_json_or_yaml_never_prints_a_secret_option(capsys):
     """`driver install --dry-run -o json` printed `--set-json token=...` whole; the table already redacted it."""
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     for output in ("json", "yaml", "table"):
         code = main(["driver", "install", "--hardware", "nvidia", "--mode", "plugin", "--dry-run",

@@ -257,7 +257,7 @@ def test_a_claims_file_may_not_name_two_classes_alike(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv", [["--dra-driver", ""], ["--device-class", "  "], ["--hardware", "nvidia:"]])
 def test_an_empty_flag_value_is_refused_naming_the_flag(argv: list[str], capsys: Any) -> None:
     """As in a claims file: an empty value claims nothing and made a class with no name ('class  claims  ...')."""
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["driver", "plan", "--offline", *argv]) == 1
     assert capsys.readouterr().err == f"error: CLAIMS_INVALID: {argv[0]} {argv[1]!r}: give a non-empty value\n"

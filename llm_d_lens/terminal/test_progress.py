@@ -9,7 +9,7 @@ import pytest
 
 from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
 from llm_d_lens.monitoring.gpu_driver.preflight_cli import WaitClock
-from llm_d_lens.progress import Progress, progress
+from llm_d_lens.terminal.progress import Progress, progress
 
 
 class Terminal(io.StringIO):

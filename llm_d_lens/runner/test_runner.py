@@ -21,22 +21,8 @@ from pathlib import Path
 import pytest
 
 from llm_d_lens.errors import LensError
-from llm_d_lens.runner import (
-    DEFAULT_TIMEOUT,
-    CommandError,
-    CommandFailed,
-    CommandNotFound,
-    CommandOutputInvalid,
-    CommandResult,
-    CommandRunner,
-    CommandTimedOut,
-    FakeReply,
-    FakeRunner,
-    InvalidCommand,
-    Runner,
-    format_command,
-    redact,
-)
+from llm_d_lens.runner import DEFAULT_TIMEOUT, CommandError, CommandFailed, CommandNotFound, CommandOutputInvalid, CommandResult, CommandRunner, CommandTimedOut, InvalidCommand, Runner, format_command, redact
+from llm_d_lens.testing.fake_runner import FakeReply, FakeRunner
 
 PY = sys.executable
 PRINT_ARGV = "import json, sys; print(json.dumps(sys.argv[1:]))"
@@ -625,6 +611,6 @@ def test_the_module_imports_only_the_standard_library() -> None:
         "new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0] not in sys.stdlib_module_names and m.split('.')[0] != 'llm_d_lens'))"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.strip() == "[]"

@@ -88,7 +88,7 @@ def emit(data: Any, output: OutputFormat | ListFormat | TextFormat, table: Calla
     prints ``names(data)``, one a line; ``-o text`` prints what ``table(data)`` returns as it is.
     """
     if output.value == "json":
-        from llm_d_lens.jsonwrite import dumps_indented
+        from llm_d_lens.terminal.jsonwrite import dumps_indented
 
         sys.stdout.write(dumps_indented(data))  # json.dumps(to_jsonable(data), indent=2) + "\n", at C speed
     elif output.value == "name" and names is not None:

@@ -29,7 +29,7 @@ def test_an_argument_that_is_not_utf8_is_refused_naming_it(argv):
 
 
 def test_an_error_quoting_a_huge_value_is_printed_bounded(capsys):
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     code = main(["hardware", "resolve", "--key", "q" * 1_000_000])
     err = capsys.readouterr().err

@@ -13,10 +13,10 @@ import sys
 import pytest
 import typer
 
-from llm_d_lens.cli import GROUPS, build_app, main
-from llm_d_lens.cli_words import plain_metavars, plain_word
-from llm_d_lens.runner import FakeRunner
-from llm_d_lens.version import NOT_INSTALLED, UNKNOWN, versions
+from llm_d_lens.cli.app import GROUPS, build_app, main
+from llm_d_lens.cli.words import plain_metavars, plain_word
+from llm_d_lens.testing.fake_runner import FakeRunner
+from llm_d_lens.cli.version import NOT_INSTALLED, UNKNOWN, versions
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
@@ -32,7 +32,7 @@ def test_version_flag_prints_the_installed_distribution_version(capsys):
 
 
 def test_version_flag_imports_no_command_group():
-    probe = ("import sys\nfrom llm_d_lens.cli import main\nmain(['--version'])\n"
+    probe = ("import sys\nfrom llm_d_lens.cli.app import main\nmain(['--version'])\n"
              f"print(sorted(m for m in {sorted(m for m, _ in GROUPS.values())!r} if m in sys.modules), file=sys.stderr)\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stderr.strip().splitlines()[-1] == "[]"

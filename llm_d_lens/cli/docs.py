@@ -1,6 +1,6 @@
 """docs/cli.md, generated from the Typer app so the reference cannot drift from the commands.
 
-``python -m llm_d_lens.cli_docs --write`` rewrites it; a test fails while the file differs from
+``python -m llm_d_lens.cli.docs --write`` rewrites it; a test fails while the file differs from
 what the app would generate. Every command gets its usage, options (value in plain words,
 default, help), output formats and the environment variables its help names.
 """
@@ -16,15 +16,15 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.cli import build_app
-from llm_d_lens.cli_words import plain_metavars
+from llm_d_lens.cli.app import build_app
+from llm_d_lens.cli.words import plain_metavars
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 _ENV = re.compile(r"\b(?:LENS_[A-Z0-9_]+|LLM_D_ROOT)\b")
 
 HEADER = """# `lens` command reference
 
-Generated from the commands themselves by `python -m llm_d_lens.cli_docs --write`; a test fails
+Generated from the commands themselves by `python -m llm_d_lens.cli.docs --write`; a test fails
 while this file is out of date, so what it says is what the commands do.
 
 ## Habits shared by every command

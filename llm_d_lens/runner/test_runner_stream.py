@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.runner import CommandFailed, CommandNotFound, CommandRunner, CommandTimedOut, FakeRunner
+from llm_d_lens.runner import CommandFailed, CommandNotFound, CommandRunner, CommandTimedOut
+from llm_d_lens.testing.fake_runner import FakeRunner
 
 PY = sys.executable
 

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.errors import LensError
-from llm_d_lens.output import OutputFormat
+from llm_d_lens.terminal.output import OutputFormat
 
 if TYPE_CHECKING:
     import typer
@@ -77,9 +77,9 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
         output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
     ) -> None:
         """Lens, Python, kubectl, helm and kustomize versions ('not installed' when a tool is absent)."""
-        from llm_d_lens.output import emit
+        from llm_d_lens.terminal.output import emit
         from llm_d_lens.runner import CommandRunner
-        from llm_d_lens.version import versions, versions_table
+        from llm_d_lens.cli.version import versions, versions_table
 
         emit(versions(CommandRunner()), output, versions_table)
 
@@ -183,7 +183,7 @@ def _is_text(arg: str) -> bool:
 def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
     import typer
 
-    from llm_d_lens.cli_words import plain_metavars
+    from llm_d_lens.cli.words import plain_metavars
 
     try:
         command = plain_metavars(typer.main.get_command(app))
@@ -211,6 +211,3 @@ def _report(exc: LensError) -> None:
     message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
     typer.echo(f"error: {message}", err=True)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

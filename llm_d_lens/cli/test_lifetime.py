@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens import lifetime
+from llm_d_lens.cli import lifetime
 
 LENS = Path(sys.executable).with_name("lens")
 needs_script = pytest.mark.skipif(not LENS.exists(), reason=f"no installed lens console script beside {sys.executable}")
@@ -20,7 +20,7 @@ def run_lens(*args: str) -> subprocess.CompletedProcess[str]:
 
 @needs_script
 def test_the_console_script_prints_everything_main_prints_and_exits_with_its_code(capsys: pytest.CaptureFixture[str]) -> None:
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["cluster", "inspect", "--demo", "-o", "json"]) == 0
     expected = capsys.readouterr().out
@@ -45,7 +45,7 @@ def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() ->
     """In-process callers (tests, the server) free it as before; the console script leaves it to the exit."""
     probe = (
         "import os, sys\n"
-        "from llm_d_lens import lifetime\n"
+        "from llm_d_lens.cli import lifetime\n"
         "real_exit = os._exit\n"
         "def report(code):\n"
         "    kinds = [type(v).__name__ for v in lifetime._kept]\n"
@@ -57,7 +57,7 @@ def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() ->
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "kept=['ClusterObjects']" in done.stderr
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["cluster", "inspect", "--demo"]) == 0
     assert lifetime._kept == []

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
-from llm_d_lens.cli import GROUPS, build_app
+from llm_d_lens.cli.app import GROUPS, build_app
 
 PROBE = """
 import json, sys
-from llm_d_lens.cli import GROUPS, main
+from llm_d_lens.cli.app import GROUPS, main
 code = main(["--help"])
 loaded = sorted(module for module, _ in GROUPS.values() if module in sys.modules)
 print(json.dumps({"code": code, "loaded": loaded, "typer": "typer" in sys.modules}), file=sys.stderr)

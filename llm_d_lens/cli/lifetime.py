@@ -3,7 +3,7 @@
 A one-shot command such as ``lens cluster inspect`` on a 5,000-node snapshot holds millions of
 parsed objects at the end; freeing them one by one, and then the interpreter's own teardown, only
 delay the shell prompt (the operating system takes the memory back at once). So the console
-script runs :func:`llm_d_lens.cli.main`, flushes stdout and stderr and leaves with ``os._exit``
+script runs :func:`llm_d_lens.cli.app.main`, flushes stdout and stderr and leaves with ``os._exit``
 and main's exit code; what asked to be kept (:func:`keep_until_exit`) is never freed.
 
 Only the console script does this. ``main()`` called in-process (tests, ``python -m
@@ -36,10 +36,10 @@ def keep_until_exit(value: Any) -> None:
 
 
 def console() -> NoReturn:
-    """The ``lens`` console script: :func:`llm_d_lens.cli.main`, then a flushed exit without teardown."""
+    """The ``lens`` console script: :func:`llm_d_lens.cli.app.main`, then a flushed exit without teardown."""
     global _exiting
     _exiting = True
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     code = main()
     try:

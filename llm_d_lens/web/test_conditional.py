@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llm_d_lens.conditional import encode, not_modified
+from llm_d_lens.web.conditional import encode, not_modified
 
 
 @pytest.mark.parametrize(("header", "expected"), [

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from llm_d_lens.jsonwrite import dumps_indented
-from llm_d_lens.output import to_jsonable
+from llm_d_lens.terminal.jsonwrite import dumps_indented
+from llm_d_lens.terminal.output import to_jsonable
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def today(data: Any) -> str:
@@ -75,7 +75,7 @@ def test_what_could_not_be_written_before_is_refused_as_before() -> None:
 
 
 def test_the_demo_overview_is_written_as_before(capsys: pytest.CaptureFixture[str]) -> None:
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["cluster", "inspect", "--demo", "-o", "json"]) == 0
     written = capsys.readouterr().out
@@ -99,7 +99,7 @@ def test_a_generated_cluster_with_non_ascii_values_is_written_as_before(tmp_path
     text = text.replace('"node-00001"', '"n\\u0153ud-\\u00e9t\\u00e9"')
     text = text.replace('"NVIDIA-H100-80GB-HBM3"', '"NVIDIA-H100 \\u6771\\u4eac \\ud83d\\ude80"')
     path.write_text(text)
-    from llm_d_lens.cli import main
+    from llm_d_lens.cli.app import main
 
     assert main(["cluster", "inspect", "--snapshot", str(path), "-o", "json"]) == 0
     written = capsys.readouterr().out

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.testing.tables import camel_keys, commands_offering
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 LLM_D = PACKAGE.parent / ".." / "shared" / "upstream" / "llm-d"
 PROFILE = PACKAGE / "hardware" / "profiles" / "nvidia.json"
 DEVICE_PAGE = PACKAGE / "monitoring" / "accelerator" / "testdata" / "amd-cpx-partitions.prom"

@@ -27,7 +27,7 @@ def dumps_indented(data: Any) -> str:
     except (msgspec.DecodeError, TypeError, ValueError):
         # NaN/Infinity (not JSON, so no layout), or what the encoder cannot write: the old path
         # writes the former and raises the latter's error exactly as before
-        from llm_d_lens.output import to_jsonable
+        from llm_d_lens.terminal.output import to_jsonable
 
         return json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.cli import main
+from llm_d_lens.cli.app import main
 from llm_d_lens.testing.tables import commands_offering
 
-LLM_D = Path(__file__).resolve().parent.parent / ".." / "shared" / "upstream" / "llm-d"
+LLM_D = Path(__file__).resolve().parents[2] / ".." / "shared" / "upstream" / "llm-d"
 CLUSTERS = "clusters:\n  - name: demo\n    demo: true\n  - name: far-away\n    context: no-such-context\n"
 
 #: list command -> (its arguments, the names its JSON document holds, in order)
@@ -98,7 +98,7 @@ def test_the_api_names_are_aliases_of_the_commands(alias: list[str], name: list[
 
 
 def test_aliases_stay_out_of_help_and_are_listed_in_the_reference(capsys, monkeypatch) -> None:
-    from llm_d_lens.cli_docs import render
+    from llm_d_lens.cli.docs import render
 
     monkeypatch.setenv("COLUMNS", "120")
     _, root_help = run(capsys, "--help")
