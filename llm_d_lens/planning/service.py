@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.cluster.model import Overview
+from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.planning.architecture import ModelSpec
+from llm_d_lens.planning.engine_memory import DeviceFacts, facts_from_profile
 from llm_d_lens.planning.fit import ASSUMPTIONS, FORMULAS, FitRequest, Option, fit_pool
 from llm_d_lens.planning.pools import Pool, pools_from_overview
 
@@ -92,9 +94,23 @@ def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview)
     if not pools:
         notes.append("nothing fits, because the cluster has no accelerator devices "
                      "(`lens cluster inspect` shows what it found)")
-    plans = [PoolPlan(pool, fit_pool(model, checked, pool)) for pool in pools]
+    plans = [PoolPlan(pool, fit_pool(model, checked, pool, device_facts(pool))) for pool in pools]
     plans.sort(key=lambda p: (p.best is None, p.pool.profile_id, p.pool.product))
     return Plan(model, checked, overview.source, plans, notes)
+
+
+def device_facts(pool: Pool) -> DeviceFacts:
+    """The pool's hardware profile figures for the engine's memory (none for a profile Lens does not have)."""
+    profiles = {p.id: p for p in get_registry().profiles()}
+    profile = profiles.get(pool.profile_id)
+    if profile is None:
+        return DeviceFacts()
+    # a pool's product may join several names ("A, B"); the first one with figures wins
+    for product in pool.product.split(", "):
+        facts = facts_from_profile(profile, product)
+        if facts.visible_bytes is not None:
+            return facts
+    return facts_from_profile(profile, pool.product)
 
 
 def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:

@@ -29,12 +29,16 @@ def test_cli_plans_a_catalogue_model_on_the_demo_as_json(capsys):
                  "--no-predict"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["request"] == {"context": 4096, "concurrency": 8, "dtype": "bf16", "kv_dtype": "bf16",
-                               "memory_utilization": 0.9, "overhead_gib": 2.0}
+                               "memory_utilization": 0.9, "overhead_gib": 0.0,
+                               "max_num_batched_tokens": None, "max_num_seqs": None}
     assert data["source"]["kind"] == "demo"
     tpu = next(p for p in data["pools"] if p["profile_id"] == "google-tpu")
-    # 8B in bf16 (14.96 GiB) fits one 32 GiB TPU v6e chip: 28.8 usable - 14.96 - 2 = 11.84 GiB for KV
+    # 8B in bf16 (14.96 GiB) fits one 32 GiB TPU v6e chip. A device under 70 GiB gets vLLM's small defaults
+    # (256 seqs, 2048 tokens): activation 256 x 128256 x 38.2 B + 2048 x 4096 x 2.7 B = 1.19 GiB; the TPU
+    # profile measured no engine memory, so the generic 0.5 GiB: 28.8 - 14.96 - 1.19 - 0.5 = 12.15 GiB for KV
     assert (tpu["best"]["tensor_parallel"], tpu["best"]["pipeline_parallel"]) == (1, 1)
-    assert tpu["best"]["max_concurrency"] == 23  # 11.84 GiB / (4096 x 128 KiB = 0.5 GiB)
+    assert tpu["best"]["activation_gib"] == 1.19 and tpu["best"]["non_torch_gib"] == 0.5
+    assert tpu["best"]["max_concurrency"] == 24  # 12.15 GiB / (4096 x 128 KiB = 0.5 GiB)
     assert data["predictions"]["state"] == aic.status().state and "not asked" in data["predictions"]["message"]
 
 
