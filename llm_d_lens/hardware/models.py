@@ -356,7 +356,7 @@ class EngineMemory(Contract):
                                         description="Non-torch memory of a single-device engine (runtime context), GiB.")
     non_torch_gib_parallel: float = Field(ge=0, le=64, strict=False, allow_inf_nan=False,
                                           description="Non-torch memory per device with TP or PP > 1 (adds collective buffers), GiB.")
-    cuda_graph_gib: float = Field(default=0, ge=0, le=64, strict=False, allow_inf_nan=False,
+    graph_gib: float = Field(default=0, ge=0, le=64, strict=False, allow_inf_nan=False,
                                   description="Typical captured-graph memory per device, GiB (shown, taken outside the KV budget).")
     source: str = Field(min_length=1, description="Where the figures were measured.")
 

@@ -7,9 +7,9 @@ dummy sampler run over ``max_num_seqs`` rows of logits (``profile_run`` in
 ``gpu_model_runner.py``), and then gives the KV cache::
 
     requested memory (device total x gpu_memory_utilization)
-      - weights - torch peak of the profiling run - non-torch memory (CUDA context, NCCL buffers)
+      - weights - torch peak of the profiling run - non-torch memory (the device runtime context, collective-communication buffers)
 
-CUDA graphs are captured after that, out of what the utilisation leaves free, unless the
+Captured graphs come after that, out of what the utilisation leaves free, unless the
 engine is told to estimate them first (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``). This
 module computes each term from the model's shapes and the hardware profile's measured figures
 (``planning.engine_memory``), and returns each with its formula and source, so a plan can show
@@ -44,7 +44,7 @@ ACTIVATION_BYTES = 2
 LARGE_DEVICE_GIB = 70
 LARGE_DEFAULTS = (8192, 1024)
 SMALL_DEFAULTS = (2048, 256)
-#: non-torch memory Lens assumes where a profile measured none: one CUDA-like context per device,
+#: non-torch memory Lens assumes where a profile measured none: one runtime context per device,
 #: plus communication buffers when TP > 1
 GENERIC_NON_TORCH_GIB = (0.5, 1.0)
 ENGINE_SOURCE = "vLLM v1 gpu_worker.determine_available_memory / gpu_model_runner.profile_run"
@@ -58,7 +58,7 @@ class DeviceFacts:
     visible_source: str = ""
     non_torch_single_bytes: float | None = None
     non_torch_parallel_bytes: float | None = None
-    cuda_graph_bytes: float = 0.0
+    graph_bytes: float = 0.0
     source: str = ""
 
 
@@ -78,7 +78,7 @@ def facts_from_profile(profile: Any, product: str) -> DeviceFacts:
     if engine is None:
         return DeviceFacts(visible, visible_source)
     return DeviceFacts(visible, visible_source, engine.non_torch_gib_single * GIB, engine.non_torch_gib_parallel * GIB,
-                       engine.cuda_graph_gib * GIB, engine.source)
+                       engine.graph_gib * GIB, engine.source)
 
 
 def _product_key(name: str) -> str:
@@ -140,15 +140,15 @@ def non_torch(facts: DeviceFacts, tp: int, pp: int) -> Term:
     parallel = tp * pp > 1
     measured = facts.non_torch_parallel_bytes if parallel else facts.non_torch_single_bytes
     if measured is not None:
-        return Term("non_torch", measured, "CUDA context and allocator" + (", NCCL buffers" if parallel else ""),
+        return Term("non_torch", measured, "runtime context and allocator" + (", collective-communication buffers" if parallel else ""),
                     f"hardware profile planning.engine_memory: {facts.source}")
     generic = GENERIC_NON_TORCH_GIB[1 if parallel else 0] * GIB
     return Term("non_torch", generic, "device runtime context" + (" and communication buffers" if parallel else ""),
                 "Lens' generic allowance: this hardware profile measured no planning.engine_memory")
 
 
-def cuda_graphs(facts: DeviceFacts) -> Term:
-    return Term("cuda_graphs", facts.cuda_graph_bytes, "graphs captured after the KV cache is sized",
+def captured_graphs(facts: DeviceFacts) -> Term:
+    return Term("captured_graphs", facts.graph_bytes, "graphs captured after the KV cache is sized",
                 "taken from the memory the utilisation leaves free, not from the KV budget "
                 "(vLLM subtracts an estimate only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)"
                 + (f"; figure from {facts.source}" if facts.source else ""), counted=False)

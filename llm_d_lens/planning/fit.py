@@ -6,7 +6,7 @@ Per device, for a pod of TP x PP devices on one node, vLLM's own accounting (see
     weights    = the checkpoint's tensor groups at their stored width, sharded over TP (norms and the
                  router replicated, K/V projections replicated past the KV heads), the worst PP stage
     activation = torch peak of vLLM's profiling run (max-num-batched-tokens, max-num-seqs, the shapes)
-    non-torch  = CUDA context, NCCL buffers (the hardware profile's measured figures)
+    non-torch  = runtime context, collective-communication buffers (the hardware profile's measured figures)
     requested  = device memory the engine sees x memory_utilization
     kv budget  = requested - weights - activation - non-torch - extra allowance
     kv/token   = ceil(layers / PP) x 2 x max(1, kv_heads / TP) x head_dim x bytes(kv_dtype)
@@ -61,7 +61,7 @@ FORMULAS: dict[str, str] = {
 }
 ASSUMPTIONS = (
     "the engine is vLLM: its KV cache is what the utilisation leaves after weights, the profiling run's peak and "
-    "non-torch memory; CUDA graphs come out of the remaining share",
+    "non-torch memory; captured graphs come out of the remaining share",
     "quantized checkpoints keep embeddings, LM head, norms, router and ignored modules 16-bit; scales and zeros are counted",
     "every layer keeps a full-length KV cache (sliding-window layers would need less)",
     "a pod's devices sit on one node; partitions (MIG slices, compute partitions) are not planned",
@@ -228,7 +228,7 @@ def fit_option(model: ModelSpec, request: FitRequest, pool: Pool, tp: int, pp: i
     settings = engine_memory.default_settings(memory, request.max_num_batched_tokens, request.max_num_seqs)
     activation = engine_memory.activation_peak(model, settings, tp)
     non_torch = engine_memory.non_torch(facts, tp, pp)
-    graphs = engine_memory.cuda_graphs(facts)
+    graphs = engine_memory.captured_graphs(facts)
     weight_term = Term("weights", weights, FORMULAS["weights"], model.format_for(request.dtype).source
                        + ("; total from the checkpoint's index" if model.checkpoint_bytes else ""))
     terms = [weight_term, activation, non_torch, graphs]

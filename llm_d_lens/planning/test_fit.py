@@ -33,7 +33,7 @@ def test_llama_8b_on_an_80_gib_device_by_hand(make_node, make_overview):
     assert single.headroom_bytes / GIB == pytest.approx(47.786, abs=0.001)
     assert single.fits and result.pools[0].best is single
     assert (single.replicas_free, single.replicas_total) == (5, 8)  # 5 devices free of 8
-    assert [t.name for t in single.terms] == ["requested", "weights", "activation_peak", "non_torch", "cuda_graphs"]
+    assert [t.name for t in single.terms] == ["requested", "weights", "activation_peak", "non_torch", "captured_graphs"]
 
 
 def test_tensor_parallel_splits_kv_heads_until_each_rank_holds_one(make_node, make_overview):

@@ -73,7 +73,7 @@ def test_the_failing_70b_names_each_term(make_node, make_overview):
     assert terms["weights"].bytes / GIB == pytest.approx(67.72, abs=0.1)
     assert terms["activation_peak"].bytes / GIB == pytest.approx(4.84, abs=0.05)
     assert terms["non_torch"].bytes / GIB == pytest.approx(0.14, abs=0.005)
-    assert not terms["cuda_graphs"].counted
+    assert not terms["captured_graphs"].counted
     assert "exceed" in option.reason
 
 
