@@ -98,7 +98,13 @@ def plan(
             result.predictions = {**aic.to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
-    emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
+    if output.is_table:
+        from llm_d_lens.output import console
+
+        # crop=False: the hand-off commands are printed unwrapped and must not be cut at the terminal's edge
+        console(wide=output.value == "wide").print(plan_renderable(result.to_dict(), all_options=all_options), crop=False)
+    else:
+        emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
 
 
 def _planning_step(source: Any, discover: bool) -> str:

@@ -46,21 +46,40 @@ class PoolPlan:
         widest = max(feasible, key=lambda o: (o.width, o.max_concurrency))
         return f"nothing fits, because at the widest ({widest.width} devices): {widest.reason}"
 
-    def hand_off(self, option: Option) -> dict[str, str]:
+    def hand_off(self, option: Option, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
+        """The commands that carry the plan on, and the engine arguments the plan assumed.
+
+        ``lens deploy render`` renders the guide overlay's own model and parallelism; it sizes the
+        pod (``--count``) but does not rewrite the engine's arguments, so the hand-off names the
+        ones the plan needs and says so rather than implying the render serves the planned model.
+        """
         hardware = self.pool.profile_id
         replicas = max(1, option.replicas_free)
+        engine = []
+        if model is not None:
+            engine += ["--model", model.name]
+        engine += ["--tensor-parallel-size", str(option.tensor_parallel)]
+        if option.pipeline_parallel > 1:
+            engine += ["--pipeline-parallel-size", str(option.pipeline_parallel)]
+        if context is not None:
+            engine += ["--max-model-len", str(context)]
         return {
             "deploy": f"lens deploy render --guide {DEFAULT_GUIDE} --hardware {hardware} --count {option.width}",
             "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
+            "engine_args": " ".join(engine), "guide": DEFAULT_GUIDE,
+            "model": model.name if model is not None else None,
+            "tensor_parallel": option.tensor_parallel, "pipeline_parallel": option.pipeline_parallel,
+            "note": (f"the {DEFAULT_GUIDE} overlay serves its own model; the render sizes the pod for "
+                     f"{option.width} device(s), and its engine arguments need the plan's: " + " ".join(engine)),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
         best = self.best
         return {
             **self.pool.to_dict(),
             "verdict": self.verdict(),
             "best": best.to_dict() if best else None,
-            "hand_off": self.hand_off(best) if best else None,
+            "hand_off": self.hand_off(best, model, context) if best else None,
             "options": [o.to_dict() for o in self.options],
         }
 
@@ -79,7 +98,7 @@ class Plan:
             "model": self.model.to_dict(),
             "request": self.request.to_dict(),
             "source": self.source,
-            "pools": [p.to_dict() for p in self.pools],
+            "pools": [p.to_dict(self.model, self.request.context) for p in self.pools],
             "formulas": dict(FORMULAS),
             "assumptions": list(ASSUMPTIONS),
             "notes": list(self.notes),

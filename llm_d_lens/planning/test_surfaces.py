@@ -183,3 +183,14 @@ def test_an_aic_that_fails_in_its_worker_leaves_the_memory_fit_standing(tmp_path
     assert data["predictions"]["state"] == "failed" and data["predictions"]["code"] == "PLANNING_AIC_FAILED"
     assert "aiconfigurator_core" in data["predictions"]["message"]
     assert any(p["best"] for p in data["pools"])
+
+
+def test_the_printed_hand_off_is_never_wrapped_and_names_the_planned_model(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["plan", "--model", "llama-3.1-405b", "--demo", "--dtype", "fp8", "--context", "100000", "--no-predict"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # the engine arguments run past 80 columns; they still sit whole on one line of their own
+    engine = "--model meta-llama/Llama-3.1-405B --tensor-parallel-size 4 --max-model-len 100000"
+    assert len(engine) > 80 and engine in lines
+    assert "lens deploy render --guide optimized-baseline --hardware amd --count 4" in lines
+    assert max(len(line) for line in lines if not line.startswith(("lens ", "--model "))) <= 80
