@@ -99,10 +99,17 @@ def plan(
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
     if output.is_table:
+        from rich.text import Text
+
         from llm_d_lens.output import console
 
-        # crop=False: the hand-off commands are printed unwrapped and must not be cut at the terminal's edge
-        console(wide=output.value == "wide").print(plan_renderable(result.to_dict(), all_options=all_options), crop=False)
+        printer = console(wide=output.value == "wide")
+        # the hand-off commands (unwrapped Text) must not be cut at the terminal's edge either: copied, they run
+        for part in plan_renderable(result.to_dict(), all_options=all_options).renderables:
+            if isinstance(part, Text) and part.no_wrap:
+                printer.print(part, crop=False, no_wrap=True, overflow="ignore")
+            else:
+                printer.print(part)
     else:
         emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
 
