@@ -96,7 +96,7 @@ class FitRequest:
             _whole("max_num_batched_tokens", self.max_num_batched_tokens, 1, MAX_BATCHED_TOKENS)
         if self.max_num_seqs is not None:
             _whole("max_num_seqs", self.max_num_seqs, 1, MAX_SEQS)
-        dtype = dtypes.canonical(self.dtype, "dtype") if self.dtype else model.dtype
+        dtype = dtypes.canonical(self.dtype, "dtype") if self.dtype else engine_dtype(model.dtype)
         kv = dtypes.canonical(self.kv_dtype, "kv_dtype") if self.kv_dtype else default_kv_dtype(model.base_dtype)
         return FitRequest(self.context, self.concurrency, dtype, kv, float(self.memory_utilization), float(self.overhead_gib),
                           self.max_num_batched_tokens, self.max_num_seqs)
@@ -107,9 +107,14 @@ class FitRequest:
                 "max_num_batched_tokens": self.max_num_batched_tokens, "max_num_seqs": self.max_num_seqs}
 
 
-def default_kv_dtype(weights: str) -> str:
-    """The engine's "auto" KV cache: the activation dtype, which stays 16-bit for 8- and 4-bit weights."""
-    return weights if weights in ("fp32", "fp16", "bf16") else "bf16"
+def engine_dtype(checkpoint: str) -> str:
+    """The width the engine holds a checkpoint's weights at: vLLM's dtype "auto" loads a float32 checkpoint at 16 bits."""
+    return "bf16" if checkpoint == "fp32" else checkpoint
+
+
+def default_kv_dtype(base: str) -> str:
+    """The engine's "auto" KV cache: the checkpoint's 16-bit dtype (16-bit for float32, 8- and 4-bit checkpoints too)."""
+    return base if base in ("fp16", "bf16") else "bf16"
 
 
 def _whole(field: str, value: Any, low: int, high: int) -> None:

@@ -26,8 +26,11 @@ ALL_GROUPS = ("embeddings", "lm_head", "attention", "mlp", "experts", "router", 
 #: module-name words that say which group an ignored module belongs to
 _GROUP_WORDS: tuple[tuple[str, str], ...] = (
     ("lm_head", "lm_head"), ("embed", "embeddings"), ("self_attn", "attention"), ("attn", "attention"),
-    ("experts", "experts"), ("shared_expert", "experts"), ("mlp.gate", "router"), ("router", "router"),
-    ("mlp", "mlp"), ("feed_forward", "mlp"),
+    *((name, "attention") for name in ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", "q_b_proj",
+                                       "kv_a_proj", "kv_b_proj")),
+    ("experts", "experts"), ("shared_expert", "experts"),
+    *((name, "mlp") for name in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")),
+    ("mlp.gate", "router"), ("router", "router"), ("mlp", "mlp"), ("feed_forward", "mlp"),
 )
 _LAYER = re.compile(r"layers\.(\d+)\.")
 #: words that mark an ignored module as outside the language model (the vision tower, a projector)
@@ -150,8 +153,8 @@ def read(config: Mapping[str, Any], source: str, prefix: str, *, hidden_size: in
         raise q.fail("quant_method", method, "is missing or not a name: Lens cannot tell how the weights are stored")
     reader = _READERS.get(method.lower().replace("_", "-"))
     if reader is None:
-        raise q.fail("quant_method", method, f"is not a quantization method Lens can size ({', '.join(sorted(_READERS))}); "
-                                             "pass --dtype to plan the weights at a width you choose")
+        raise q.fail("quant_method", method, f"is not a quantization method Lens can size ({', '.join(sorted(_READERS))}): "
+                                             "its weights' width cannot be known, so nothing is planned")
     fmt = reader(q, hidden_size, layers)
     ignore_keys = ("ignore", "ignored_layers", "modules_to_not_convert", "llm_int8_skip_modules", "exclude_modules")
     names = [n for key in ignore_keys for n in q.names(key)]

@@ -113,6 +113,23 @@ def test_ignored_modules_stay_16_bit_by_layer():
     assert groups["mlp"] == pytest.approx(mlp / 4 * 2 + mlp * 3 / 4)
 
 
+def test_an_ignored_gate_proj_is_the_mlp_and_an_ignored_gate_the_router():
+    moe = {**BASE, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128, "first_k_dense_replace": 1}
+    quant = {"quant_method": "fp8", "ignored_layers": ["model.layers.0.mlp.gate_proj", "re:.*mlp.gate$"]}
+    groups = from_config({**moe, "quantization_config": quant}, "x.json").weight_bytes_by_group()
+    assert groups["mlp"] == 3 * 256 * 512 * 2  # the one dense layer kept 16-bit
+    assert groups["router"] == 3 * 256 * 4 * 2 and groups["experts"] == 3 * 4 * 3 * 256 * 128  # experts stay fp8
+
+
+def test_a_float32_checkpoint_is_planned_at_the_engines_16_bits():
+    from llm_d_lens.planning.fit import FitRequest
+
+    model = from_config({**BASE, "torch_dtype": "float32"}, "x.json")
+    request = FitRequest().checked(model)
+    assert (model.dtype, request.dtype, request.kv_dtype) == ("fp32", "bf16", "bf16")
+    assert model.weight_bytes(request.dtype) == model.computed_parameters * 2
+
+
 def test_bitsandbytes_nf4_counts_its_absmax_per_64_values():
     model = from_config({**BASE, "quantization_config": {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}}, "x.json")
     assert model.weight_format.method == "bitsandbytes"
