@@ -113,14 +113,14 @@ def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview)
     if not pools:
         notes.append("nothing fits, because the cluster has no accelerator devices "
                      "(`lens cluster inspect` shows what it found)")
-    plans = [PoolPlan(pool, fit_pool(model, checked, pool, device_facts(pool))) for pool in pools]
+    profiles = {p.id: p for p in get_registry().profiles()} if pools else {}
+    plans = [PoolPlan(pool, fit_pool(model, checked, pool, device_facts(pool, profiles))) for pool in pools]
     plans.sort(key=lambda p: (p.best is None, p.pool.profile_id, p.pool.product))
     return Plan(model, checked, overview.source, plans, notes)
 
 
-def device_facts(pool: Pool) -> DeviceFacts:
+def device_facts(pool: Pool, profiles: dict[str, Any]) -> DeviceFacts:
     """The pool's hardware profile figures for the engine's memory (none for a profile Lens does not have)."""
-    profiles = {p.id: p for p in get_registry().profiles()}
     profile = profiles.get(pool.profile_id)
     if profile is None:
         return DeviceFacts()
