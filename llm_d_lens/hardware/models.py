@@ -343,6 +343,22 @@ class DiscoveryCommand(Contract):
 class MemoryModel(Contract):
     memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, strict=False, allow_inf_nan=False,
                               description="Memory of one device in GiB (at most 1 PiB).")
+    visible_gib: float | None = Field(
+        default=None, gt=0, le=MAX_MEMORY_GIB, strict=False, allow_inf_nan=False,
+        description="Total memory the device runtime reports to a serving engine (less than memory_gib: the driver "
+                    "keeps some), where measured; the planner sizes the engine's share from it.")
+
+
+class EngineMemory(Contract):
+    """Memory a serving engine keeps per device outside torch's allocator, as measured on this hardware."""
+
+    non_torch_gib_single: float = Field(ge=0, le=64, strict=False, allow_inf_nan=False,
+                                        description="Non-torch memory of a single-device engine (runtime context), GiB.")
+    non_torch_gib_parallel: float = Field(ge=0, le=64, strict=False, allow_inf_nan=False,
+                                          description="Non-torch memory per device with TP or PP > 1 (adds collective buffers), GiB.")
+    graph_gib: float = Field(default=0, ge=0, le=64, strict=False, allow_inf_nan=False,
+                                  description="Typical captured-graph memory per device, GiB (shown, taken outside the KV budget).")
+    source: str = Field(min_length=1, description="Where the figures were measured.")
 
 
 class AicSystem(Contract):
@@ -360,6 +376,7 @@ class Planning(Contract):
     )
     discovery: DiscoveryCommand | None = None
     memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
+    engine_memory: EngineMemory | None = Field(default=None, description="A serving engine's measured non-torch and graph memory on this hardware.")
 
 
 class MemoryLabel(Contract):

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.planning import dtypes
+from llm_d_lens.planning import dtypes, quantization
 from llm_d_lens.planning.errors import ModelConfigInvalid
+from llm_d_lens.planning.quantization import WeightFormat
 
 #: upper bounds no real model reaches; beyond them a value is a typo or an attack
 BOUNDS: dict[str, int] = {
@@ -31,6 +32,19 @@ BOUNDS: dict[str, int] = {
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 #: a parameter count past this is not a model (the largest published ones are ~2e12)
 MAX_PARAMETERS = 10**14
+#: what transformers' config class of each model type assumes for a key its config.json leaves out
+#: (the ``__init__`` defaults of LlamaConfig, Gemma2Config, ...): Gemma ties its LM head to the
+#: embeddings unless told otherwise, Llama does not
+MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    **{t: {"tie_word_embeddings": False} for t in (
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+        "phi3", "gpt_oss", "granite", "granitemoe", "olmo2", "exaone", "internlm2", "glm4", "glm4_moe", "minimax",
+        "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense", "llama4_text", "mllama_text_model")},
+    **{t: {"tie_word_embeddings": True, "head_dim": 256} for t in ("gemma", "gemma2")},
+    **{t: {"tie_word_embeddings": True} for t in ("gemma3_text", "cohere", "cohere2", "starcoder2", "phi", "qwen3_next_text")},
+}
+#: what Lens assumes for a model type it does not know: the larger, untied count
+GENERIC_DEFAULTS: dict[str, Any] = {"tie_word_embeddings": False}
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,13 @@ class ModelSpec:
     v_head_dim: int = 0
     dtype: str = "bf16"
     dtype_source: str = "default bf16 (the config names none)"
+    #: the dtype of the tensors no quantization touches (embeddings, norms): the config's torch_dtype
+    base_dtype: str = "bf16"
+    #: how the checkpoint stores its linear layers; None for a plain (unquantized) checkpoint
+    weight_format: WeightFormat | None = None
+    model_type: str | None = None
+    #: the checkpoint's own total size (model.safetensors.index.json), the authority for weight bytes
+    checkpoint_bytes: int | None = None
     max_context: int | None = None
     published_parameters: int | None = None
     published_source: str | None = None
@@ -96,25 +117,81 @@ class ModelSpec:
         """One routed expert: a gated MLP (gate, up and down projections)."""
         return 3 * self.hidden_size * (self.moe_intermediate_size or self.intermediate_size)
 
-    def _moe_layer_mlp(self) -> int:
-        shared = 3 * self.hidden_size * (self.shared_expert_intermediate_size
-                                         or self.shared_experts * (self.moe_intermediate_size or self.intermediate_size))
-        return self.experts * self._expert_parameters() + shared + self.hidden_size * self.experts
-
-    @property
-    def computed_parameters(self) -> int:
-        """Parameters from the shapes: embeddings, attention, gated MLPs or experts, norms, LM head.
+    def tensor_groups(self) -> dict[str, int]:
+        """Parameters by tensor group, the unit a checkpoint stores at one width.
 
         Biases and per-head norms (a few thousand values a layer) are left out: below 0.01 %.
         """
         h = self.hidden_size
-        dense_mlp = 3 * h * self.intermediate_size
         moe_layers = self.layers - self.dense_layers if self.moe else 0
-        per_layer_common = self._attention_parameters() + 2 * h
-        total = self.layers * per_layer_common + (self.layers - moe_layers) * dense_mlp
-        total += moe_layers * self._moe_layer_mlp() if moe_layers else 0
-        embeddings = self.vocab_size * h
-        return total + embeddings + (0 if self.tie_word_embeddings else embeddings) + h
+        shared = 3 * h * (self.shared_expert_intermediate_size
+                          or self.shared_experts * (self.moe_intermediate_size or self.intermediate_size))
+        return {
+            "embeddings": self.vocab_size * h,
+            "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * h,
+            "attention": self.layers * self._attention_parameters(),
+            "mlp": (self.layers - moe_layers) * 3 * h * self.intermediate_size,
+            "experts": moe_layers * (self.experts * self._expert_parameters() + shared),
+            "router": moe_layers * h * self.experts,
+            "norms": self.layers * 2 * h + h,
+        }
+
+    def group_layers(self, group: str) -> int:
+        """How many decoder layers a layer-wise group spreads over (0 for embeddings and the head)."""
+        moe_layers = self.layers - self.dense_layers if self.moe else 0
+        return {"attention": self.layers, "mlp": self.layers - moe_layers, "experts": moe_layers,
+                "router": moe_layers, "norms": self.layers}.get(group, 0)
+
+    def kv_projection_share(self) -> float:
+        """The share of attention parameters in the K and V projections (replicated when TP > KV heads)."""
+        if self.mla:
+            return 0.0
+        q_width = self.attention_heads * self.head_dim
+        kv = 2 * self.hidden_size * self.kv_heads * self.head_dim
+        return kv / (2 * self.hidden_size * q_width + kv)
+
+    @property
+    def computed_parameters(self) -> int:
+        """Parameters from the shapes: embeddings, attention, gated MLPs or experts, norms, LM head."""
+        return sum(self.tensor_groups().values())
+
+    def format_for(self, dtype: str | None = None) -> WeightFormat:
+        """How the weights are stored: the checkpoint's own format, or ``dtype`` for its linear layers.
+
+        A ``dtype`` other than the checkpoint's is what an engine's online quantization does
+        (vLLM ``--quantization fp8``): the linear layers change width, embeddings and norms do not.
+        """
+        if dtype is None or dtype == self.dtype:
+            if self.weight_format is not None:
+                return self.weight_format
+            return quantization.unquantized(dtypes.BITS[self.base_dtype], self.base_dtype, self.dtype_source)
+        bits = dtypes.BITS[dtype]
+        if bits >= 16:
+            return quantization.unquantized(bits, dtype, f"asked: {dtype}")
+        return quantization.uniform(bits, dtype, f"asked: {dtype} for the linear layers (online quantization)")
+
+    def weight_bytes_by_group(self, dtype: str | None = None) -> dict[str, float]:
+        """Bytes of each tensor group as stored: quantized groups at their width plus scales, the rest 16-bit."""
+        fmt = self.format_for(dtype)
+        base = (fmt.bits if not fmt.quantized else dtypes.BITS[self.base_dtype]) / 8
+        out: dict[str, float] = {}
+        for group, count in self.tensor_groups().items():
+            if not fmt.quantized or group not in fmt.quantized_groups:
+                out[group] = count * base
+                continue
+            plain = 0.0
+            if group in fmt.ignored:
+                layers = fmt.ignored[group]
+                spread = self.group_layers(group)
+                plain = count if layers is None or not spread else count * min(len(layers), spread) / spread
+            out[group] = (count - plain) * fmt.bits_per_value / 8 + plain * base
+        return out
+
+    def weight_bytes(self, dtype: str | None = None) -> float:
+        """All the weights' bytes: the checkpoint's own total when it states one and no other dtype is asked."""
+        if self.checkpoint_bytes and (dtype is None or dtype == self.dtype):
+            return float(self.checkpoint_bytes)
+        return sum(self.weight_bytes_by_group(dtype).values())
 
     @property
     def parameters(self) -> int:
@@ -159,6 +236,9 @@ class ModelSpec:
             "parameters": self.parameters, "parameter_source": self.parameter_source,
             "computed_parameters": self.computed_parameters, "active_parameters": self.active_parameters,
             "dtype": self.dtype, "dtype_source": self.dtype_source, "max_context": self.max_context,
+            "model_type": self.model_type, "base_dtype": self.base_dtype,
+            "weight_format": self.format_for().to_dict(), "tensor_groups": self.tensor_groups(),
+            "weight_bytes": round(self.weight_bytes()), "checkpoint_bytes": self.checkpoint_bytes,
             "kv_values_per_token": self.kv_values_per_token(), "kv_formula": self.kv_formula(), "notes": list(self.notes),
         }
 
@@ -220,21 +300,8 @@ def _text_part(config: Mapping[str, Any], source: str) -> tuple[Mapping[str, Any
                                     "the vision or audio tower's weights are not counted"]
 
 
-def _weights_dtype(reader: _Reader) -> tuple[str, str]:
-    quant = reader.config.get("quantization_config")
-    if quant is not None:
-        if not isinstance(quant, Mapping):
-            raise reader.fail("quantization_config", quant, "is not an object")
-        method = quant.get("quant_method")
-        bits = quant.get("bits") if "bits" in quant else quant.get("w_bit")
-        if isinstance(bits, int) and not isinstance(bits, bool) and bits in (4, 8):
-            return ("int4" if bits == 4 else "int8"), f"quantization_config ({method}, {bits}-bit)"
-        if isinstance(method, str):
-            try:
-                return dtypes.canonical(method), f"quantization_config.quant_method {method!r}"
-            except Exception:  # noqa: BLE001 - an unknown method is reported, not fatal
-                pass
-        return "bf16", f"quantization_config {method!r} not understood: weights planned as bf16 (pass --dtype)"
+def _base_dtype(reader: _Reader) -> tuple[str, str]:
+    """The checkpoint's dtype of the tensors no quantization touches (``torch_dtype``, newer ``dtype``)."""
     for key in ("torch_dtype", "dtype"):
         value = reader.config.get(key)
         if value is not None:
@@ -247,12 +314,44 @@ def _weights_dtype(reader: _Reader) -> tuple[str, str]:
     return "bf16", "default bf16 (the config names no dtype)"
 
 
+def _weights(reader: _Reader, hidden: int, layers: int) -> tuple[str, str, str, WeightFormat | None]:
+    """(weights dtype label, its source, base dtype, quantization format) of the checkpoint."""
+    base, base_source = _base_dtype(reader)
+    fmt = quantization.read(reader.config, reader.source, reader.prefix, hidden_size=hidden, layers=layers)
+    if fmt is None:
+        return base, base_source, base, None
+    if dtypes.BITS[base] < 16:  # a quantized checkpoint names the dtype of its unquantized tensors
+        raise reader.fail("torch_dtype", reader.config.get("torch_dtype", reader.config.get("dtype")),
+                          f"contradicts quantization_config ({fmt.method}): the unquantized tensors need a 16- or 32-bit dtype")
+    return fmt.label, fmt.source, base, fmt
+
+
+def _defaults(config: Mapping[str, Any], part: Mapping[str, Any], notes: list[str]) -> tuple[str | None, dict[str, Any]]:
+    """The model type and the defaults its transformers config class assumes for missing keys."""
+    model_type = part.get("model_type", config.get("model_type"))
+    if not isinstance(model_type, str):
+        model_type = None
+    known = MODEL_TYPE_DEFAULTS.get(model_type or "")
+    if known is not None:
+        return model_type, known
+    missing = [k for k in GENERIC_DEFAULTS if part.get(k) is None]
+    if model_type is not None:
+        notes.append(f"model type {model_type!r} is not one Lens knows the transformers defaults of: generic defaults used "
+                     f"({', '.join(f'{k}={v}' for k, v in GENERIC_DEFAULTS.items())})")
+    elif missing:
+        notes.append(f"the config names no model_type: generic defaults used for {', '.join(missing)} "
+                     f"({', '.join(f'{k}={GENERIC_DEFAULTS[k]}' for k in missing)})")
+    return model_type, GENERIC_DEFAULTS
+
+
 def from_config(config: Any, source: str, name: str | None = None, *, published: int | None = None,
                 published_source: str | None = None) -> ModelSpec:
     """Read a config.json mapping into a :class:`ModelSpec`, or say which field is wrong."""
     if not isinstance(config, Mapping):
         raise ModelConfigInvalid(source, "$", config, "is not a JSON object")
     part, prefix, notes = _text_part(config, source)
+    model_type, defaults = _defaults(config, part, notes)
+    part = {**{k: v for k, v in defaults.items() if part.get(k) is None}, **{k: v for k, v in part.items() if v is not None}}
     r = _Reader(part, source, prefix)
     layers = r.integer("num_hidden_layers", required=True, minimum=1)
     hidden = r.integer("hidden_size", required=True, minimum=1)
@@ -278,7 +377,9 @@ def from_config(config: Any, source: str, name: str | None = None, *, published:
     kv_lora = r.integer("kv_lora_rank", minimum=1) if part.get("kv_lora_rank") is not None else 0
     rope = r.integer("qk_rope_head_dim", required=bool(kv_lora), minimum=1) if kv_lora else 0
     max_context = r.integer("max_position_embeddings", minimum=1) if part.get("max_position_embeddings") is not None else None
-    dtype, dtype_source = _weights_dtype(r)
+    dtype, dtype_source, base_dtype, weight_format = _weights(r, hidden, layers)
+    if weight_format is not None:
+        notes.extend(weight_format.notes)
     if part.get("sliding_window") and part.get("use_sliding_window", True) is not False:
         notes.append("sliding-window layers are planned as full attention: the KV figures are an upper bound")
     spec = ModelSpec(
@@ -291,7 +392,8 @@ def from_config(config: Any, source: str, name: str | None = None, *, published:
         dense_layers=dense_layers, kv_lora_rank=kv_lora, q_lora_rank=r.integer("q_lora_rank") if kv_lora else 0,
         qk_rope_head_dim=rope, qk_nope_head_dim=r.integer("qk_nope_head_dim", required=bool(kv_lora), minimum=1) if kv_lora else 0,
         v_head_dim=r.integer("v_head_dim", required=bool(kv_lora), minimum=1) if kv_lora else 0,
-        dtype=dtype, dtype_source=dtype_source, max_context=max_context,
+        dtype=dtype, dtype_source=dtype_source, base_dtype=base_dtype, weight_format=weight_format,
+        model_type=model_type, max_context=max_context,
         published_parameters=published, published_source=published_source, notes=tuple(notes),
     )
     if spec.computed_parameters > MAX_PARAMETERS:

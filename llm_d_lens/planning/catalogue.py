@@ -21,6 +21,11 @@ from llm_d_lens.planning.errors import ModelConfigInvalid, ModelConfigNotFound, 
 
 #: a config.json is a few kilobytes; anything far larger is not one
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: a safetensors index lists every tensor: a few MiB for the largest models
+MAX_INDEX_BYTES = 32 * 1024 * 1024
+INDEX_NAME = "model.safetensors.index.json"
+#: a checkpoint larger than this (1 PB) is not one
+MAX_CHECKPOINT_BYTES = 10**15
 
 
 @lru_cache(maxsize=1)
@@ -105,7 +110,31 @@ def read_config_file(path: Path) -> ModelSpec:
         raise ModelConfigNotFound(f"{source}: cannot be read: {exc.strerror or exc}", details={"path": source}) from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ModelConfigInvalid(source, "$", f"{len(raw)}+ bytes", f"is larger than a config.json can be ({MAX_CONFIG_BYTES} bytes)")
-    return from_config(parse_json(raw, source), source)
+    spec = from_config(parse_json(raw, source), source)
+    total = checkpoint_total(path.parent / INDEX_NAME)
+    return replace(spec, checkpoint_bytes=total) if total else spec
+
+
+def checkpoint_total(path: Path) -> int | None:
+    """``metadata.total_size`` of a safetensors index beside the config: the weights' bytes as stored."""
+    if not path.is_file():
+        return None
+    source = str(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_INDEX_BYTES + 1)
+    except OSError as exc:
+        raise ModelConfigNotFound(f"{source}: cannot be read: {exc.strerror or exc}", details={"path": source}) from None
+    if len(raw) > MAX_INDEX_BYTES:
+        raise ModelConfigInvalid(source, "$", f"{len(raw)}+ bytes", f"is larger than a safetensors index can be ({MAX_INDEX_BYTES} bytes)")
+    index = parse_json(raw, source)
+    metadata = index.get("metadata") if isinstance(index, dict) else None
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if total is None:
+        return None
+    if isinstance(total, bool) or not isinstance(total, int) or not 0 < total <= MAX_CHECKPOINT_BYTES:
+        raise ModelConfigInvalid(source, "metadata.total_size", total, f"is not a checkpoint size in bytes (1 to {MAX_CHECKPOINT_BYTES:.0e})")
+    return total
 
 
 def parse_json(raw: bytes | str, source: str) -> Any:

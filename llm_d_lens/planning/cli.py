@@ -31,7 +31,10 @@ def plan(
     dtype: str | None = typer.Option(None, "--dtype", help="Weights dtype: bf16, fp16, fp8, int8, int4, fp4 (default: the model's)."),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default: the activations', bf16 for 8/4-bit weights)."),
     memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of device memory the engine takes."),
-    overhead_gib: float = typer.Option(2.0, "--overhead-gib", help="Per-device allowance for activations and runtime, GiB."),
+    overhead_gib: float = typer.Option(0.0, "--overhead-gib", help="Per-device allowance beyond the engine's own terms, GiB."),
+    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens",
+                                                      help="The engine's token budget a step (sizes its profiling run; default vLLM's)."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="The engine's sequences a step (default vLLM's)."),
     snapshot: Path | None = typer.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
     demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
@@ -65,7 +68,8 @@ def plan(
     from llm_d_lens.planning.predictions import Targets
 
     spec = resolve(model)
-    request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib)
+    request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
+                         max_num_batched_tokens, max_num_seqs)
     targets = Targets(isl, osl, ttft, tpot, backend).checked()
     from llm_d_lens.cluster.options import named_cluster
 
@@ -94,7 +98,20 @@ def plan(
             result.predictions = {**aic.to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
-    emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
+    if output.is_table:
+        from rich.text import Text
+
+        from llm_d_lens.terminal.output import console
+
+        printer = console(wide=output.value == "wide")
+        # the hand-off commands (unwrapped Text) must not be cut at the terminal's edge either: copied, they run
+        for part in plan_renderable(result.to_dict(), all_options=all_options).renderables:
+            if isinstance(part, Text) and part.no_wrap:
+                printer.print(part, crop=False, no_wrap=True, overflow="ignore")
+            else:
+                printer.print(part)
+    else:
+        emit(result.to_dict(), output, lambda data: plan_renderable(data, all_options=all_options))
 
 
 def _planning_step(source: Any, discover: bool) -> str:

@@ -39,13 +39,23 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
              f"dtype from {model['dtype_source']}; KV {model['kv_values_per_token']:,} values/token = {model['kv_formula']}"]
     predictions = data.get("predictions") or {}
     predicted = predictions.get("pools") or {}
+    parts.append(Text("\n".join(lines)))
+    lines = []
     for pool in data["pools"]:
         lines.append(f"{pool['pool']}: {pool['verdict']}; memory from {pool['memory_source']}")
+        if pool["best"]:
+            lines.append(f"  memory a device: {_terms_line(pool['best'])}")
         if pool["pool"] in predicted:
             lines.extend(_prediction_lines(predicted[pool["pool"]]))
         if pool["hand_off"]:
-            lines.append(f"  deploy:   {pool['hand_off']['deploy']}")
-            lines.append(f"  evaluate: {pool['hand_off']['evaluate']}")
+            hand_off = pool["hand_off"]
+            lines.append(f"  hand-off: the {hand_off['guide']} overlay serves its own model; "
+                         "its engine needs the planned arguments:")
+            parts.append(Text("\n".join(lines)))
+            # each command on a line of its own, never wrapped, so it copies and pastes whole
+            for command in (hand_off["engine_args"], hand_off["deploy"], hand_off["evaluate"]):
+                parts.append(Text(command, no_wrap=True, overflow="ignore"))
+            lines = []
         lines.extend(f"  note: {note}" for note in pool["notes"])
     lines.extend(f"note: {note}" for note in (*model["notes"], *data["notes"]))
     if predictions:
@@ -53,12 +63,24 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
         shown = (f"; ISL {targets['isl']}, OSL {targets['osl']}, TTFT <= {targets['ttft_ms']:g} ms, "
                  f"TPOT <= {targets['tpot_ms']:g} ms, {targets['backend']}") if targets else ""
         lines.append(f"predictions: {predictions.get('message', predictions.get('state'))}{shown}")
-    lines.append("headroom = usable x memory_utilization - weights - overhead - KV cache, per device "
-                 "(`-o json` shows every formula and option)")
+    lines.append("KV budget = device memory x memory_utilization - weights - activation peak - non-torch, per device; "
+                 "headroom = KV budget - KV cache (`-o json` shows every term's formula and source)")
     parts.append(Text("\n".join(lines)))
     if all_options:
         parts.extend(_options_table(pool) for pool in data["pools"])
     return Group(*parts)
+
+
+def _terms_line(best: dict[str, Any]) -> str:
+    """vLLM's accounting of the best option, term by term, as the engine's start-up log prints it."""
+    terms = {t["term"]: t for t in best.get("terms", [])}
+    shown = [f"{terms['requested']['gib']:,.2f} requested" if "requested" in terms else None]
+    shown += [f"- {terms[name]['gib']:,.2f} {label}" for name, label in (
+        ("weights", "weights"), ("activation_peak", "activation peak"), ("non_torch", "non-torch"),
+        ("extra_allowance", "extra")) if name in terms]
+    graphs = terms.get("captured_graphs")
+    outside = f" (graphs {graphs['gib']:,.2f} GiB outside it)" if graphs and graphs["gib"] else ""
+    return " ".join(s for s in shown if s) + f" = {best['kv_budget_gib']:,.2f} GiB KV budget{outside}"
 
 
 def _prediction_lines(entry: dict[str, Any]) -> list[str]:

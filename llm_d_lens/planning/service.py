@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.cluster.model import Overview
+from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.planning.architecture import ModelSpec
+from llm_d_lens.planning.engine_memory import DeviceFacts, facts_from_profile
 from llm_d_lens.planning.fit import ASSUMPTIONS, FORMULAS, FitRequest, Option, fit_pool
 from llm_d_lens.planning.pools import Pool, pools_from_overview
 
@@ -44,21 +46,40 @@ class PoolPlan:
         widest = max(feasible, key=lambda o: (o.width, o.max_concurrency))
         return f"nothing fits, because at the widest ({widest.width} devices): {widest.reason}"
 
-    def hand_off(self, option: Option) -> dict[str, str]:
+    def hand_off(self, option: Option, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
+        """The commands that carry the plan on, and the engine arguments the plan assumed.
+
+        ``lens deploy render`` renders the guide overlay's own model and parallelism; it sizes the
+        pod (``--count``) but does not rewrite the engine's arguments, so the hand-off names the
+        ones the plan needs and says so rather than implying the render serves the planned model.
+        """
         hardware = self.pool.profile_id
         replicas = max(1, option.replicas_free)
+        engine = []
+        if model is not None:
+            engine += ["--model", model.name]
+        engine += ["--tensor-parallel-size", str(option.tensor_parallel)]
+        if option.pipeline_parallel > 1:
+            engine += ["--pipeline-parallel-size", str(option.pipeline_parallel)]
+        if context is not None:
+            engine += ["--max-model-len", str(context)]
         return {
             "deploy": f"lens deploy render --guide {DEFAULT_GUIDE} --hardware {hardware} --count {option.width}",
             "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
+            "engine_args": " ".join(engine), "guide": DEFAULT_GUIDE,
+            "model": model.name if model is not None else None,
+            "tensor_parallel": option.tensor_parallel, "pipeline_parallel": option.pipeline_parallel,
+            "note": (f"the {DEFAULT_GUIDE} overlay serves its own model; the render sizes the pod for "
+                     f"{option.width} device(s), and its engine arguments need the plan's: " + " ".join(engine)),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
         best = self.best
         return {
             **self.pool.to_dict(),
             "verdict": self.verdict(),
             "best": best.to_dict() if best else None,
-            "hand_off": self.hand_off(best) if best else None,
+            "hand_off": self.hand_off(best, model, context) if best else None,
             "options": [o.to_dict() for o in self.options],
         }
 
@@ -77,7 +98,7 @@ class Plan:
             "model": self.model.to_dict(),
             "request": self.request.to_dict(),
             "source": self.source,
-            "pools": [p.to_dict() for p in self.pools],
+            "pools": [p.to_dict(self.model, self.request.context) for p in self.pools],
             "formulas": dict(FORMULAS),
             "assumptions": list(ASSUMPTIONS),
             "notes": list(self.notes),
@@ -92,9 +113,23 @@ def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview)
     if not pools:
         notes.append("nothing fits, because the cluster has no accelerator devices "
                      "(`lens cluster inspect` shows what it found)")
-    plans = [PoolPlan(pool, fit_pool(model, checked, pool)) for pool in pools]
+    profiles = {p.id: p for p in get_registry().profiles()} if pools else {}
+    plans = [PoolPlan(pool, fit_pool(model, checked, pool, device_facts(pool, profiles))) for pool in pools]
     plans.sort(key=lambda p: (p.best is None, p.pool.profile_id, p.pool.product))
     return Plan(model, checked, overview.source, plans, notes)
+
+
+def device_facts(pool: Pool, profiles: dict[str, Any]) -> DeviceFacts:
+    """The pool's hardware profile figures for the engine's memory (none for a profile Lens does not have)."""
+    profile = profiles.get(pool.profile_id)
+    if profile is None:
+        return DeviceFacts()
+    # a pool's product may join several names ("A, B"); the first one with figures wins
+    for product in pool.product.split(", "):
+        facts = facts_from_profile(profile, product)
+        if facts.visible_bytes is not None:
+            return facts
+    return facts_from_profile(profile, pool.product)
 
 
 def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:

@@ -29,12 +29,16 @@ def test_cli_plans_a_catalogue_model_on_the_demo_as_json(capsys):
                  "--no-predict"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["request"] == {"context": 4096, "concurrency": 8, "dtype": "bf16", "kv_dtype": "bf16",
-                               "memory_utilization": 0.9, "overhead_gib": 2.0}
+                               "memory_utilization": 0.9, "overhead_gib": 0.0,
+                               "max_num_batched_tokens": None, "max_num_seqs": None}
     assert data["source"]["kind"] == "demo"
     tpu = next(p for p in data["pools"] if p["profile_id"] == "google-tpu")
-    # 8B in bf16 (14.96 GiB) fits one 32 GiB TPU v6e chip: 28.8 usable - 14.96 - 2 = 11.84 GiB for KV
+    # 8B in bf16 (14.96 GiB) fits one 32 GiB TPU v6e chip. A device under 70 GiB gets vLLM's small defaults
+    # (256 seqs, 2048 tokens): activation 256 x 128256 x 38.2 B + 2048 x 4096 x 2.7 B = 1.19 GiB; the TPU
+    # profile measured no engine memory, so the generic 0.5 GiB: 28.8 - 14.96 - 1.19 - 0.5 = 12.15 GiB for KV
     assert (tpu["best"]["tensor_parallel"], tpu["best"]["pipeline_parallel"]) == (1, 1)
-    assert tpu["best"]["max_concurrency"] == 23  # 11.84 GiB / (4096 x 128 KiB = 0.5 GiB)
+    assert tpu["best"]["activation_gib"] == 1.19 and tpu["best"]["non_torch_gib"] == 0.5
+    assert tpu["best"]["max_concurrency"] == 24  # 12.15 GiB / (4096 x 128 KiB = 0.5 GiB)
     assert data["predictions"]["state"] == aic.status().state and "not asked" in data["predictions"]["message"]
 
 
@@ -179,3 +183,14 @@ def test_an_aic_that_fails_in_its_worker_leaves_the_memory_fit_standing(tmp_path
     assert data["predictions"]["state"] == "failed" and data["predictions"]["code"] == "PLANNING_AIC_FAILED"
     assert "aiconfigurator_core" in data["predictions"]["message"]
     assert any(p["best"] for p in data["pools"])
+
+
+def test_the_printed_hand_off_is_never_wrapped_and_names_the_planned_model(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["plan", "--model", "llama-3.1-405b", "--demo", "--dtype", "fp8", "--context", "100000", "--no-predict"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # the engine arguments run past 80 columns; they still sit whole on one line of their own
+    engine = "--model meta-llama/Llama-3.1-405B --tensor-parallel-size 4 --max-model-len 100000"
+    assert len(engine) > 80 and engine in lines
+    assert "lens deploy render --guide optimized-baseline --hardware amd --count 4" in lines
+    assert max(len(line) for line in lines if not line.startswith(("lens ", "--model "))) <= 80
