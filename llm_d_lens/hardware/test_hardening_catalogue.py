@@ -235,12 +235,14 @@ def test_one_run_reports_every_problem_of_a_file_and_every_conflict(tmp_path, ca
     [result] = json.loads(capsys.readouterr().out)
     assert code == 1
     assert {i["path"] for i in result["issues"]} == {
-        "$.colour", "$.display_name", "$.driver.modes.plugin.chart_version", "$.planning.aic_system_patterns[0]"}
+        "$.colour", "$.display_name", "$.driver.modes.plugin.chart_version", "$.planning.aic_system_patterns[0]",
+        "$.telemetry.provider_id"}  # the guide's "myvendor" telemetry provider is registered nowhere here
 
     clash = deep(GUIDE_FULL)
     clash["id"] = "clash"
     clash["accelerator_keys"] = ["clash", "amd", "nvidia"]
-    clash["device_classes"] = ["gpu.amd.com", "gpu.nvidia.com"]
+    clash["device_classes"] = ["gpu.myvendor.com", "gpu.amd.com", "gpu.nvidia.com"]
+    clash["telemetry"]["provider_id"] = "declarative"
     path = tmp_path / "clash.json"
     path.write_text(json.dumps(clash))
     code = main(["hardware", "validate", str(path), "-o", "json"])
