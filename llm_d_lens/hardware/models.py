@@ -207,6 +207,12 @@ class Presence(Contract):
     """The blocking preflight: which node labels prove the hardware is there, and how long to wait for them."""
 
     node_label_selector: LabelMap = Field(min_length=1, description='Labels a node must carry; the value "*" means the label only has to exist.')
+    alternatives: list[LabelMap] = Field(
+        default_factory=list,
+        description="Further label sets, any one of which proves the hardware is there too: Node Feature Discovery's "
+        "PCI labels (feature.node.kubernetes.io/pci-<class>_<vendor>.present), which need no driver, beside the "
+        "plugin's or feature discovery's own label in node_label_selector.",
+    )
     ensure_refs: list[str] = Field(
         default_factory=list,
         description="NFD NodeFeatureRule manifests applied before waiting: a .yaml/.yml/.json file or URL is applied "

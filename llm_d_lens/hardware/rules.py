@@ -327,6 +327,10 @@ def _kubernetes_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
         (("node_label_selector",), p.node_label_selector, True), (("deployment", "node_selector"), p.deployment.node_selector, False)]
     if p.presence is not None:
         selectors.append((("presence", "node_label_selector"), p.presence.node_label_selector, True))
+        for i, alternative in enumerate(p.presence.alternatives):
+            if not alternative:
+                yield ProfileIssue(f"$.presence.alternatives[{i}]", "an empty label set would match every node", alternative)
+            selectors.append((("presence", "alternatives", i), alternative, True))
     for location, labels, wildcard in selectors:
         yield from _label_map(location, labels, wildcard=wildcard)
     for i, toleration in enumerate(p.deployment.tolerations):
