@@ -19,8 +19,12 @@ from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.schema import json_path, schema_issues
 
 
-def validate_payload(payload: Any, source: str) -> HardwareProfile:
+def validate_payload(payload: Any, source: str, *, telemetry_providers: frozenset[str] | None = None) -> HardwareProfile:
     """The profile in ``payload``, or :class:`ProfileInvalid` listing every problem.
+
+    With ``telemetry_providers`` (the registered ids), a ``telemetry.provider_id`` outside them is one
+    more problem: ``lens hardware validate`` checks a file against the installed environment, while
+    discovery leaves that to ``doctor`` and ``/readyz`` so an unregistered provider costs telemetry only.
 
     ``schema.json`` is generated from the models, and ``test_schema.py`` proves both accept and
     refuse the same payloads; so the compiled model check runs first (a fraction of the cost of
@@ -37,9 +41,11 @@ def validate_payload(payload: Any, source: str) -> HardwareProfile:
         profile = HardwareProfile.model_validate(payload, strict=True)
     except ValidationError as exc:
         issues = schema_issues(payload) or ([] if unreadable else _pydantic_issues(exc))
-        issues += _rule_issues_beside(payload, issues)
+        issues += _rule_issues_beside(payload, issues, telemetry_providers)
         raise ProfileInvalid(source, _merged(unreadable, issues), profile_id) from None
     issues = rules.check(profile)
+    if telemetry_providers is not None:
+        issues += rules.registered_issues(profile, telemetry_providers)
     if issues or unreadable:
         raise ProfileInvalid(source, _merged(unreadable, issues), profile_id)
     return profile
@@ -47,6 +53,9 @@ def validate_payload(payload: Any, source: str) -> HardwareProfile:
 
 #: the largest integer a profile may hold: JSON readers elsewhere (Go's, the API server's) stop at int64
 MAX_PROFILE_INTEGER = 2**63 - 1
+#: the longest string anywhere in a profile (fields bound names far lower); a 100 MB value is refused
+#: before the schema, the rules or a message ever copy it
+MAX_PROFILE_STRING = 4096
 
 
 def value_issues(payload: Any) -> list[ProfileIssue]:
@@ -60,6 +69,10 @@ def value_issues(payload: Any) -> list[ProfileIssue]:
     stack: list[tuple[tuple[str | int, ...], Any]] = [((), payload)]
     while stack:
         location, value = stack.pop()
+        if isinstance(value, str) and len(value) > MAX_PROFILE_STRING:
+            found.append(ProfileIssue(json_path(location), f"is too long: {len(value)} characters, at most "
+                                      f"{MAX_PROFILE_STRING}", f"({len(value)} characters)", location=location))
+            continue
         if isinstance(value, str):
             if _has_surrogate(value):
                 found.append(ProfileIssue(json_path(location), "is not valid Unicode text (a lone surrogate)",
@@ -78,6 +91,11 @@ def value_issues(payload: Any) -> list[ProfileIssue]:
                 found.append(ProfileIssue(json_path(location), "is not a finite number", str(value), location=location))
         elif isinstance(value, dict):
             for key, item in value.items():
+                if isinstance(key, str) and len(key) > MAX_PROFILE_STRING:
+                    found.append(ProfileIssue(json_path(location), f"has a key that is not printable Unicode text of at "
+                                              f"most {MAX_PROFILE_STRING} characters ({len(key)} characters)",
+                                              f"({len(key)} characters)", location=location))
+                    continue
                 if isinstance(key, str) and (_has_surrogate(key) or _control(key) is not None):
                     found.append(ProfileIssue(json_path(location), "has a key that is not printable Unicode text (a lone surrogate or a control character)",
                                               key, location=location))
@@ -102,7 +120,8 @@ def _set_aside(payload: Any, issues: list[ProfileIssue]) -> Any:
             parent = parent[part]
         if "has a key" in issue.message:
             target = parent[location[-1]]
-            for key in [k for k in target if isinstance(k, str) and (_has_surrogate(k) or _control(k) is not None)]:
+            for key in [k for k in target if isinstance(k, str) and (len(k) > MAX_PROFILE_STRING or _has_surrogate(k)
+                                                                     or _control(k) is not None)]:
                 del target[key]
         else:
             parent[location[-1]] = _stand_in(parent[location[-1]])
@@ -110,6 +129,8 @@ def _set_aside(payload: Any, issues: list[ProfileIssue]) -> Any:
 
 
 def _stand_in(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_PROFILE_STRING:
+        return "_"
     if isinstance(value, str):
         return _CONTROL.sub("_", value.encode("utf-8", "replace").decode("utf-8")) or "_"
     if isinstance(value, float):
@@ -145,7 +166,8 @@ def _merged(first: list[ProfileIssue], second: list[ProfileIssue]) -> list[Profi
     return first + [issue for issue in second if issue.path not in seen]
 
 
-def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue]) -> list[ProfileIssue]:
+def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue],
+                        telemetry_providers: frozenset[str] | None = None) -> list[ProfileIssue]:
     """Rule violations in the parts of a payload the schema did not refuse.
 
     The rules need a typed profile, so without this a vendor would fix the schema errors only to
@@ -173,8 +195,11 @@ def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue]) -> list[
     except ValidationError:
         return []
     reported = [issue.path for issue in schema_found]
+    found = rules.check(profile)
+    if telemetry_providers is not None:
+        found += rules.registered_issues(profile, telemetry_providers)
     return [
-        issue for issue in rules.check(profile)
+        issue for issue in found
         if not any(issue.path == r or issue.path.startswith((r + ".", r + "[")) for r in reported)
     ]
 
@@ -216,4 +241,8 @@ def parse_profile_text(text: str, source: str) -> Any:
 
 
 def load_profile_file(path: str | Path) -> HardwareProfile:
-    return validate_payload(read_profile_file(path), str(path))
+    """A profile file checked as ``lens hardware validate`` checks it: the contract, and its telemetry
+    provider against the ones registered in this environment."""
+    from llm_d_lens.hardware.telemetry_providers import registered_ids
+
+    return validate_payload(read_profile_file(path), str(path), telemetry_providers=registered_ids())

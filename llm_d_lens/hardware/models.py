@@ -11,9 +11,9 @@ ignored field.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: The profile format versions this Lens reads. A profile omitting ``schema_version`` is version 1.
 SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
@@ -37,6 +37,13 @@ MAX_SCALE = 1e12
 #: one device's memory; the largest accelerators carry a few hundred GiB, so 1 PiB is no real limit
 MAX_MEMORY_GIB = 1024.0 * 1024.0
 ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+#: bounds on names (Kubernetes': a label value or DNS label is at most 63 characters, a DNS subdomain 253)
+#: and on the text a person reads, so a plugin's 100 MB string is refused at its field
+NAME_MAX = 63
+SUBDOMAIN_MAX = 253
+TEXT_MAX = 256
+Name = Annotated[str, Field(max_length=NAME_MAX)]
+LongName = Annotated[str, Field(max_length=SUBDOMAIN_MAX + NAME_MAX + 1)]
 
 
 class Contract(BaseModel):
@@ -51,14 +58,14 @@ LabelMap = dict[str, str]
 class UpstreamLabels(Contract):
     """One ``llm-d.ai/accelerator-variant`` / ``llm-d.ai/accelerator-vendor`` pair an overlay may set."""
 
-    variant: str = Field(min_length=1, description="Value of llm-d.ai/accelerator-variant.")
-    vendor: str = Field(min_length=1, description="Value of llm-d.ai/accelerator-vendor.")
+    variant: str = Field(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-variant.")
+    vendor: str = Field(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-vendor.")
 
 
 class Toleration(Contract):
-    key: str = Field(min_length=1)
+    key: str = Field(min_length=1, max_length=SUBDOMAIN_MAX + NAME_MAX + 1)
     operator: Literal["Exists", "Equal"] = "Exists"
-    value: str | None = None
+    value: str | None = Field(default=None, max_length=NAME_MAX)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
 
 
@@ -66,9 +73,9 @@ class DeploymentMode(Contract):
     """How a pod asks for this hardware in one access mode."""
 
     request_model: RequestModel
-    device_class: str | None = Field(default=None, description="DRA DeviceClass name (dra modes).")
-    claim_request_name: str | None = Field(default=None, description="Request name inside the ResourceClaimTemplate (dra modes).")
-    resource_names: list[str] = Field(default_factory=list, description="Extended resource names (extended-resource modes).")
+    device_class: str | None = Field(default=None, max_length=SUBDOMAIN_MAX, description="DRA DeviceClass name (dra modes).")
+    claim_request_name: str | None = Field(default=None, max_length=NAME_MAX, description="Request name inside the ResourceClaimTemplate (dra modes).")
+    resource_names: list[LongName] = Field(default_factory=list, description="Extended resource names (extended-resource modes).")
     supports_pci_allowlist: bool | None = Field(default=None, description="Overrides deployment.supports_pci_allowlist for this mode.")
     pci_attribute_domain: str | None = None
     pci_attribute: str | None = None
@@ -99,10 +106,14 @@ class Deployment(Contract):
             "a Kustomization is claimed by the first template that reaches it."
         ),
     )
-    arch: str = Field(min_length=1)
-    device_class: str = ""
-    claim_request_name: str = ""
-    resource_name: str = ""
+    arch: str = Field(
+        min_length=1, max_length=NAME_MAX,
+        description="The overlay directory name, as in the guide's template; must equal upstream_variant, "
+        "which is what Lens reads (a differing arch is a warning).",
+    )
+    device_class: str = Field(default="", max_length=SUBDOMAIN_MAX)
+    claim_request_name: str = Field(default="", max_length=NAME_MAX)
+    resource_name: str = Field(default="", max_length=SUBDOMAIN_MAX + NAME_MAX + 1)
     node_selector: LabelMap = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     supports_pci_allowlist: bool = False
@@ -196,6 +207,12 @@ class Presence(Contract):
     """The blocking preflight: which node labels prove the hardware is there, and how long to wait for them."""
 
     node_label_selector: LabelMap = Field(min_length=1, description='Labels a node must carry; the value "*" means the label only has to exist.')
+    alternatives: list[LabelMap] = Field(
+        default_factory=list,
+        description="Further label sets, any one of which proves the hardware is there too: Node Feature Discovery's "
+        "PCI labels (feature.node.kubernetes.io/pci-<class>_<vendor>.present), which need no driver, beside the "
+        "plugin's or feature discovery's own label in node_label_selector.",
+    )
     ensure_refs: list[str] = Field(
         default_factory=list,
         description="NFD NodeFeatureRule manifests applied before waiting: a .yaml/.yml/.json file or URL is applied "
@@ -446,20 +463,28 @@ class HardwareProfile(Contract):
 
     schema_version: Literal[1] = Field(default=1, description="Profile format version; this Lens reads version 1.")
     id: str = Field(pattern=ID_PATTERN, description="Canonical id; also the entry-point name.")
-    display_name: str = Field(min_length=1)
-    vendor: str = Field(min_length=1)
-    accelerator_keys: list[str] = Field(default_factory=list)
-    benchmark_profile: str | None = Field(description="llm-d-benchmark accelerator.profile; null when llm-d-benchmark has none.")
-    evaluation_profile: str | None = None
-    upstream_variant: str = Field(min_length=1, description="The upstream overlay directory under modelserver/.")
-    upstream_vendor: str = Field(min_length=1, description="The llm-d.ai/accelerator-vendor label.")
+    display_name: str = Field(min_length=1, max_length=TEXT_MAX)
+    vendor: str = Field(min_length=1, max_length=NAME_MAX)
+    accelerator_keys: list[Name] = Field(default_factory=list)
+    benchmark_profile: str | None = Field(
+        default=None, max_length=NAME_MAX,
+        description="llm-d-benchmark accelerator.profile; null when llm-d-benchmark has none. When absent, "
+        "evaluation_profile gives it (the guide names the two together).",
+    )
+    evaluation_profile: str | None = Field(
+        default=None, max_length=NAME_MAX,
+        description="The same llm-d-benchmark accelerator.profile under the guide's other name; must equal "
+        "benchmark_profile when both are given.",
+    )
+    upstream_variant: str = Field(min_length=1, max_length=NAME_MAX, description="The upstream overlay directory under modelserver/.")
+    upstream_vendor: str = Field(min_length=1, max_length=NAME_MAX, description="The llm-d.ai/accelerator-vendor label.")
     upstream_labels: list[UpstreamLabels] = Field(
         default_factory=list,
         description="Every variant/vendor label pair this hardware's overlays use; defaults to (upstream_variant, upstream_vendor).",
     )
     request_model: RequestModel
-    device_classes: list[str] = Field(default_factory=list)
-    resource_prefixes: list[str] = Field(default_factory=list)
+    device_classes: list[Annotated[str, Field(max_length=SUBDOMAIN_MAX)]] = Field(default_factory=list)
+    resource_prefixes: list[LongName] = Field(default_factory=list)
     node_label_selector: LabelMap = Field(
         default_factory=dict, description='Node labels that mark this hardware; the value "*" means the label only has to exist.'
     )
@@ -471,6 +496,14 @@ class HardwareProfile(Contract):
     inventory: Inventory = Field(default_factory=Inventory)
     planning: Planning = Field(default_factory=Planning)
     ui: UI | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _benchmark_from_evaluation(cls, data: Any) -> Any:
+        """The guide's ``evaluation_profile`` alone is the benchmark profile (not BENCHMARK_PROFILE_MISSING)."""
+        if isinstance(data, dict) and data.get("benchmark_profile") is None and isinstance(data.get("evaluation_profile"), str):
+            data = {**data, "benchmark_profile": data["evaluation_profile"]}
+        return data
 
     # -- derived views: every consumer reads these instead of re-deriving them -----------------
 

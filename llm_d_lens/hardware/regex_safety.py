@@ -11,6 +11,8 @@ parsed with Python's own parser and refused when it has a shape that backtracks 
 * an alternation inside an unbounded repeat whose branches can begin with the same character
   (``(\\w|\\d\\d)*``), since each repetition may then be split several ways;
 * a backreference (``(a)\\1``), which no linear-time engine supports either;
+* a counted repetition above :data:`MAX_REPEAT_COUNT` (``a{1000000000}``): the inputs are
+  Kubernetes names, so such a count can only cost memory and time, never match;
 * more than :data:`MAX_PATTERN_LENGTH` characters.
 
 Everything else runs in time polynomial in the input, and the inputs (Kubernetes names, at most
@@ -31,6 +33,8 @@ except ImportError:  # pragma: no cover - older interpreters
 
 #: characters a profile pattern may have; the longest bundled one has under 120
 MAX_PATTERN_LENGTH = 512
+#: the largest {m,n} count a pattern may give; a Kubernetes name has at most 253 characters
+MAX_REPEAT_COUNT = 1000
 
 _REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT}
 _UNKNOWN = None  # "could begin with any character"
@@ -48,6 +52,9 @@ def _scan(items: Any, *, inside_unbounded: bool, inside_repeat: bool) -> str | N
         if op in _REPEATS:
             low, high, body = arg
             unbounded = high == sre.MAXREPEAT
+            if low > MAX_REPEAT_COUNT or (not unbounded and high > MAX_REPEAT_COUNT):
+                return (f"repeats {high if not unbounded else low} times, more than {MAX_REPEAT_COUNT}; the names a "
+                        "pattern is matched against are at most 253 characters, so use a smaller count or + / *")
             repeats = high > 1
             if repeats and inside_repeat and (unbounded or inside_unbounded):
                 return "nests one repetition inside another (such as (a+)+), which can take exponential time; " \

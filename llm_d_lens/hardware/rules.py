@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from llm_d_lens.hardware import k8s_names
+from llm_d_lens.hardware.benchmark_profiles import KnownProfiles, known_profiles
 from llm_d_lens.hardware.errors import ProfileIssue
 from llm_d_lens.hardware.models import DriverRelease, Exporter, FallbackSource, HardwareProfile, MetricSource
 from llm_d_lens.hardware.regex_safety import backtracking_problem
+from llm_d_lens.hardware.schema import json_path
 
 # \Z, not $ (which also matches before a trailing newline), and ASCII, so \d is 0-9 and not any script's digits
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?\Z", re.ASCII)
@@ -21,6 +24,8 @@ PINNED_REF = re.compile(r"(v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?|[0-9a-f]{7,40})
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")  # git@github.com:org/repo
 #: one directory name: what {variant} is replaced with in a path template
 DIRECTORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z", re.ASCII)
+#: one segment of an overlay root once its placeholders and * are taken out: no backslash, colon or space
+OVERLAY_SEGMENT = re.compile(r"[A-Za-z0-9._-]*\Z", re.ASCII)
 OVERLAY_PLACEHOLDERS = {"guide", "variant", "model_server"}
 FLOATING_REFS = {"latest", "main", "master", "head", "stable", "nightly"}
 UNIT_DIMENSION = {
@@ -52,8 +57,53 @@ _PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "o
 
 def check(profile: HardwareProfile) -> list[ProfileIssue]:
     """Every rule violation in a profile that already passed the schema."""
-    checks = (_modes, _request_shapes, _pci_allowlists, _driver, _names, _identity, _regexes, _overlay_root, _telemetry, _aic_systems)
+    checks = (_modes, _request_shapes, _ownership, _pci_allowlists, _driver, _names, _duplicates, _benchmark_alias,
+              _identity, _kubernetes_names, _regexes, _overlay_root, _telemetry, _aic_systems)
     return [issue for rule in checks for issue in rule(profile)]
+
+
+def advise(profile: HardwareProfile, known: KnownProfiles | None = None) -> list[ProfileIssue]:
+    """Warnings: what is valid but probably wrong, shown by ``validate`` and ``doctor`` without failing them.
+
+    A benchmark profile llm-d-benchmark does not know (as far as this Lens knows: a newer release
+    may), and a ``deployment.arch`` that is not the overlay directory Lens actually uses.
+    """
+    known = known if known is not None else known_profiles()
+    found: list[ProfileIssue] = []
+    for path, name in _benchmark_names(profile):
+        if name and name not in known.names:
+            nearest = known.nearest(name)
+            hint = f"; nearest: {', '.join(nearest)}" if nearest else f"; known: {', '.join(sorted(known.names))}"
+            found.append(ProfileIssue(path, f"is not an llm-d-benchmark accelerator profile Lens knows "
+                                      f"({known.describe()}){hint}. A newer llm-d-benchmark may know it: add it "
+                                      "with LENS_BENCHMARK_PROFILES, or add the profile to llm-d-benchmark first", name))
+    if profile.deployment.arch != profile.upstream_variant:
+        found.append(ProfileIssue("$.deployment.arch", f"differs from upstream_variant {profile.upstream_variant!r}; "
+                                  "the overlay directory is upstream_variant (the guide's 'wrong arch' error), "
+                                  "so set arch to the same name", profile.deployment.arch))
+    return found
+
+
+def registered_issues(profile: HardwareProfile, telemetry_providers: frozenset[str]) -> list[ProfileIssue]:
+    """Errors only the installed environment can show: a telemetry provider id nobody registered."""
+    t = profile.telemetry
+    if t is None or t.provider_id in telemetry_providers:
+        return []
+    from llm_d_lens.hardware.telemetry_providers import GROUP
+
+    return [ProfileIssue("$.telemetry.provider_id", f"names no registered telemetry provider (registered: "
+                         f"{', '.join(sorted(telemetry_providers))}); use declarative, or register one in the "
+                         f"{GROUP!r} entry-point group", t.provider_id)]
+
+
+def _benchmark_names(p: HardwareProfile) -> Iterator[tuple[str, str | None]]:
+    yield "$.benchmark_profile", p.benchmark_profile
+    if p.evaluation_profile != p.benchmark_profile:
+        yield "$.evaluation_profile", p.evaluation_profile
+    for name, mode in p.effective_modes().items():
+        yield _mode_path(p, name, "benchmark_profile"), mode.benchmark_profile
+        for resource, bench in mode.benchmark_profiles_by_resource.items():
+            yield json_path(("deployment", "modes", name, "benchmark_profiles_by_resource", resource)), bench
 
 
 def _modes(p: HardwareProfile) -> Iterator[ProfileIssue]:
@@ -193,10 +243,120 @@ def _names(p: HardwareProfile) -> Iterator[ProfileIssue]:
             yield ProfileIssue(f"$.inventory.dra_drivers[{i}]", "is empty; give a name or leave the entry out", name)
 
 
-def _identity(p: HardwareProfile) -> Iterator[ProfileIssue]:
+def _duplicates(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """A name listed twice is a copy-paste slip; aliases compare as a user types them, ignoring case."""
+    lists = {"accelerator_keys": (p.accelerator_keys, str.lower), "device_classes": (p.device_classes, str),
+             "resource_prefixes": (p.resource_prefixes, str), "inventory.dra_drivers": (p.inventory.dra_drivers, str)}
+    for field, (names, fold) in lists.items():
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            if fold(name) in seen:
+                yield ProfileIssue(f"$.{field}[{i}]", "is listed twice", name)
+            seen.add(fold(name))
+
+
+def _benchmark_alias(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    # the guide names them together: both are the benchmark's accelerator.profile, so two values cannot both hold
+    if p.evaluation_profile and p.evaluation_profile.strip() and p.benchmark_profile is not None \
+            and p.evaluation_profile != p.benchmark_profile:
+        yield ProfileIssue("$.evaluation_profile", f"differs from benchmark_profile {p.benchmark_profile!r}; both name "
+                           "the llm-d-benchmark accelerator.profile, so give one value (or leave evaluation_profile out)",
+                           p.evaluation_profile)
+
+
+def _ownership(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """What a mode requests is this profile's own identity (the guide: no cross-talk).
+
+    Registration and ``validate`` then refuse an identity another registered profile claims, so a
+    mode can neither ask for another vendor's device class or resource nor one nobody resolves to.
+    """
+    classes = set(p.device_classes)
+    for name, mode in p.effective_modes().items():
+        if mode.device_class and mode.device_class not in classes:
+            yield ProfileIssue(_mode_path(p, name, "device_class"), "is not among this profile's device_classes "
+                               f"({', '.join(p.device_classes) or 'none'}); a mode requests only this hardware's "
+                               "device classes, listed there so no other profile can claim them", mode.device_class)
+        for i, resource in enumerate(mode.resource_names):
+            if not any(resource.startswith(prefix) for prefix in p.resource_prefixes):
+                path = _mode_path(p, name, "resource_names") + ("" if p.deployment.modes is None else f"[{i}]")
+                yield ProfileIssue(path, "is outside this profile's resource_prefixes "
+                                   f"({', '.join(p.resource_prefixes) or 'none'}); a mode requests only this "
+                                   "hardware's resources", resource)
+    d = p.deployment
+    if d.modes is not None:  # the top-level fields are the single mode's only without modes (checked above)
+        if d.device_class and d.device_class not in classes:
+            yield ProfileIssue("$.deployment.device_class", "is not among this profile's device_classes", d.device_class)
+        if d.resource_name and not any(d.resource_name.startswith(prefix) for prefix in p.resource_prefixes):
+            yield ProfileIssue("$.deployment.resource_name", "is outside this profile's resource_prefixes", d.resource_name)
+    drivers = set(p.inventory.dra_drivers)
+    allocation = p.telemetry.allocation if p.telemetry else None
+    for i, driver in enumerate(allocation.drivers if allocation else []):
+        if driver not in drivers:
+            yield ProfileIssue(f"$.telemetry.allocation.drivers[{i}]", "is not among this profile's inventory.dra_drivers "
+                               f"({', '.join(p.inventory.dra_drivers) or 'none'}); telemetry joins only this "
+                               "hardware's allocations", driver)
+
+
+def _kubernetes_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
+    """Names that reach the API server, checked as it checks them."""
+    def subdomains(path: str, names: list[str], limit: int = k8s_names.DNS1123_SUBDOMAIN_MAX) -> Iterator[ProfileIssue]:
+        for i, name in enumerate(names):
+            if name.strip() and (problem := k8s_names.dns_subdomain_problem(name, limit)):
+                yield ProfileIssue(f"{path}[{i}]", problem, name)
+
+    yield from subdomains("$.device_classes", p.device_classes)
+    yield from subdomains("$.inventory.dra_drivers", p.inventory.dra_drivers, k8s_names.DRIVER_NAME_MAX)
+    allocation = p.telemetry.allocation if p.telemetry else None
+    if allocation:
+        yield from subdomains("$.telemetry.allocation.drivers", allocation.drivers, k8s_names.DRIVER_NAME_MAX)
     for i, prefix in enumerate(p.resource_prefixes):
-        if "/" not in prefix:
-            yield ProfileIssue(f"$.resource_prefixes[{i}]", "a resource prefix has a domain and a slash, e.g. vendor.com/gpu", prefix)
+        if problem := k8s_names.resource_prefix_problem(prefix):
+            yield ProfileIssue(f"$.resource_prefixes[{i}]", problem, prefix)
+    for name, mode in p.effective_modes().items():
+        if mode.device_class and (problem := k8s_names.dns_subdomain_problem(mode.device_class)):
+            yield ProfileIssue(_mode_path(p, name, "device_class"), problem, mode.device_class)
+        if mode.claim_request_name and (problem := k8s_names.dns_label_problem(mode.claim_request_name)):
+            yield ProfileIssue(_mode_path(p, name, "claim_request_name"), problem, mode.claim_request_name)
+        for i, resource in enumerate(mode.resource_names):
+            if problem := k8s_names.qualified_name_problem(resource, prefix_required=True):
+                path = _mode_path(p, name, "resource_names") + ("" if p.deployment.modes is None else f"[{i}]")
+                yield ProfileIssue(path, f"is not an extended resource name: {problem}", resource)
+        if p.deployment.modes is not None:
+            yield from _label_map(("deployment", "modes", name, "node_selector"), mode.node_selector)
+    selectors: list[tuple[tuple[str | int, ...], dict[str, str], bool]] = [
+        (("node_label_selector",), p.node_label_selector, True), (("deployment", "node_selector"), p.deployment.node_selector, False)]
+    if p.presence is not None:
+        selectors.append((("presence", "node_label_selector"), p.presence.node_label_selector, True))
+        for i, alternative in enumerate(p.presence.alternatives):
+            if not alternative:
+                yield ProfileIssue(f"$.presence.alternatives[{i}]", "an empty label set would match every node", alternative)
+            selectors.append((("presence", "alternatives", i), alternative, True))
+    for location, labels, wildcard in selectors:
+        yield from _label_map(location, labels, wildcard=wildcard)
+    for i, toleration in enumerate(p.deployment.tolerations):
+        if problem := k8s_names.qualified_name_problem(toleration.key):
+            yield ProfileIssue(f"$.deployment.tolerations[{i}].key", f"is not a taint key: {problem}", toleration.key)
+    keys = [("$.inventory.product_labels", p.inventory.product_labels), ("$.inventory.count_labels", p.inventory.count_labels)]
+    if allocation:
+        keys.append(("$.telemetry.allocation.node_labels", allocation.node_labels))
+    for base, names in keys:
+        for i, key in enumerate(names):
+            if problem := k8s_names.qualified_name_problem(key):
+                yield ProfileIssue(f"{base}[{i}]", f"is not a label key: {problem}", key)
+    for i, memory in enumerate(p.inventory.memory_labels):
+        if problem := k8s_names.qualified_name_problem(memory.label):
+            yield ProfileIssue(f"$.inventory.memory_labels[{i}].label", f"is not a label key: {problem}", memory.label)
+
+
+def _label_map(location: tuple[str | int, ...], labels: dict[str, str], *, wildcard: bool = False) -> Iterator[ProfileIssue]:
+    for key, value in labels.items():
+        if problem := k8s_names.qualified_name_problem(key):
+            yield ProfileIssue(json_path(location), f"has a key that is not a label key ({problem})", key)
+        elif problem := k8s_names.label_value_problem(value, wildcard=wildcard):
+            yield ProfileIssue(json_path((*location, key)), problem, value)
+
+
+def _identity(p: HardwareProfile) -> Iterator[ProfileIssue]:
     if p.upstream_labels and (p.upstream_variant, p.upstream_vendor) not in p.label_pairs and p.upstream_vendor not in {
         vendor for _, vendor in p.label_pairs
     }:
@@ -262,6 +422,10 @@ def _overlay_root(p: HardwareProfile) -> Iterator[ProfileIssue]:
         segments = root.split("/")
         if root.startswith("/") or ".." in segments or "" in segments or "." in segments:
             yield ProfileIssue(path, "must be a relative path inside the llm-d source", root)
+        elif any(not OVERLAY_SEGMENT.match(re.sub(r"{[^}]*}", "", segment).replace("*", "")) for segment in segments):
+            yield ProfileIssue(path, "must be a relative path inside the llm-d source: segments of letters, digits, "
+                               "'.', '_' and '-' joined by '/' (no backslash, drive or space), besides the "
+                               "placeholders and *", root)
         if any("*" in segment and segment != "*" and not ("{variant}" in segment and segment.count("*") == 1)
                for segment in segments):
             yield ProfileIssue(path, "* must be a whole path segment, or follow {variant} as in {variant}-*", root)

@@ -94,6 +94,7 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
         "const": lambda: f"must be {json.dumps(rule)}",
         "pattern": lambda: f"does not match the pattern {rule}",
         "minLength": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} characters",
+        "maxLength": lambda: f"is longer than {rule} characters, the most this field may have",
         "minItems": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} items",
         "minProperties": lambda: "must not be empty" if rule == 1 else f"must have at least {rule} entries",
         "exclusiveMinimum": lambda: f"must be greater than {rule}",

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llm_d_lens.hardware import rules
+from llm_d_lens.hardware.benchmark_profiles import known_profiles
 from llm_d_lens.hardware.conftest import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
@@ -178,3 +180,137 @@ def test_rules_are_left_out_when_the_rest_cannot_be_checked():
     payload = edited(GUIDE_FULL, "driver", "modes", "plugin", "chart_version", "latest")
     del payload["vendor"]  # required: nothing typed can be built without it
     assert issues_of(payload) == ["$.vendor: required field is missing"]
+
+
+# -- issue 26: warnings, evaluation_profile, registered telemetry providers ---------------------------
+
+def warnings_of(payload: dict, environ: dict | None = None) -> dict[str, str]:
+    profile = validate_payload(payload, "warn.json")
+    return {issue.path: issue.message for issue in rules.advise(profile, known_profiles(environ or {}))}
+
+
+def test_an_unknown_benchmark_profile_is_a_warning_naming_the_nearest_known_ones():
+    found = warnings_of(edited(bundled("nvidia"), "benchmark_profile", "nvidai") | {"evaluation_profile": None})
+    message = found["$.benchmark_profile"]
+    assert "nearest: nvidia" in message
+    assert "8bc9f1dd" in message and "cluster_resource_resolver.py" in message  # the list's source and revision
+
+
+def test_fake_is_not_a_benchmark_profile_silently_accepted():
+    payload = edited(bundled("nvidia"), "benchmark_profile", "fake")
+    payload["evaluation_profile"] = "fake"
+    found = warnings_of(payload)
+    assert list(found) == ["$.benchmark_profile"]  # evaluation_profile equal to it is the same name, said once
+    assert "is not an llm-d-benchmark accelerator profile" in found["$.benchmark_profile"]
+
+
+def test_a_per_mode_and_per_resource_benchmark_profile_are_checked_too():
+    payload = bundled("intel-xpu")
+    payload["deployment"]["modes"]["plugin"]["benchmark_profiles_by_resource"]["gpu.intel.com/xe"] = "intel-xee"
+    payload["deployment"]["modes"]["dra"]["benchmark_profile"] = "intel-xpv"
+    found = warnings_of(payload)
+    assert "nearest: intel-xe" in found['$.deployment.modes.plugin.benchmark_profiles_by_resource["gpu.intel.com/xe"]']
+    assert "nearest: intel-xpu" in found["$.deployment.modes.dra.benchmark_profile"]
+
+
+def test_the_known_list_can_be_extended_for_a_newer_llm_d_benchmark():
+    payload = edited(bundled("nvidia"), "benchmark_profile", "acme-npu")
+    payload["evaluation_profile"] = None
+    assert "$.benchmark_profile" in warnings_of(payload)
+    assert warnings_of(payload, {"LENS_BENCHMARK_PROFILES": "spyre, acme-npu"}) == {}
+
+
+def test_every_built_in_names_a_known_benchmark_profile_and_an_arch_equal_to_its_variant():
+    for profile_id in ("amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"):
+        assert warnings_of(bundled(profile_id)) == {}, profile_id
+
+
+def test_an_arch_that_is_not_the_overlay_directory_is_a_warning():
+    found = warnings_of(edited(bundled("nvidia"), "deployment", "arch", "cuda"))
+    assert list(found) == ["$.deployment.arch"]
+    assert "differs from upstream_variant 'gpu'" in found["$.deployment.arch"]
+
+
+def test_evaluation_profile_alone_is_the_benchmark_profile():
+    """The guide names the two together; a profile giving only evaluation_profile must be benchmarkable."""
+    from llm_d_lens.evaluate.benchmark import BenchmarkConfig, Target
+
+    payload = edited(GUIDE_MINIMAL, "benchmark_profile", DELETE)
+    payload["evaluation_profile"] = "nvidia"
+    profile = validate_payload(payload, "evaluation.json")
+    assert profile.benchmark_profile == "nvidia"
+    name, mode = profile.mode()
+    block = BenchmarkConfig(Target(profile, name, mode, "myvendor.com/gpu"), roles={}, guide="optimized-baseline").accelerator()
+    assert block["profile"] == "nvidia"  # not BENCHMARK_PROFILE_MISSING
+
+
+def test_a_profile_with_neither_benchmark_name_has_none():
+    payload = edited(GUIDE_MINIMAL, "benchmark_profile", DELETE)
+    del payload["evaluation_profile"]
+    assert validate_payload(payload, "none.json").benchmark_profile is None
+
+
+def test_an_unregistered_telemetry_provider_is_refused_by_validate_with_the_registered_ones(tmp_path):
+    from llm_d_lens.cli.app import main
+
+    path = tmp_path / "telemetry.json"
+    path.write_text(json.dumps(GUIDE_FULL))  # the guide's provider_id "myvendor"
+    with pytest.raises(ProfileInvalid) as caught:
+        load_profile_file(path)
+    [issue] = [i for i in caught.value.issues if i.path == "$.telemetry.provider_id"]
+    assert issue.value == "myvendor" and "registered: declarative" in issue.message
+    assert main(["hardware", "validate", str(path)]) == 1
+    payload = deep(GUIDE_FULL)
+    payload["telemetry"]["provider_id"] = "declarative"
+    path.write_text(json.dumps(payload))
+    assert load_profile_file(path).telemetry.provider_id == "declarative"
+
+
+def test_a_telemetry_provider_registered_by_entry_point_passes():
+    from importlib.metadata import EntryPoint
+
+    from llm_d_lens.hardware.telemetry_providers import GROUP, registered_ids
+
+    ids = registered_ids([EntryPoint("myvendor", "myvendor_lens:Telemetry", GROUP)])
+    assert validate_payload(GUIDE_FULL, "t.json", telemetry_providers=ids).telemetry.provider_id == "myvendor"
+    with pytest.raises(ProfileInvalid):
+        validate_payload(GUIDE_FULL, "t.json", telemetry_providers=registered_ids([]))
+
+
+def test_the_contract_names_the_telemetry_registry_as_monitoring_does():
+    from llm_d_lens.hardware import telemetry_providers
+    from llm_d_lens.monitoring.accelerator import registry
+
+    assert (telemetry_providers.GROUP, telemetry_providers.DECLARATIVE) == (registry.GROUP, registry.DECLARATIVE)
+
+
+def _acme_with_telemetry(provider_id: str, benchmark: str = "acme") -> dict:
+    from llm_d_lens.hardware.conftest import minimal_profile
+
+    payload = minimal_profile("acme", benchmark_profile=benchmark, evaluation_profile=None)
+    payload["telemetry"] = {"provider_id": provider_id}
+    return payload
+
+
+def test_doctor_fails_on_a_telemetry_provider_nobody_registered_and_lists_warnings(plugins):
+    from llm_d_lens.hardware.doctor import doctor_report
+
+    plugins.make("acme-lens", profiles={"acme": [_acme_with_telemetry("acme-telemetry", benchmark="fake")]})
+    report = doctor_report({})
+    assert "acme" in [p["id"] for p in report["profiles"]]  # still registered: only its telemetry is broken
+    [failure] = [f for f in report["failures"] if f["kind"] == "telemetry-provider"]
+    assert failure["profile_id"] == "acme" and failure["name"] == "acme-telemetry"
+    assert "$.telemetry.provider_id" in failure["reason"] and "acme-lens 1.0.0" in failure["distribution"]
+    assert report["ok"] is False
+    [warning] = report["warnings"]
+    assert (warning["profile_id"], warning["path"], warning["value"]) == ("acme", "$.benchmark_profile", "fake")
+
+
+def test_doctor_accepts_a_telemetry_provider_a_plugin_registers(plugins):
+    from llm_d_lens.hardware.doctor import doctor_report
+
+    plugins.make("acme-lens", profiles={"acme": [_acme_with_telemetry("acme-telemetry")]},
+                 module_source="class Telemetry:\n    def derive(self, profile, devices):\n        return []\n",
+                 groups={"llm_d_lens.telemetry.providers": {"acme-telemetry": "acme_lens_lens:Telemetry"}})
+    report = doctor_report({"LENS_BENCHMARK_PROFILES": "acme"})
+    assert report["failures"] == [] and report["warnings"] == [] and report["ok"] is True

@@ -48,6 +48,8 @@ GUIDE_MINIMAL = {
 # The full template: the fields above plus driver, presence and telemetry, two access modes.
 GUIDE_FULL = {
     **GUIDE_MINIMAL,
+    # the guide's identity table: a DRA hardware lists its device classes; a mode may request only its own
+    "device_classes": ["gpu.myvendor.com"],
     "access_modes": ["plugin", "dra"],
     "deployment": {
         **GUIDE_MINIMAL["deployment"],

@@ -55,8 +55,9 @@ def test_same_id_with_different_content_is_a_conflict_the_built_in_wins(plugins)
 
 @pytest.mark.parametrize("field,value,expected_field,owner", [
     ("device_classes", ["gpu.nvidia.com"], "device class", "nvidia"),
-    ("resource_prefixes", ["amd.com/gpu-partition"], "resource prefix", "amd"),  # shadowed by amd.com/gpu
-    ("resource_prefixes", ["google.com/"], "resource prefix", "google-tpu"),  # shadows google.com/tpu
+    # beside its own prefix, which its mode's resource falls under
+    ("resource_prefixes", ["rogue.example.com/npu", "amd.com/gpu-partition"], "resource prefix", "amd"),  # shadowed by amd.com/gpu
+    ("resource_prefixes", ["rogue.example.com/npu", "google.com/"], "resource prefix", "google-tpu"),  # shadows google.com/tpu
     ("accelerator_keys", ["cuda"], "accelerator key", "nvidia"),
     ("accelerator_keys", ["CUDA"], "accelerator key", "nvidia"),
     ("upstream_variant", "xpu", "upstream overlay directory", "intel-xpu"),

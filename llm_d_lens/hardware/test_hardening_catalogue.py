@@ -17,7 +17,7 @@ from llm_d_lens.cli.app import main
 from llm_d_lens.hardware.conftest import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
-from llm_d_lens.hardware.test_contract import GUIDE_FULL
+from llm_d_lens.hardware.test_contract import GUIDE_FULL, GUIDE_MINIMAL
 
 
 def kustomize_base() -> dict:
@@ -31,7 +31,7 @@ def kustomize_base() -> dict:
     return payload
 
 
-BASES = {"full": lambda: deep(GUIDE_FULL), "kustomize": kustomize_base,
+BASES = {"full": lambda: deep(GUIDE_FULL), "minimal": lambda: deep(GUIDE_MINIMAL), "kustomize": kustomize_base,
          "intel-xpu": lambda: bundled("intel-xpu"), "nvidia": lambda: bundled("nvidia")}
 
 
@@ -102,7 +102,8 @@ for label, matcher in BAD_MATCHERS.items():
 BAD_REGEXES = {
     "nested plus": "^(a+)+$", "nested star": "(a*)*", "word and optional space": r"^(\w+\s?)*$", "bounded in unbounded": "(a{1,9})+",
     "unbounded in bounded": "(.*a){12}", "ambiguous alternation": r"(\w|\d\d)*$", "backreference": r"(h100)\1",
-    "too long": "a" * 600, "does not compile": "(h100",
+    "too long": "a" * 600, "does not compile": "(h100", "a billion repeats": "a{1000000000}",
+    "a huge lower bound": "x{5000,}", "a huge counted range": r"\d{1,100000}",
 }
 REGEX_FIELDS = {
     "aic_system_patterns": (("planning", "aic_system_patterns"), "$.planning.aic_system_patterns[0]"),
@@ -161,16 +162,134 @@ for i, value in enumerate(NON_FINITE):
     CASES.append((f"ui order {value}", "full", ("ui", "order"), value, "$.ui.order", ""))
 
 
+# -- issue 26: the guide's no-cross-talk rules, duplicates, sizes and Kubernetes names -------------------
+
+MODES = ("deployment", "modes")
+CROSS_TALK = [
+    ("dra mode asking another vendor's device class", "full", (*MODES, "dra", "device_class"), "gpu.intel.com",
+     "$.deployment.modes.dra.device_class", "not among this profile's device_classes"),
+    ("dra mode asking a class outside device_classes", "full", (*MODES, "dra", "device_class"), "gpu2.myvendor.com",
+     "$.deployment.modes.dra.device_class", "not among this profile's device_classes"),
+    ("plugin mode asking another vendor's resource", "full", (*MODES, "plugin", "resource_names"), ["nvidia.com/gpu"],
+     "$.deployment.modes.plugin.resource_names[0]", "outside this profile's resource_prefixes"),
+    ("plugin mode asking a second resource outside the prefixes", "full", (*MODES, "plugin", "resource_names"),
+     ["myvendor.com/gpu", "amd.com/gpu"], "$.deployment.modes.plugin.resource_names[1]", "outside this profile's resource_prefixes"),
+    ("single mode asking another vendor's resource", "minimal", ("deployment", "resource_name"), "nvidia.com/gpu",
+     "$.deployment.resource_name", "outside this profile's resource_prefixes"),
+    ("top-level device class beside modes outside device_classes", "full", ("deployment", "device_class"), "gpu.intel.com",
+     "$.deployment.device_class", "not among this profile's device_classes"),
+    ("telemetry joining another vendor's DRA driver", "nvidia", ("telemetry", "allocation", "drivers"), ["gpu.intel.com"],
+     "$.telemetry.allocation.drivers[0]", "not among this profile's inventory.dra_drivers"),
+    ("nvidia plugin mode asking an intel resource", "nvidia", (*MODES, "plugin", "resource_names"), ["gpu.intel.com/xe"],
+     "$.deployment.modes.plugin.resource_names[0]", "outside this profile's resource_prefixes"),
+]
+DUPLICATES = [
+    ("accelerator key twice", "full", ("accelerator_keys",), ["myvendor", "mv", "mv"], "$.accelerator_keys[2]", "listed twice"),
+    ("accelerator key twice, other case", "full", ("accelerator_keys",), ["myvendor", "MyVendor"], "$.accelerator_keys[1]", "listed twice"),
+    ("device class twice", "full", ("device_classes",), ["gpu.myvendor.com", "gpu.myvendor.com"], "$.device_classes[1]", "listed twice"),
+    ("resource prefix twice", "full", ("resource_prefixes",), ["myvendor.com/gpu", "myvendor.com/gpu"], "$.resource_prefixes[1]", "listed twice"),
+    ("DRA driver twice", "nvidia", ("inventory", "dra_drivers"), ["gpu.nvidia.com", "gpu.nvidia.com"], "$.inventory.dra_drivers[1]", "listed twice"),
+]
+SIZES = [
+    ("a 100 MB display name", "full", ("display_name",), "x" * 100_000_000, "$.display_name", "too long"),
+    ("a 5000-character overlay root", "full", ("deployment", "overlay_root"), "a/" * 2500, "$.deployment.overlay_root", "too long"),
+    ("a 300-character display name", "full", ("display_name",), "x" * 300, "$.display_name", "256"),
+    ("a 64-character vendor", "full", ("vendor",), "v" * 64, "$.vendor", "63"),
+    ("a 64-character accelerator key", "full", ("accelerator_keys",), ["k" * 64], "$.accelerator_keys[0]", "63"),
+    ("a 64-character benchmark profile", "full", ("benchmark_profile",), "b" * 64, "$.benchmark_profile", "63"),
+    ("a 64-character arch", "full", ("deployment", "arch"), "a" * 64, "$.deployment.arch", "63"),
+    ("a 300-character device class", "full", ("device_classes",), ["a" * 300], "$.device_classes[0]", "253"),
+    ("a 5000-character node selector key", "full", ("node_label_selector",), {"k" * 5000: "true"}, "$.node_label_selector", "4096"),
+]
+OVERLAY_ROOTS = {"backslashes up": "..\\..\\{guide}", "backslash inside": "guides\\{guide}/{variant}",
+                 "drive letter": "C:/guides/{guide}/{variant}", "space": "guides/{guide} x/{variant}",
+                 "dot dot after a placeholder": "guides/{guide}/../{variant}", "home": "~/{guide}"}
+KUBE_NAMES = [
+    ("empty node-selector key", "full", ("node_label_selector",), {"": "true"}, "$.node_label_selector", "label key"),
+    ("empty deployment node-selector key", "full", ("deployment", "node_selector"), {"": "true"}, "$.deployment.node_selector", "label key"),
+    ("presence key with two slashes", "full", ("presence", "node_label_selector"), {"a.com/b/c": "true"},
+     "$.presence.node_label_selector", "label key"),
+    ("node-selector key with an upper-case prefix", "full", ("node_label_selector",), {"MyVendor.com/gpu": "true"},
+     "$.node_label_selector", "DNS subdomain"),
+    ("node-selector key with a space", "full", ("node_label_selector",), {"myvendor.com/gpu present": "true"},
+     "$.node_label_selector", "label key"),
+    ("node-selector value with a space", "full", ("deployment", "node_selector"), {"myvendor.com/gpu.present": "yes please"},
+     '$.deployment.node_selector["myvendor.com/gpu.present"]', "label value"),
+    ("node-selector value of 64 characters", "full", ("node_label_selector",), {"myvendor.com/gpu.present": "v" * 64},
+     '$.node_label_selector["myvendor.com/gpu.present"]', "63"),
+    ("a wildcard in a nodeSelector that Kubernetes reads literally", "full", ("deployment", "node_selector"),
+     {"myvendor.com/gpu.present": "*"}, '$.deployment.node_selector["myvendor.com/gpu.present"]', "label value"),
+    ("mode node-selector key empty", "full", (*MODES, "dra", "node_selector"), {"": "x"}, "$.deployment.modes.dra.node_selector", "label key"),
+    ("device class with a path", "full", ("device_classes",), ["GPU.ACME.COM/../x"], "$.device_classes[0]", "DNS subdomain"),
+    ("mode device class with a path", "full", (*MODES, "dra", "device_class"), "GPU.ACME.COM/../x",
+     "$.deployment.modes.dra.device_class", "DNS subdomain"),
+    ("device class with upper case", "full", ("device_classes",), ["Gpu.MyVendor.com"], "$.device_classes[0]", "DNS subdomain"),
+    ("device class ending in a dot", "full", ("device_classes",), ["gpu.myvendor.com."], "$.device_classes[0]", "DNS subdomain"),
+    ("claim request name with an underscore", "full", (*MODES, "dra", "claim_request_name"), "my_gpu",
+     "$.deployment.modes.dra.claim_request_name", "DNS-1123 label"),
+    ("DRA driver of 64 characters", "nvidia", ("inventory", "dra_drivers"), ["d" * 64], "$.inventory.dra_drivers[0]", "63"),
+    ("DRA driver with a slash", "nvidia", ("inventory", "dra_drivers"), ["gpu.nvidia.com/x"], "$.inventory.dra_drivers[0]", "DNS subdomain"),
+    ("resource name without a domain", "full", (*MODES, "plugin", "resource_names"), ["gpu"],
+     "$.deployment.modes.plugin.resource_names[0]", "domain prefix"),
+    ("resource prefix with a path", "full", ("resource_prefixes",), ["myvendor.com/../gpu"], "$.resource_prefixes[0]", "after the slash"),
+    ("resource prefix with an upper-case domain", "full", ("resource_prefixes",), ["MyVendor.com/gpu"], "$.resource_prefixes[0]", "DNS subdomain"),
+    ("toleration key with a space", "nvidia", ("deployment", "tolerations"), [{"key": "nvidia com/gpu", "operator": "Exists"}],
+     "$.deployment.tolerations[0].key", "taint key"),
+    ("product label key empty after the slash", "nvidia", ("inventory", "product_labels"), ["nvidia.com/"],
+     "$.inventory.product_labels[0]", "empty name"),
+    ("telemetry node label key with a space", "nvidia", ("telemetry", "allocation", "node_labels"), ["nvidia.com/gpu product"],
+     "$.telemetry.allocation.node_labels[0]", "label key"),
+]
+CASES += CROSS_TALK + DUPLICATES + SIZES + KUBE_NAMES
+CASES += [(f"overlay root {label}", "full", ("deployment", "overlay_root"), root, "$.deployment.overlay_root", "relative path")
+          for label, root in OVERLAY_ROOTS.items()]
+CASES += [("evaluation profile differing from benchmark profile", "full", ("evaluation_profile",), "amd",
+           "$.evaluation_profile", "differs from benchmark_profile")]
+
+
 @pytest.mark.parametrize("name,base,field,value,path,message", CASES, ids=[c[0] for c in CASES])
 def test_a_hostile_value_is_refused_at_its_path(name, base, field, value, path, message):
     with pytest.raises(ProfileInvalid) as caught:
         validate_payload(edit(base, field, value), "hostile.json")
     error = caught.value
     assert error.code == "PROFILE_INVALID"
-    found = {issue.path: issue.message for issue in error.issues}
+    found: dict[str, list[str]] = {}
+    for issue in error.issues:
+        found.setdefault(issue.path, []).append(issue.message)
     assert path in found, f"{path} not among {found}"
-    assert message in found[path]
-    json.dumps(error.to_problem(), allow_nan=False).encode("utf-8")
+    assert any(message in text for text in found[path]), found[path]
+    problem = json.dumps(error.to_problem(), allow_nan=False).encode("utf-8")
+    assert len(problem) < 100_000  # an oversized value is named by its size, never copied into the answer
+
+
+#: an identity every field of which is this profile's own, but another registered profile's too: refused by
+#: ``lens hardware validate`` (and registration) at the identity field, as a registration conflict
+REGISTERED_CROSS_TALK = [
+    ("another vendor's device class, listed as its own", {"device_classes": ["gpu.intel.com"]},
+     {("deployment", "modes", "dra", "device_class"): "gpu.intel.com"}, "$.device_classes"),
+    ("another vendor's plugin resource, listed as its own", {"resource_prefixes": ["myvendor.com/gpu", "nvidia.com/gpu"]},
+     {("deployment", "modes", "plugin", "resource_names"): ["nvidia.com/gpu"]}, "$.resource_prefixes"),
+    ("another vendor's DRA driver", {"inventory": {"dra_drivers": ["gpu.intel.com"]}}, {}, "$.inventory.dra_drivers"),
+    ("an overlapping resource prefix", {"resource_prefixes": ["myvendor.com/gpu", "amd.com/"]}, {}, "$.resource_prefixes"),
+]
+
+
+@pytest.mark.parametrize("name,top,nested,path", REGISTERED_CROSS_TALK, ids=[c[0] for c in REGISTERED_CROSS_TALK])
+def test_an_identity_another_registered_profile_owns_is_refused_by_validate(name, top, nested, path, tmp_path, capsys):
+    payload = {**deep(GUIDE_FULL), **deep(top)}
+    payload["telemetry"]["provider_id"] = "declarative"
+    for location, value in nested.items():
+        target = payload
+        for key in location[:-1]:
+            target = target[key]
+        target[location[-1]] = value
+    validate_payload(payload, "alone.json")  # on its own, every name is the profile's own
+    file = tmp_path / "crosstalk.json"
+    file.write_text(json.dumps(payload))
+    code = main(["hardware", "validate", str(file), "-o", "json"])
+    [result] = json.loads(capsys.readouterr().out)
+    assert code == 1 and not result["valid"]
+    assert any(i["path"] == path and i["message"].startswith("registration conflict") for i in result["issues"]), result
 
 
 def test_the_catalogue_has_at_least_150_cases():
@@ -235,12 +354,14 @@ def test_one_run_reports_every_problem_of_a_file_and_every_conflict(tmp_path, ca
     [result] = json.loads(capsys.readouterr().out)
     assert code == 1
     assert {i["path"] for i in result["issues"]} == {
-        "$.colour", "$.display_name", "$.driver.modes.plugin.chart_version", "$.planning.aic_system_patterns[0]"}
+        "$.colour", "$.display_name", "$.driver.modes.plugin.chart_version", "$.planning.aic_system_patterns[0]",
+        "$.telemetry.provider_id"}  # the guide's "myvendor" telemetry provider is registered nowhere here
 
     clash = deep(GUIDE_FULL)
     clash["id"] = "clash"
     clash["accelerator_keys"] = ["clash", "amd", "nvidia"]
-    clash["device_classes"] = ["gpu.amd.com", "gpu.nvidia.com"]
+    clash["device_classes"] = ["gpu.myvendor.com", "gpu.amd.com", "gpu.nvidia.com"]
+    clash["telemetry"]["provider_id"] = "declarative"
     path = tmp_path / "clash.json"
     path.write_text(json.dumps(clash))
     code = main(["hardware", "validate", str(path), "-o", "json"])

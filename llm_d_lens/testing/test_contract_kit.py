@@ -49,8 +49,10 @@ def test_request_model_shape_is_checked(plugins):  # noqa: F811
     payload = minimal_profile("shape")
     payload["deployment"]["resource_name"] = "elsewhere.example.com/npu"  # not under the profile's prefixes
     found = issues_of(plugins, "shape-lens", profiles={"shape": [payload]})
+    # the contract's own rules refuse it now (issue 26: a mode requests only its profile's resources), at the field
     assert [(i.check, i.path, i.value) for i in found] == [
-        ("request model", "$.deployment.modes.plugin.resource_names", "elsewhere.example.com/npu")]
+        ("schema", "$.deployment.resource_name", "elsewhere.example.com/npu")]
+    assert "outside this profile's resource_prefixes" in found[0].message
 
 
 def test_a_provider_off_the_interface_is_named(plugins):  # noqa: F811

@@ -40,7 +40,9 @@ class Broken:
 def acme(provider_id: str) -> dict:
     telemetry = dict(bundled("amd")["telemetry"], provider_id=provider_id)
     telemetry.pop("modes", None)  # acme has one access mode
-    return minimal_profile("acme", telemetry=telemetry)
+    # joins only its own DRA driver: another vendor's (amd's) would be cross-talk, refused by the contract
+    telemetry["allocation"] = dict(telemetry["allocation"], drivers=["npu.acme.example.com"])
+    return minimal_profile("acme", telemetry=telemetry, inventory={"dra_drivers": ["npu.acme.example.com"]})
 
 
 @pytest.fixture(autouse=True)

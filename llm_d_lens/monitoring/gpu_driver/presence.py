@@ -53,6 +53,12 @@ def selector_text(selector: dict[str, str]) -> str:
     return ",".join(k if v == "*" else f"{k}={v}" for k, v in sorted(selector.items()))
 
 
+def presence_selectors(profile: HardwareProfile) -> list[dict[str, str]]:
+    """Every label set that proves presence: the selector, then the presence block's alternatives."""
+    selector, _, _ = presence_settings(profile)
+    return [selector, *(dict(a) for a in (profile.presence.alternatives if profile.presence else []))]
+
+
 def presence_settings(profile: HardwareProfile) -> tuple[dict[str, str], list[str], int]:
     """(selector, ensure_refs, timeout): the presence block, else the profile's node_label_selector."""
     if profile.presence is not None:
@@ -73,6 +79,7 @@ async def ensure_presence(profile: HardwareProfile, view: ClusterView, clock: Cl
         raise PresenceTimeoutInvalid(f"timeout {timeout_seconds:g}: give a finite number of seconds, 0 or more",
                                      details={"timeout_seconds": str(timeout_seconds)})
     selector, refs, default_timeout = presence_settings(profile)
+    selectors = presence_selectors(profile)
     timeout = default_timeout if timeout_seconds is None else timeout_seconds
     for ref in refs:
         await view.runner.arun(ensure_ref_argv(ref))
@@ -82,11 +89,12 @@ async def ensure_presence(profile: HardwareProfile, view: ClusterView, clock: Cl
         nodes = await view.nodes(fresh=True)
         report.attempts += 1
         report.nodes_checked = len(nodes)
-        report.matched_nodes = sorted(name_of(n) for n in nodes if selector_matches(selector, labels_of(n)))
+        report.matched_nodes = sorted(name_of(n) for n in nodes
+                                      if any(selector_matches(s, labels_of(n)) for s in selectors))
         report.waited_seconds = clock.monotonic() - started
         if report.matched_nodes:
             return report
-        label = selector_text(selector)
+        label = " or ".join(selector_text(s) for s in selectors)
         if not refs:
             raise HardwareNotPresent(
                 f"no node carries {label} for hardware {profile.id!r} ({len(nodes)} node(s) checked) and the "

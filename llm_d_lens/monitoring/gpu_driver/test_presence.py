@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,10 +93,15 @@ async def test_conformance_heterogeneous_snapshot(registry: Any, fake: Any, view
     fake.reply(NODES, json_body={"kind": "List", "items": nodes})
     reports = await service.preflight(registry, ["nvidia", "amd"], view, clock)
     assert [r.matched_nodes for r in reports] == [["gpu-h100-01", "gpu-h100-02"], ["gpu-mi300x-01"]]
-    # The Gaudi node there runs the plain device plugin, without the DRA chart's NFD rule: no label, no wait.
+    # The Gaudi node there runs the plain device plugin, without the DRA chart's NFD rule; NFD's own PCI label
+    # (pci-1da3.present, Habana's vendor id) proves it is there all the same (issue 26), with no wait.
+    [report] = await service.preflight(registry, ["intel-gaudi"], view, clock)
+    assert report.matched_nodes == ["gpu-gaudi3-01"] and report.nodes_checked == 6 and clock.sleeps == []
+    # and a node with nothing of the kind still fails at once
+    fake.reply(NODES, json_body={"kind": "List", "items": [n for n in nodes if n["metadata"]["name"] != "gpu-gaudi3-01"]})
     with pytest.raises(HardwareNotPresent) as caught:
         await service.preflight(registry, ["intel-gaudi"], view, clock)
-    assert "6 node(s) checked" in caught.value.message and clock.sleeps == []
+    assert "5 node(s) checked" in caught.value.message and "pci-1da3.present=true" in caught.value.message
 
 
 @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0])
@@ -109,3 +115,69 @@ async def test_a_timeout_that_bounds_nothing_is_refused_before_anything_runs(reg
         await ensure_presence(profile, view, clock, timeout_seconds=timeout)
     assert caught.value.message == f"timeout {timeout:g}: give a finite number of seconds, 0 or more"
     assert fake.argvs() == [] and clock.sleeps == []
+
+
+# -- issue 26: presence that needs no driver: Node Feature Discovery's PCI labels ---------------------
+
+NFD_NODE = {  # gpu-h100-01 of that cluster before GPU Feature Discovery ran: only NFD's and the kubelet's labels
+    "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "gpu-h100-01", "kubernetes.io/os": "linux",
+    "feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true", "feature.node.kubernetes.io/kernel-version.major": "6",
+    "feature.node.kubernetes.io/pci-10de.present": "true", "feature.node.kubernetes.io/pci-15b3.present": "true",
+    "feature.node.kubernetes.io/pci-1a03.present": "true", "feature.node.kubernetes.io/pci-8086.present": "true",
+    "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+}
+
+
+def before_gfd(labels: dict[str, str]) -> dict[str, str]:
+    """A node's labels with every vendor plugin's and feature discovery's own removed: NFD's alone remain."""
+    return {k: v for k, v in labels.items() if not k.split("/")[0].endswith(("nvidia.com", "amd.com"))}
+
+
+def cluster_nodes() -> list[dict[str, Any]]:
+    root = shared_root()
+    cluster = Path(root) / "clusters" / "heterogeneous-small.json" if root else None
+    if cluster is not None and cluster.exists():
+        nodes = [i for i in json.loads(cluster.read_text())["items"] if i["kind"] == "Node"]
+        return [node(n["metadata"]["name"], before_gfd(n["metadata"]["labels"])) for n in nodes]
+    return [node("gpu-h100-01", NFD_NODE)]
+
+
+async def test_nvidia_is_present_on_a_node_carrying_only_nfd_labels(registry: Any, fake: Any, view: Any, clock: Any) -> None:
+    fake.reply(NODES, json_body=node_list(node("cp-1"), node("gpu-h100-01", NFD_NODE)))
+    [report] = await service.preflight(registry, ["nvidia"], view, clock)
+    assert report.matched_nodes == ["gpu-h100-01"] and clock.sleeps == []
+
+
+@pytest.mark.parametrize("hardware,expected", [
+    ("nvidia", ["gpu-h100-01", "gpu-h100-02"]), ("amd", ["gpu-mi300x-01"]), ("intel-gaudi", ["gpu-gaudi3-01"]),
+])
+async def test_each_vendor_is_found_by_nfd_alone_and_no_trap_label_matches(registry: Any, fake: Any, view: Any, clock: Any,
+                                                                           hardware: str, expected: list[str]) -> None:
+    nodes = cluster_nodes()
+    if len(nodes) == 1:
+        pytest.skip("the shared heterogeneous cluster is not on this machine")
+    fake.reply(NODES, json_body=node_list(*nodes))
+    [report] = await service.preflight(registry, [hardware], view, clock)
+    assert report.matched_nodes == expected  # cp-01's QEMU VGA, the ASPEED BMCs, cpu-01's pci-8086 match nothing
+
+
+async def test_intel_xpu_is_not_claimed_by_a_bare_pci_8086_label(registry: Any, fake: Any, view: Any, clock: Any) -> None:
+    # 8086 is also every Intel NIC and QAT card: only a display-class Intel device (03xx) is an Intel GPU
+    fake.reply(NODES, json_body=node_list(node("cpu-01", {"feature.node.kubernetes.io/pci-8086.present": "true"}),
+                                          node("xpu-1", {"feature.node.kubernetes.io/pci-0380_8086.present": "true"})))
+    [report] = await service.preflight(registry, ["intel-xpu"], view, clock)
+    assert report.matched_nodes == ["xpu-1"]
+
+
+def test_lens_preflight_nvidia_passes_on_a_node_with_only_nfd_labels(monkeypatch: pytest.MonkeyPatch, fake: Any,
+                                                                     capsys: Any) -> None:
+    from llm_d_lens.cli.app import main
+    from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
+    from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
+    from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+
+    monkeypatch.setattr(driver_cli, "make_view", lambda context, kubeconfig: ClusterView(fake))
+    monkeypatch.setattr("llm_d_lens.monitoring.gpu_driver.clock.SystemClock", FakeClock)
+    fake.reply(NODES, json_body=node_list(node("gpu-h100-01", NFD_NODE)))
+    assert main(["preflight", "--hardware", "nvidia"]) == 0
+    assert "gpu-h100-01" in capsys.readouterr().out

@@ -1,0 +1,50 @@
+"""The llm-d-benchmark accelerator profiles Lens knows, so a profile naming another one is flagged.
+
+The guide: ``benchmark_profile`` "must be a value llm-d-benchmark already supports". Lens cannot
+ask llm-d-benchmark, so it carries the list as data (``benchmark_profiles.json``: the names,
+the file they were read from and its revision). A name outside it is a warning, not an error: a
+newer llm-d-benchmark may know it. ``LENS_BENCHMARK_PROFILES`` (comma-separated) adds names for
+such a release without a new Lens.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+
+ENV = "LENS_BENCHMARK_PROFILES"
+
+
+@dataclass(frozen=True)
+class KnownProfiles:
+    names: frozenset[str]
+    source: str
+    revision: str
+    added: frozenset[str] = frozenset()  # the names LENS_BENCHMARK_PROFILES added
+
+    def nearest(self, name: str) -> list[str]:
+        """Up to three known names close to ``name``, closest first."""
+        return difflib.get_close_matches(name, sorted(self.names), n=3, cutoff=0.5)
+
+    def describe(self) -> str:
+        extra = f", plus {ENV}: {', '.join(sorted(self.added))}" if self.added else ""
+        return f"{self.source} at {self.revision}{extra}"
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> tuple[frozenset[str], str, str]:
+    data = json.loads(files("llm_d_lens.hardware").joinpath("benchmark_profiles.json").read_text(encoding="utf-8"))
+    return frozenset(data["profiles"]), data["source"], data["revision"]
+
+
+def known_profiles(environ: Mapping[str, str] | None = None) -> KnownProfiles:
+    """The bundled list, plus the names ``LENS_BENCHMARK_PROFILES`` adds."""
+    env = os.environ if environ is None else environ
+    names, source, revision = _bundled()
+    added = frozenset(part.strip() for part in env.get(ENV, "").split(",") if part.strip())
+    return KnownProfiles(names | added, source, revision, added - names)
