@@ -184,8 +184,8 @@ def test_one_refresh_sends_one_query_per_hardware_whatever_the_devices(prometheu
     large = refresh(prometheus.url, ["amd"])  # 4 devices on two nodes, 18 partitions
     assert len(small.devices) == 2 and len(large.devices) == 4
     assert small.queries_sent == large.queries_sent == 1
-    # separately: the inventory, one per quantity, the targets
-    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 2
+    # separately: the inventory, one per quantity, the sentinel rows, the targets
+    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 3
     assert refresh(prometheus.url, ["amd", "nvidia", "intel-xpu"]).queries_sent == 3
 
 
