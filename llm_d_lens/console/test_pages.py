@@ -102,8 +102,10 @@ def test_demo_telemetry_draws_a_chart_per_quantity_with_units(server, monkeypatc
     assert charts == [("power", "W"), ("utilization", "%"), ("memory_used", "GiB"), ("temperature", "°C")]
     points = [int(n) for n in re.findall(r'data-points="(\d+)"', page)]
     assert points and all(13 <= n <= 16 for n in points)  # 15 minutes at one point a minute
-    # the demo's exporter pages carry no error counters: health is unknown, and says so per device
-    assert page.count('<span class="health unknown">unknown</span>') == 8
+    # the demo's exporter pages carry the health fields default installs collect, all clear: ok per device
+    assert page.count('<span class="health ok">ok</span>') == 8 and 'class="health unknown"' not in page
+    # and its devices join the demo pods: the GPUs the 405B pod holds name it, none is called idle
+    assert page.count("<td>llm/vllm-llama-3-1-405b-rocm-0</td>") == 8 and '<span class="note">idle</span>' not in page
 
 
 def test_an_unknown_tab_is_a_404_page_naming_it(server):

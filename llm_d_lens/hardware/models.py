@@ -20,8 +20,9 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s",
+                     "flag"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
@@ -29,6 +30,9 @@ Quantity = Literal[
     # device health
     "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
     "pcie_throughput", "link_throughput", "link_errors",
+    # health signals default installs collect
+    "row_remap_failure", "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
+    "device_healthy", "links_up",
 ]
 
 #: a telemetry scale converts units (mW to W is 1e-3); twelve orders of magnitude either way is
@@ -333,11 +337,37 @@ class Exporter(Contract):
     )
 
 
+class Sentinel(Contract):
+    """Values an exporter writes where it has no reading ("blank", "not supported", "N/A").
+
+    A sample of one of ``metrics`` whose value is at least ``at_least`` or equals one of ``values`` is
+    no reading: Lens drops it before any quantity is computed and reports the quantity as null with
+    ``reason``. Exporters pick these per field type (DCGM: int64 and double blanks), so one table
+    entry lists the metrics of one type.
+    """
+
+    metrics: list[str] = Field(min_length=1, description="Exporter metric names whose samples this applies to.")
+    at_least: float | None = Field(default=None, strict=False, allow_inf_nan=False,
+                                   description="A value at or above this is the sentinel (DCGM's IS_BLANK tests).")
+    values: list[float] = Field(default_factory=list, description="Exact values that are the sentinel.")
+    reason: str = Field(min_length=1, description="What the sentinel means, with its source; shown beside the null.")
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> Sentinel:
+        if self.at_least is None and not self.values:
+            raise ValueError("a sentinel needs at_least or values")
+        return self
+
+
 class Telemetry(Contract):
     provider_id: str = Field(min_length=1)
     exporter: Exporter | None = Field(default=None, description="The exporter that publishes this hardware's device metrics.")
     device_metrics: dict[str, str] = Field(default_factory=dict, description="Quantity -> PromQL expression.")
     device_metric_sources: dict[Quantity, MetricSource] = Field(default_factory=dict)
+    sentinels: list[Sentinel] = Field(
+        default_factory=list,
+        description="The exporter's no-reading values, applied to its samples before any quantity is computed.",
+    )
     label_schema: LabelSchema = Field(default_factory=LabelSchema)
     allocation_join: AllocationJoin = "none"
     allocation: Allocation | None = None

@@ -34,7 +34,7 @@ UNIT_DIMENSION = {
     "mW": "W", "W": "W",
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
-    "count": "count", "code": "code", "B/s": "B/s",
+    "count": "count", "code": "code", "B/s": "B/s", "flag": "flag",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
@@ -43,6 +43,8 @@ QUANTITY_UNITS = {
     "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
     "pcie_replays": "count", "critical_event": "code",
     "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
+    "row_remap_failure": "flag", "remapped_rows_correctable": "count", "remapped_rows_uncorrectable": "count",
+    "link_traffic": "count", "device_healthy": "flag", "links_up": "flag",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z", re.ASCII)
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z", re.ASCII)

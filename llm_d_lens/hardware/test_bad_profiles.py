@@ -81,7 +81,8 @@ CATALOGUE = [
     ("device_metrics using an undeclared metric", edited(bundled("intel-gaudi"), "telemetry", "device_metrics", {"power_limit": "hl_power_watts"}),
      '$.telemetry.device_metrics.power_limit: uses hl_power_watts, which device_metric_sources does not declare ('
      "habanalabs_utilization, habanalabs_memory_used_bytes, habanalabs_memory_total_bytes, habanalabs_power_mW, "
-     'habanalabs_energy, habanalabs_temperature_onchip) (value: "hl_power_watts")'),
+     "habanalabs_energy, habanalabs_temperature_onchip, habanalabs_pcie_replay_count, habanalabs_nic_port_status) "
+     '(value: "hl_power_watts")'),
     ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
      '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
     ("variant that is not one directory name", edited(GUIDE_MINIMAL, "upstream_variant", "../../etc"),

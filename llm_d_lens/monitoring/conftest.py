@@ -48,6 +48,7 @@ def stored_pages() -> list[str]:
         as_stored(fixture_text("dcgm-mig.prom"), MIG_TARGET),
         fixture_text("dcgm-old-fields.prom"),
         fixture_text("dcgm-health.prom"),
+        fixture_text("dcgm-default-l40s.prom"),
         # Prometheus' own series per target: which pod each scrape target is
         *(up_page(t) for t in (EXPORTER_TARGET, MIG_TARGET, XPUMD_TARGET, TPU_TARGET)),
     ]

@@ -176,3 +176,22 @@ def test_a_range_lens_cannot_chart_is_a_request_error(api, monkeypatch, params, 
 def test_series_without_prometheus_or_demo_is_the_servers_problem(api):
     answer = api.get("/api/v1/telemetry/series")
     assert answer.status_code == 503 and answer.json()["code"] == "SERVER_NOT_CONFIGURED"
+
+
+def test_demo_devices_join_the_demo_pods_so_no_busy_device_is_idle(api, monkeypatch):
+    monkeypatch.setenv("LENS_TELEMETRY_DEMO", "1")
+    answer = api.get("/api/v1/telemetry/devices")
+    assert answer.status_code == 200
+    devices = answer.json()["devices"]
+    busy = [d for d in devices if (d["utilization_ratio"] or 0) > 0]
+    assert busy and not [d["node"] + "/" + d["device"] for d in busy if d["attribution"]["status"] == "idle"]
+    assert all(d["attribution"]["status"] == "attributed" for d in busy)
+    # the holders are the demo cluster's own pods, by both joins: pod labels and DRA claims
+    holders = {(d["attribution"]["join"], d["attribution"]["pod"]) for d in busy}
+    assert ("extended-resource", "vllm-llama-3-1-405b-rocm-0") in holders
+    assert ("dra", "vllm-deepseek-r1-distill-70b-0") in holders and ("dra", "vllm-xpu-llama-3-1-70b-0") in holders
+    # a device no demo pod holds reads 0 % and is idle by the objects' evidence
+    quiet = [d for d in devices if d["attribution"]["status"] == "idle"]
+    assert quiet and all(d["utilization_ratio"] == 0 for d in quiet)
+    # and health is known from the demo's health fields (the TPU device plugin publishes none)
+    assert {d["health"]["status"] for d in devices if d["hardware"] != "google-tpu"} == {"ok"}

@@ -38,7 +38,7 @@ def test_devices_as_a_table_with_an_iso_time(prometheus, capsys):
                        "--at", "2026-01-01T00:00:00Z", "-o", "wide")
     assert code == 0
     assert "612.4" in out and "48.21 MJ" in out and " 87 " in out and "UTIL %" in out
-    assert "llm-serving/vllm-llama-3-1-8b-5f7d9c6b8-q2xkz" in out and "idle" in out
+    assert "llm-serving/vllm-llama-3-1-8b-5f7d9c6b8-q2xkz" in out and "unattributed" in out and "idle" not in out
 
 
 @needs_prometheus
@@ -94,7 +94,8 @@ def test_queries_lists_the_inventory_and_one_per_quantity(capsys):
     assert code == 0
     assert list(json.loads(out)["amd"]) == ["inventory", "utilization", "memory_used", "memory_total", "power", "energy",
                                            "temperature", "tensor_activity", "memory_temperature", "memory_bandwidth",
-                                           "ecc_corrected", "ecc_uncorrected", "pcie_replays", "targets"]
+                                           "ecc_corrected", "ecc_uncorrected", "pcie_replays", "device_healthy",
+                                           "sentinels", "targets"]
 
 
 @needs_prometheus

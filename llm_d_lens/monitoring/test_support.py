@@ -17,6 +17,8 @@ from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, exposition_to_openmetr
 REPO = Path(__file__).resolve().parents[2]
 TESTDATA = Path(__file__).resolve().parent / "accelerator" / "testdata"
 needs_prometheus = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+#: how an attribution without cluster objects begins its reason (the joins cannot call a device idle then)
+NO_OBJECTS = "no cluster objects to show that no pod holds it"
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)\s*$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')

@@ -174,14 +174,15 @@ def _one_node_each(pods: dict[tuple[str, str], PodAllocation], devices: list[Dev
 
 
 def _mark_partitioned(devices: list[DeviceReading]) -> None:
-    """A device whose listed partitions are held is not idle: it is partitioned, and its own figures go to no pod."""
+    """A device whose listed partitions are held is not idle (nor unattributed for want of evidence): it is
+    partitioned, and its own figures go to no pod."""
     parts: dict[tuple[str, str], list[DeviceReading]] = defaultdict(list)
     for d in devices:
         if d.sub:
             parts[(d.node, d.device)].append(d)
     for d in devices:
         held = [p for p in parts.get((d.node, d.device), []) if p.attribution and p.attribution.status in (ATTRIBUTED, UNAVAILABLE)]
-        if d.sub or not held or d.attribution is None or d.attribution.status != IDLE:
+        if d.sub or not held or d.attribution is None or d.attribution.status not in (IDLE, UNATTRIBUTED):
             continue
         holders = [f"{p.sub} by {p.attribution.namespace}/{p.attribution.pod}" if p.attribution.status == ATTRIBUTED  # type: ignore[union-attr]
                    else f"{p.sub} (unavailable)" for p in held]
@@ -255,7 +256,20 @@ class _Join:
             names = ", ".join(f"{ns}/{pod}" for ns, pod in sorted(unknown))
             device.attribution = Attribution(UNAVAILABLE, reason=f"pods on this node hold devices Lens cannot identify ({names})", **base)
         else:
-            device.attribution = Attribution(IDLE, **base)
+            evidence = self.no_evidence()
+            device.attribution = Attribution(UNATTRIBUTED, reason=evidence, **base) if evidence else Attribution(IDLE, **base)
+
+    def no_evidence(self) -> str | None:
+        """Why the cluster objects cannot show that no pod holds a device of this node, or None when they can.
+
+        ``idle`` is a finding: the objects list the node and its pods, and none holds the device. An exporter's
+        missing pod label is no such finding (its pod attribution may be off, or its kubelet socket unread).
+        """
+        if self.cluster is None:
+            return f"no cluster objects to show that no pod holds it ({CLUSTER_OBJECTS_HINT})"
+        if not any(n.name == self.node for n in self.cluster.nodes) and not self.node_pods():
+            return f"node {self.node or '(none)'} is not in the cluster objects, so Lens cannot tell whether a pod holds it"
+        return None
 
     def unseen(self, held: dict[tuple[str, str], set[frozenset[Any]]], shown: set[Any]) -> None:
         """A pod some of whose devices the exporter does not show would get a partial figure: refuse it."""

@@ -24,7 +24,7 @@ DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = {"type": "prometheus", "uid": f"${{{DATASOURCE_VARIABLE}}}"}
 #: Common unit -> Grafana's unit id.
 GRAFANA_UNITS = {"ratio": "percentunit", "bytes": "bytes", "W": "watt", "J": "joule", "celsius": "celsius",
-                 "count": "short", "code": "none", "B/s": "Bps"}
+                 "count": "short", "code": "none", "B/s": "Bps", "flag": "bool"}
 #: The panel title of each quantity when a profile's ``ui.chart_titles`` gives none.
 TITLES = {
     "utilization": "Utilisation", "memory_used": "Memory used", "memory_total": "Memory total", "power": "Power",
@@ -32,6 +32,9 @@ TITLES = {
     "memory_temperature": "Memory temperature", "memory_bandwidth": "Memory bandwidth", "ecc_corrected": "Corrected memory errors",
     "ecc_uncorrected": "Uncorrected memory errors", "pcie_replays": "PCIe replays", "critical_event": "Last critical event",
     "pcie_throughput": "PCIe throughput", "link_throughput": "Device link throughput", "link_errors": "Device link errors",
+    "row_remap_failure": "Memory row remap failed", "remapped_rows_correctable": "Remapped rows (correctable)",
+    "remapped_rows_uncorrectable": "Remapped rows (uncorrectable)", "link_traffic": "Device link traffic (counter)",
+    "device_healthy": "Exporter health verdict", "links_up": "Links up",
 }
 
 

@@ -22,7 +22,7 @@ UNIT_FACTORS: dict[str, Fraction] = {
     "mW": Fraction(1, 1000), "W": Fraction(1),
     "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
     "celsius": Fraction(1),
-    "count": Fraction(1), "code": Fraction(1), "B/s": Fraction(1),
+    "count": Fraction(1), "code": Fraction(1), "B/s": Fraction(1), "flag": Fraction(1),
 }
 
 
@@ -53,12 +53,29 @@ QUANTITIES: tuple[Quantity, ...] = tuple(
         ("pcie_throughput", "bytes_per_second", "pcie"),
         ("link_throughput", "bytes_per_second", "link"),
         ("link_errors", "count", "link errors"),
+        ("row_remap_failure", "flag", "row remap failed"),
+        ("remapped_rows_correctable", "count", "remapped rows (corr)"),
+        ("remapped_rows_uncorrectable", "count", "remapped rows (uncorr)"),
+        ("link_traffic", "count", "link traffic"),
+        ("device_healthy", "flag", "healthy"),
+        ("links_up", "flag", "links up"),
     )
 )
-#: The health quantities, and when one of them flags a device: (quantity, what a non-zero value means).
-HEALTH_FLAGS: tuple[tuple[str, str], ...] = (
-    ("ecc_uncorrected", "uncorrected memory errors"),
-    ("critical_event", "last critical event code"),
+#: The health quantities that flag a device: (quantity, what a problem means, the value that is a problem).
+#: ``nonzero``: any value above 0 (errors, a failure flag, an event code); ``zero``: a flag that is 1 when
+#: all is well (the exporter's own health verdict, every link up) and 0 when not.
+HEALTH_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("ecc_uncorrected", "uncorrected memory errors", "nonzero"),
+    ("critical_event", "last critical event code", "nonzero"),
+    ("row_remap_failure", "memory row remapping failed", "nonzero"),
+    ("device_healthy", "the exporter reports the device unhealthy", "zero"),
+    ("links_up", "a link is down", "zero"),
+)
+#: Health quantities that make health known without flagging a device by themselves: a count that rises
+#: in normal service (rows remapped and so repaired, a traffic counter), shown beside the flags.
+HEALTH_SIGNALS: tuple[str, ...] = (
+    "ecc_corrected", "pcie_replays", "link_errors",
+    "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
 )
 QUANTITY_BY_KEY = {q.key: q for q in QUANTITIES}
 
@@ -119,10 +136,52 @@ class QuantityPlan:
 
 
 @dataclass(frozen=True)
+class SentinelPlan:
+    """One row of the exporter's sentinel table (a profile's ``telemetry.sentinels``)."""
+
+    metrics: frozenset[str]
+    at_least: float | None
+    values: tuple[float, ...]
+    reason: str
+
+    def matches(self, value: float) -> bool:
+        return (self.at_least is not None and value >= self.at_least) or value in self.values
+
+
+@dataclass(frozen=True)
 class DevicePlan:
     hardware: str
     labels: dict[str, tuple[str, ...]]  # common label -> exporter labels, first present wins
     quantities: tuple[QuantityPlan, ...]
+    sentinels: tuple[SentinelPlan, ...] = ()
+
+    def sentinel_rules(self, metric: str) -> tuple[SentinelPlan, ...]:
+        """The sentinel rows that apply to ``metric``, in the profile's order."""
+        return tuple(s for s in self.sentinels if metric in s.metrics)
+
+    def sentinel_reason(self, metric: str, value: float) -> str | None:
+        """Why ``value`` of ``metric`` is no reading, or None when it is one."""
+        return next((s.reason for s in self.sentinel_rules(metric) if s.matches(value)), None)
+
+    def is_reading(self, metric: str, value: float) -> bool:
+        """Whether ``value`` passes the PromQL filters of :func:`.queries.without_sentinels`, comparison by comparison:
+        ``< at_least`` (which no NaN passes) and ``!= value`` for each exact sentinel."""
+        for rule in self.sentinel_rules(metric):
+            if rule.at_least is not None and not value < rule.at_least:
+                return False
+            if any(not value != v for v in rule.values):
+                return False
+        return True
+
+    def sentinel_selections(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """Every (metric, matchers, aggregation) the plan reads that a sentinel applies to, once each, in order."""
+        seen: dict[tuple[str, tuple[str, ...], str], None] = {}
+        for q in self.quantities:
+            for source in q.sources:
+                for metric in source.metrics:
+                    if self.sentinel_rules(metric):
+                        seen[(metric, source.matchers, source.aggregation)] = None
+        return list(seen)
 
     @property
     def folded(self) -> bool:
@@ -180,7 +239,8 @@ def plan_for(profile: HardwareProfile) -> DevicePlan | None:
     }
     sources = telemetry.device_metric_sources
     quantities = tuple(_quantity_plan(q, sources[q.key]) for q in QUANTITIES if q.key in sources)  # type: ignore[index]
-    return DevicePlan(profile.id, {k: v for k, v in labels.items() if v}, quantities)
+    sentinels = tuple(SentinelPlan(frozenset(s.metrics), s.at_least, tuple(s.values), s.reason) for s in telemetry.sentinels)
+    return DevicePlan(profile.id, {k: v for k, v in labels.items() if v}, quantities, sentinels)
 
 
 def _factor(source: MetricSource | FallbackSource) -> Fraction:
@@ -201,6 +261,10 @@ def _quantity_plan(quantity: Quantity, source: MetricSource) -> QuantityPlan:
         fold=source.tile_aggregation,
         fallbacks=fallbacks,
     )
+
+
+#: The label a sentinel row carries: the metric whose sample was a sentinel.
+SENTINEL_LABEL = lens_label("sentinel")
 
 
 def apply_factor(value: float, factor: Fraction) -> float:

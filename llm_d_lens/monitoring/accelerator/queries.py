@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, lens_label
+from llm_d_lens.monitoring.accelerator.plan import (
+    COMMON_LABELS, FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, lens_label,
+)
 from llm_d_lens.prometheus.combine import carries_tag
 from llm_d_lens.prometheus.promql import label_name, quote, replacement_literal, selector
 
@@ -57,9 +59,48 @@ def _by(names: Iterable[str]) -> str:
     return ", ".join(label_name(n) for n in names)
 
 
+def _number(value: float) -> str:
+    """A float as a PromQL literal that parses back to the same double."""
+    return repr(float(value))
+
+
+def _aggregated(plan: DevicePlan, metric: str, matchers: tuple[str, ...], aggregation: str) -> str:
+    return f"{aggregation} by ({_by(plan.raw_labels(TILE_KEY))}) ({selector(metric, matchers)})"
+
+
+def without_sentinels(plan: DevicePlan, metric: str, expression: str) -> str:
+    """``expression`` (one metric, aggregated per tile) without the rows the exporter's sentinel table calls no reading.
+
+    The filter comes after the per-tile aggregation, as Lens' own evaluation of a page applies it, so a
+    tile whose samples include a sentinel has no reading rather than a number mixed with one.
+    """
+    for rule in plan.sentinel_rules(metric):
+        if rule.at_least is not None:
+            expression = f"({expression} < {_number(rule.at_least)})"
+        for value in rule.values:
+            expression = f"({expression} != {_number(value)})"
+    return expression
+
+
+def sentinel_query(plan: DevicePlan) -> str | None:
+    """The rows whose value is a sentinel, per tile, each labelled with its metric (``lens_sentinel``); None without a table.
+
+    Its answer is what lets a reading say why a quantity is null; the quantity queries themselves never see those rows.
+    """
+    parts = []
+    for metric, matchers, aggregation in plan.sentinel_selections():
+        aggregated = _aggregated(plan, metric, matchers, aggregation)
+        conditions = []
+        for rule in plan.sentinel_rules(metric):
+            if rule.at_least is not None:
+                conditions.append(f"({aggregated} >= {_number(rule.at_least)})")
+            conditions.extend(f"({aggregated} == {_number(value)})" for value in rule.values)
+        parts.append(f'label_replace(({" or ".join(conditions)}), {quote(SENTINEL_LABEL)}, {replacement_literal(metric)}, "", "")')
+    return " or ".join(parts) if parts else None
+
+
 def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan) -> str:
-    tile_by = _by(plan.raw_labels(TILE_KEY))
-    parts = [f"{quantity.aggregation} by ({tile_by}) ({selector(m, quantity.matchers)})" for m in quantity.metrics]
+    parts = [without_sentinels(plan, m, _aggregated(plan, m, quantity.matchers, quantity.aggregation)) for m in quantity.metrics]
     if quantity.combine == "sum":
         return "(" + " + ".join(parts) + ")"
     if quantity.combine == "divide":
@@ -152,9 +193,13 @@ def inventory_query(plan: DevicePlan) -> str:
 
 
 def queries(plan: DevicePlan) -> dict[str, str]:
-    """Every query one refresh of this hardware sends: ``inventory`` and one per quantity."""
+    """Every query one refresh of this hardware sends: ``inventory``, one per quantity, and ``sentinels`` when the
+    profile declares a sentinel table."""
     out = {"inventory": inventory_query(plan)}
     out.update({q.quantity.key: quantity_query(plan, q) for q in plan.quantities})
+    sentinels = sentinel_query(plan)
+    if sentinels is not None:
+        out["sentinels"] = sentinels
     return out
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm_d_lens.monitoring.accelerator.fold import fallbacks_used, per_device, relabelled
-from llm_d_lens.monitoring.accelerator.plan import COMMON_LABELS, HEALTH_FLAGS, QUANTITIES, QUANTITY_BY_KEY, DevicePlan
+from llm_d_lens.monitoring.accelerator.plan import (
+    COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
+)
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -61,21 +63,32 @@ class DeviceReading:
     tiles: list[str] = field(default_factory=list)
     values: dict[str, float] = field(default_factory=dict)  # quantity field -> value in its common unit
     fallbacks: dict[str, str] = field(default_factory=dict)  # quantity field -> the fallback source that answered
+    unavailable: dict[str, str] = field(default_factory=dict)  # quantity field -> why it is null (a sentinel's reason)
     owners: list[Owner] = field(default_factory=list)
     exporter: Owner | None = None  # the exporter's own pod, when Prometheus wrote it into the pod labels
     attribution: Attribution | None = None
 
     def health(self) -> dict[str, Any]:
-        """``ok``, ``problem`` (with what), or ``unknown`` when the exporter reports none of the flagging quantities."""
-        problems, known = [], False
-        for key, meaning in HEALTH_FLAGS:
-            value = self.values.get(QUANTITY_BY_KEY[key].field)
-            if value is None or not math.isfinite(value):
+        """``ok``, ``problem`` (with what), or ``unknown`` when the exporter reports none of the health quantities.
+
+        A flag (:data:`.plan.HEALTH_FLAGS`) can make a device a problem; a signal (:data:`.plan.HEALTH_SIGNALS`,
+        counts that rise in normal service) only makes its health known. ``signals`` names what was read.
+        """
+        problems, signals = [], []
+        for key, meaning, problem_when in HEALTH_FLAGS:
+            value = self._finite(key)
+            if value is None:
                 continue
-            known = True
-            if value > 0:
-                problems.append(f"{meaning}: {value:g}")
-        return {"status": "problem" if problems else "ok" if known else "unknown", "problems": problems}
+            signals.append(key)
+            if (value > 0) if problem_when == "nonzero" else (value == 0):
+                problems.append(f"{meaning}: {value:g}" if problem_when == "nonzero" else meaning)
+        signals.extend(key for key in HEALTH_SIGNALS if self._finite(key) is not None)
+        status = "problem" if problems else "ok" if signals else "unknown"
+        return {"status": status, "problems": problems, "signals": signals}
+
+    def _finite(self, key: str) -> float | None:
+        value = self.values.get(QUANTITY_BY_KEY[key].field)
+        return value if value is not None and math.isfinite(value) else None
 
     @property
     def name(self) -> str:
@@ -94,6 +107,7 @@ class DeviceReading:
             out[quantity.field] = value if value is not None and math.isfinite(value) else None
         out["health"] = self.health()
         out["fallbacks"] = dict(self.fallbacks)
+        out["unavailable"] = dict(self.unavailable)
         # what a plugin's telemetry provider added (monitoring/accelerator/registry.py)
         common = {q.field for q in QUANTITIES}
         out["derived"] = {k: (v if isinstance(v, (int, float)) and math.isfinite(v) else None)
@@ -177,6 +191,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
             reading(n, device, sub).values[quantity.quantity.field] = value
         for (n, device, sub), number in fallbacks_used(plan, quantity, quantity_rows).items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
+    _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)
     warnings = [
         f"{plan.hardware}: {count} series on node {n or '(none)'} carry no device label "
         f"({', '.join(plan.labels.get('device', ())) or 'label_schema.device is not set'}); they are left out"
@@ -187,6 +202,24 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     for d in ordered:
         d.tiles.sort(key=_natural)
     return Assembled(ordered, warnings)
+
+
+def _mark_sentinels(plan: DevicePlan, rows: Sequence[Sample], commons: Sequence[str],
+                    reading: Callable[[str, str, str], DeviceReading]) -> None:
+    """Each quantity left without a value because a metric it reads carried a sentinel: null, with the reason."""
+    for row in rows:
+        metric = row.labels.get(SENTINEL_LABEL, "")
+        reason = plan.sentinel_reason(metric, row.value)
+        common = relabelled(dict(row.labels), plan, commons)
+        if not reason or not common.get("device"):
+            continue
+        r = reading(common.get("node", ""), common["device"], common.get("sub", ""))
+        for quantity in plan.quantities:
+            field_ = quantity.quantity.field
+            if field_ in r.values or field_ in r.unavailable:
+                continue
+            if any(metric in source.metrics for source in quantity.sources):
+                r.unavailable[field_] = f"{metric} reported {row.value:g}, a sentinel: {reason}"
 
 
 def _add(values: list[str], value: str) -> None:

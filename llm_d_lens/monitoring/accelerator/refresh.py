@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from llm_d_lens.monitoring.accelerator.fold import raw_key
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan
+from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_query, targets_query
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import PART_LABEL, tagged
@@ -210,15 +210,39 @@ def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], list
     return out
 
 
+def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], list[Sample]]) -> list[Sample]:
+    """What :func:`.queries.sentinel_query` answers, from ``raw(matchers, aggregation, metric)``: each metric's aggregated rows."""
+    out: list[Sample] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for metric, matchers, aggregation in plan.sentinel_selections():
+        for row in raw(matchers, aggregation, metric):
+            if plan.sentinel_reason(metric, row.value) is None:
+                continue
+            labels = dict(sorted({**row.labels, SENTINEL_LABEL: metric}.items()))
+            key = tuple(labels.items())
+            if key not in seen:  # ``or`` keeps the first of equal label sets
+                seen.add(key)
+                out.append(Sample(labels, row.value))
+    return out
+
+
 def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, list[Sample]]:
     """Every part of the refresh (:func:`.queries.refresh_parts`' names and order) from the taken-apart answer."""
     index = {(s.matchers, s.aggregation): i for i, s in enumerate(query.selections)}
 
+    def raw(matchers: tuple[str, ...], aggregation: str, metric: str) -> list[Sample]:
+        return answer.metrics[index[(matchers, aggregation)]].get(metric, [])
+
     def rows(source: SourcePlan, metric: str) -> list[Sample]:
-        return answer.metrics[index[(source.matchers, source.aggregation)]].get(metric, [])
+        found = raw(source.matchers, source.aggregation, metric)
+        if not plan.sentinel_rules(metric):
+            return found
+        return [r for r in found if plan.is_reading(metric, r.value)]  # as queries.without_sentinels
 
     out = {"inventory": answer.inventory}
     out.update({q.quantity.key: quantity_rows(q, rows, query.labels) for q in plan.quantities})
+    if plan.sentinel_selections():
+        out["sentinels"] = sentinel_rows(plan, raw)
     if query.targets:
         out["targets"] = answer.targets
     return out

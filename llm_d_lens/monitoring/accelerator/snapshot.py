@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
+from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
@@ -34,9 +34,17 @@ def _grouped(samples: Sequence[ExpositionSample], names: Sequence[str], aggregat
     return {key: reduce(values) for key, values in groups.items()}
 
 
+def _readings(plan: DevicePlan, metric: str, grouped: dict[RawKey, float]) -> dict[RawKey, float]:
+    """``grouped`` without the tiles whose value is one of the exporter's sentinels (see :func:`.queries.without_sentinels`)."""
+    if not plan.sentinel_rules(metric):
+        return grouped
+    return {k: v for k, v in grouped.items() if plan.is_reading(metric, v)}
+
+
 def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan, samples: Sequence[ExpositionSample]) -> dict[RawKey, float]:
     names = plan.raw_labels(TILE_KEY)
-    parts = [_grouped(_selected(samples, m, quantity.matchers), names, quantity.aggregation) for m in quantity.metrics]
+    parts = [_readings(plan, m, _grouped(_selected(samples, m, quantity.matchers), names, quantity.aggregation))
+             for m in quantity.metrics]
     if quantity.combine == "sum":
         keys = set.intersection(*(set(p) for p in parts))
         return {k: sum(p[k] for p in parts) for k in keys}
@@ -82,4 +90,21 @@ def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str,
     tile_names = plan.raw_labels(TILE_KEY)
     for quantity in plan.quantities:
         out[quantity.quantity.key] = _rows(tile_names, *_sourced(plan, quantity, samples))
+    if plan.sentinel_selections():
+        out["sentinels"] = _sentinels(plan, samples, tile_names)
+    return out
+
+
+def _sentinels(plan: DevicePlan, samples: Sequence[ExpositionSample], names: Sequence[str]) -> list[Sample]:
+    """The rows :func:`.queries.sentinel_query` would return: per tile, a sentinel value and the metric that carried it."""
+    out: list[Sample] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for metric, matchers, aggregation in plan.sentinel_selections():
+        for key, value in _grouped(_selected(samples, metric, matchers), names, aggregation).items():
+            if plan.sentinel_reason(metric, value) is None:
+                continue
+            labels = dict(sorted({**{n: v for n, v in zip(names, key) if v}, SENTINEL_LABEL: metric}.items()))
+            if tuple(labels.items()) not in seen:
+                seen.add(tuple(labels.items()))
+                out.append(Sample(labels, value))
     return out

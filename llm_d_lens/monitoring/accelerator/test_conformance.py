@@ -16,6 +16,7 @@ from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_query
 from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, GAUDI_TARGET, TPU_TARGET, VLLM_POD
 from llm_d_lens.monitoring.test_support import (
+    NO_OBJECTS,
     by_name,
     cluster,
     needs_prometheus,
@@ -69,7 +70,9 @@ def test_exported_pod_labels_attribute_the_workload_not_the_exporter(prometheus)
 def test_the_exporters_own_pod_on_an_idle_gpu_is_never_its_owner(prometheus):
     # Prometheus adds the exporter pod's own "pod" label to the idle GPU (it has no exported_pod).
     without = by_name(refresh(prometheus.url, ["nvidia"]))["gpu-node-02/1"]
-    assert without["attribution"]["status"] == "idle" and without["attribution"]["pod"] is None
+    # and without cluster objects nothing shows that no pod holds it: unattributed, not idle
+    assert without["attribution"]["status"] == "unattributed" and without["attribution"]["pod"] is None
+    assert without["attribution"]["reason"].startswith(NO_OBJECTS)
     assert without["exporter_pod"] == {"namespace": EXPORTER_TARGET["namespace"], "pod": EXPORTER_TARGET["pod"]}
     objects = cluster(
         pod_object(VLLM_POD, "gpu-node-02", limits={"nvidia.com/gpu": "1"}),
@@ -97,7 +100,7 @@ def test_amd_in_common_units(prometheus):
     # the idle GPU reports pod="" (empty labels are absent in Prometheus): idle, not owned by anyone
     assert idle["memory_used_bytes"] == 283 * MiB
     assert (idle["power_watts"], idle["energy_joules"], idle["temperature_celsius"]) == (141, pytest.approx(212517330), 38)
-    assert idle["attribution"]["status"] == "idle"
+    assert idle["attribution"]["status"] == "unattributed" and idle["attribution"]["reason"].startswith(NO_OBJECTS)
 
 
 def test_intel_xpu_in_common_units(prometheus):
@@ -128,7 +131,8 @@ def test_gaudi_in_common_units_with_the_node_from_the_target(prometheus):
     assert busy["tensor_activity_ratio"] is None  # Gaudi exposes none
     assert busy["serials"] == ["AN51012874"] and busy["attribution"]["pod"] == VLLM_POD
     assert (idle["power_watts"], idle["energy_joules"]) == (198000 / 1000, 2.3456789012e10 / 1000)
-    assert idle["attribution"]["status"] == "idle"  # pod_name="" means nobody
+    # pod_name="" says the exporter saw nobody; without cluster objects that is no proof
+    assert idle["attribution"]["status"] == "unattributed" and idle["attribution"]["reason"].startswith(NO_OBJECTS)
     named = by_name(refresh(prometheus.url, ["intel-gaudi"], mode="plugin",
                             cluster=cluster(node_object("gaudi-node-01", node))))
     assert sorted(named) == ["gaudi-node-01/0", "gaudi-node-01/1"]
@@ -148,7 +152,7 @@ def test_tpu_in_common_units_from_the_device_plugin(prometheus):
     assert busy["model"] == "tpu-v6e-slice" and busy["device_id"] == f"{chip}-0"
     # the workload's labels arrive as exported_*; the idle chips carry only the device plugin's own pod: idle
     assert busy["attribution"]["pod"] == "vllm-tpu-0" and busy["attribution"]["namespace"] == "serve"
-    assert devices[f"{node}/{chip}-2"]["attribution"]["status"] == "idle"
+    assert devices[f"{node}/{chip}-2"]["attribution"]["status"] == "unattributed"  # no cluster objects: no proof of idle
     assert devices[f"{node}/{chip}-2"]["exporter_pod"]["pod"] == TPU_TARGET["pod"]
     objects = cluster(pod_object("vllm-tpu-0", node, namespace="serve", limits={"google.com/tpu": "2"}),
                       pod_object(TPU_TARGET["pod"], node, namespace="kube-system", container="tpu-device-plugin"))
@@ -184,8 +188,8 @@ def test_one_refresh_sends_one_query_per_hardware_whatever_the_devices(prometheu
     large = refresh(prometheus.url, ["amd"])  # 4 devices on two nodes, 18 partitions
     assert len(small.devices) == 2 and len(large.devices) == 4
     assert small.queries_sent == large.queries_sent == 1
-    # separately: the inventory, one per quantity, the targets
-    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 2
+    # separately: the inventory, one per quantity, the sentinel rows, the targets
+    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 3
     assert refresh(prometheus.url, ["amd", "nvidia", "intel-xpu"]).queries_sent == 3
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, VLLM_POD
-from llm_d_lens.monitoring.test_support import as_stored, backfill, by_name, needs_prometheus, refresh, sample_text, snapshot, up_page
+from llm_d_lens.monitoring.test_support import NO_OBJECTS, as_stored, backfill, by_name, needs_prometheus, refresh, sample_text, snapshot, up_page
 from llm_d_lens.testing.prometheus import run_prometheus
 
 TARGET = {**EXPORTER_TARGET, "pod": "nvidia-dcgm-exporter-q9z8w", "instance": "10.0.0.31:9400"}
@@ -29,7 +29,9 @@ def test_a_node_of_idle_gpus_is_idle_not_held_by_its_exporter():
         devices = by_name(refresh(server.url, ["nvidia"]))
     assert sorted(devices) == ["gpu-node-03/0", "gpu-node-03/1"]
     for device in devices.values():
-        assert device["attribution"]["status"] == "idle", device["attribution"]
+        # no pod holds them as far as the exporter says; without cluster objects Lens does not call that idle
+        assert device["attribution"]["status"] == "unattributed", device["attribution"]
+        assert device["attribution"]["pod"] is None and device["attribution"]["reason"].startswith(NO_OBJECTS)
         assert device["exporter_pods"] == []
         assert device["exporter_pod"] == {"namespace": "gpu-operator", "pod": TARGET["pod"]}
 
@@ -42,7 +44,7 @@ def test_a_workload_pod_that_is_a_scrape_target_elsewhere_still_owns_its_gpu():
     with run_prometheus(backfill(page, up_page(TARGET), up_page(vllm_target))) as server:
         devices = by_name(refresh(server.url, ["nvidia"]))
     assert devices["gpu-node-03/0"]["attribution"]["pod"] == VLLM_POD
-    assert devices["gpu-node-03/1"]["attribution"]["status"] == "idle"
+    assert devices["gpu-node-03/1"]["attribution"]["status"] == "unattributed"  # nobody, but no cluster objects
 
 
 def test_a_stored_page_with_exported_labels_drops_the_plain_pod_label_of_its_target():
@@ -51,7 +53,8 @@ def test_a_stored_page_with_exported_labels_drops_the_plain_pod_label_of_its_tar
     devices = by_name(snapshot(page, ["nvidia"]))
     assert devices["gpu-node-01/0"]["attribution"]["pod"] == VLLM_POD
     idle = devices["gpu-node-01/1"]
-    assert idle["attribution"]["status"] == "idle" and idle["exporter_pod"]["pod"] == TARGET["pod"]
+    assert idle["attribution"]["status"] == "unattributed" and idle["attribution"]["pod"] is None
+    assert idle["exporter_pod"]["pod"] == TARGET["pod"]
 
 
 def test_a_raw_exporter_page_keeps_its_pod_labels():

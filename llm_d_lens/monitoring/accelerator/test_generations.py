@@ -109,8 +109,10 @@ def test_a_mig_parent_whose_instances_are_held_is_partitioned_not_idle(source, r
     assert parent["reason"] == "2 of its 2 partitions are held: 1 by mig-serving/vllm-mig-a-0, 2 by mig-serving/vllm-mig-b-0"
     first, second = devices["mig-node-01/0/1"]["attribution"], devices["mig-node-01/0/2"]["attribution"]
     assert (first["status"], first["pod"], second["pod"]) == ("attributed", "vllm-mig-a-0", "vllm-mig-b-0")
-    # the unpartitioned GPU is idle: under the operator's default scrape its only pod label is the exporter's
-    assert devices["mig-node-01/1"]["attribution"]["status"] == "idle"
+    # the unpartitioned GPU: under the operator's default scrape its only pod label is the exporter's, and with
+    # no cluster objects nothing shows that no pod holds it
+    assert devices["mig-node-01/1"]["attribution"]["status"] == "unattributed"
+    assert devices["mig-node-01/1"]["attribution"]["pod"] is None
 
 
 def test_each_pod_gets_only_its_mig_instance(prometheus):

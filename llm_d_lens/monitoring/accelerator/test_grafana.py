@@ -24,7 +24,7 @@ from llm_d_lens.monitoring.test_support import refresh
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP
 
 #: Grafana unit ids for the common units (Grafana's "Standard options > Unit" ids).
-KNOWN_UNITS = {"percentunit", "bytes", "watt", "joule", "celsius", "short", "none", "Bps"}
+KNOWN_UNITS = {"percentunit", "bytes", "watt", "joule", "celsius", "short", "none", "Bps", "bool"}  # "bool": Grafana's True/False unit
 HARDWARE = ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"]
 
 

@@ -36,16 +36,18 @@ def test_dcgm_memory_errors_replays_and_xid_in_common_units(dcgm):
 
 def test_a_device_with_uncorrected_errors_or_a_critical_event_is_flagged(dcgm):
     devices, warnings = dcgm
+    signals = ["ecc_uncorrected", "critical_event", "ecc_corrected", "pcie_replays", "link_errors"]
     assert devices["health-node-01/0"]["health"] == {
-        "status": "problem", "problems": ["uncorrected memory errors: 2", "last critical event code: 79"]}
-    assert devices["health-node-01/1"]["health"] == {"status": "ok", "problems": []}
+        "status": "problem", "problems": ["uncorrected memory errors: 2", "last critical event code: 79"], "signals": signals}
+    # GPU 1's page carries no NVLink error counters
+    assert devices["health-node-01/1"]["health"] == {"status": "ok", "problems": [], "signals": signals[:-1]}
     assert "nvidia health-node-01/0: health: uncorrected memory errors: 2; last critical event code: 79" in warnings
     assert not any("health-node-01/1" in w for w in warnings)
 
 
 def test_a_device_whose_exporter_reports_no_health_field_is_unknown_not_ok(prometheus):
     device = by_name(refresh(prometheus.url, ["nvidia"], node="gpu-node-01"))["gpu-node-01/0"]
-    assert device["health"] == {"status": "unknown", "problems": []}
+    assert device["health"] == {"status": "unknown", "problems": [], "signals": []}
     # the shared sample does carry memory temperature (71 C) and DRAM activity (0.611802)
     assert (device["memory_temperature_celsius"], device["memory_bandwidth_ratio"]) == (71, 0.611802)
 

@@ -32,6 +32,9 @@ def test_common_quantities_have_fixed_names_and_units():
         ("memory_temperature_celsius", "celsius"), ("memory_bandwidth_ratio", "ratio"), ("ecc_corrected_errors", "count"),
         ("ecc_uncorrected_errors", "count"), ("pcie_replays_count", "count"), ("critical_event_code", "code"),
         ("pcie_throughput_bytes_per_second", "B/s"), ("link_throughput_bytes_per_second", "B/s"), ("link_errors_count", "count"),
+        ("row_remap_failure_flag", "flag"), ("remapped_rows_correctable_count", "count"),
+        ("remapped_rows_uncorrectable_count", "count"), ("link_traffic_count", "count"), ("device_healthy_flag", "flag"),
+        ("links_up_flag", "flag"),
     ]
 
 
@@ -49,7 +52,9 @@ def test_each_hardware_refresh_is_the_inventory_and_one_query_per_quantity():
         if plan is None:
             assert profile.id == "cpu"  # the only built-in without device sources
             continue
-        assert sorted(queries(plan)) == sorted(["inventory", *profile.telemetry.device_metric_sources])
+        # and the sentinel rows, where the profile declares a sentinel table
+        sentinels = ["sentinels"] if profile.telemetry.sentinels else []
+        assert sorted(queries(plan)) == sorted(["inventory", *profile.telemetry.device_metric_sources, *sentinels])
 
 
 @needs_prometheus

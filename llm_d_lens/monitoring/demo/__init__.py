@@ -35,11 +35,25 @@ def history(now: float | None = None) -> History:
     return recorded.shifted(end - recorded.latest)
 
 
+@lru_cache(maxsize=1)
+def _demo_cluster() -> Any:
+    from llm_d_lens.monitoring.demo.make_telemetry import demo_cluster
+
+    return demo_cluster()
+
+
 def demo_devices(selection: Sequence[Selected], *, at: float | None = None, node: str | None = None,
                  cluster: Any = None, mode: str | None = None) -> DeviceReport:
-    """Devices as the demo history has them at ``at`` (default: its latest instant), like one exporter page."""
+    """Devices as the demo history has them at ``at`` (default: its latest instant), like one exporter page.
+
+    Without other cluster objects the joins read the demo cluster's own, which the history was written
+    from: its pods are the holders the history's labels and identities name, so a busy device is attributed
+    and an idle one is idle by evidence.
+    """
     from llm_d_lens.monitoring.accelerator.service import samples_devices
 
+    if cluster is None:
+        cluster = _demo_cluster()
     recorded = history()
     chosen = recorded.instants[-1][1]
     if at is not None:
