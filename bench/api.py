@@ -44,7 +44,8 @@ from fastapi import FastAPI, Response  # noqa: E402
 from inventory import write_snapshot  # noqa: E402
 
 from llm_d_lens.api.app import create_app  # noqa: E402
-from llm_d_lens.cluster import cache, service  # noqa: E402
+from llm_d_lens.cluster import service  # noqa: E402
+from llm_d_lens.serving import inventories as cache
 
 
 def free_port() -> int:

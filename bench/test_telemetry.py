@@ -32,8 +32,10 @@ def test_the_benchmark_reports_query_count_and_ratio():
     assert queries and queries.group(1) == queries.group(3) == "3"
     assert re.fullmatch(r"floor \(one raw /api/v1/query of \S+, \d+ series\): median [\d.]+ ms", lines[2])
     assert re.fullmatch(r"refresh \(3 hardware, 3 queries\): median [\d.]+ ms = [\d.]+x floor \(goal <= 3x: (met|NOT met)\)", lines[3])
-    # one query per part: per hardware its declared quantities and the inventory, plus one targets query
-    separate = sum(len(plan_for(get_registry().get(h)).quantities) + 1 for h in ("nvidia", "amd", "intel-xpu")) + 1
+    # one query per part: per hardware its inventory, quantities and (where declared) sentinels, plus one targets query
+    from llm_d_lens.monitoring.accelerator.queries import queries as parts_of
+
+    separate = sum(len(parts_of(plan_for(get_registry().get(h)))) for h in ("nvidia", "amd", "intel-xpu")) + 1
     assert re.fullmatch(rf"one query per part \({separate} queries\): median [\d.]+ ms = [\d.]+x floor; "
                         r"the combined refresh takes [\d.]+x its time", lines[4])
     assert re.fullmatch(r"second floor \(each of the \d+ metrics read, raw, all in flight, \d+ series\): "

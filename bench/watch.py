@@ -43,8 +43,8 @@ from llm_d_lens.cluster.catalog import Catalog  # noqa: E402
 from llm_d_lens.cluster.inventory import build_inventory  # noqa: E402
 from llm_d_lens.cluster.snapshot import load_snapshot  # noqa: E402
 from llm_d_lens.cluster.source import ClusterSource  # noqa: E402
-from llm_d_lens.cluster.watch import DRA_DISCOVERY, KINDS  # noqa: E402
-from llm_d_lens.cluster.watched import WatchedCluster  # noqa: E402
+from llm_d_lens.serving.watch import DRA_DISCOVERY, KINDS  # noqa: E402
+from llm_d_lens.serving.watched import WatchedCluster  # noqa: E402
 from llm_d_lens.testing.fake_runner import FakeRunner  # noqa: E402
 
 MIB = 1024 * 1024

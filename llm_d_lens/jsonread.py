@@ -18,8 +18,10 @@ only once something was found.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,3 +185,56 @@ def _first_too_deep(document: Any, max_depth: int) -> str:
                 return path
             stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(value) if isinstance(v, (dict, list)))
     raise AssertionError("a value nests deeper than the limit, yet the walk found none")  # pragma: no cover
+
+
+# -- a pre-scan for the fast readers -------------------------------------------------------------
+#
+# A fast reader (msgspec, decoding only the fields it needs) skips what it does not read without
+# checking it; before one is trusted, :func:`may_be_refused` tells whether the text may hold
+# anything :func:`loads` refuses, so the strict answer is never changed by speed.
+
+# What the strict reader refuses in valid JSON, found in the text mapped onto a few classes, so that
+# C-speed translation, substring and regex searches find it: digit -> 0, e/E -> e, + -> +, the end
+# of a number (, ] }) -> ; and the rest -> x, with whitespace and the other letters deleted (no number
+# holds them, and whitespace is most of kubectl's indented output).
+#: a literal that can be beyond a double (1e309, 1.5E+400) or is an integer of over 4,300 digits:
+#: an exponent of 3 or more digits that ends the number, or any run of 100 digits
+_TABLE = bytes(
+    ord("0") if 48 <= b <= 57 else ord("e") if b in b"eE" else ord("+") if b == ord("+")
+    else ord(";") if b in b",]}" else ord("x") for b in range(256))
+_DELETE = bytes(b for b in range(128) if (chr(b).isalpha() and chr(b) not in "eE") or chr(b) in " \t\r\n")
+_EXPONENT = re.compile(rb"0e\+?000+;")
+_DIGITS = b"0" * 100
+_CHUNK = 64 * 1024  # small enough that each chunk is translated and searched while it sits in the CPU cache
+#: classes each chunk carries over from the one before: longer than any match above can be
+_CARRY = 128
+
+
+def may_be_refused(data: bytes | str) -> bool:
+    """Whether the text may hold a value the strict reader refuses where msgspec would not look.
+
+    True for a number literal that may be infinite as a double or over the interpreter's integer
+    digit limit (or looks like one inside a string), and for bytes that are not UTF-8. False means
+    the strict reader refuses nothing msgspec accepts, recursion depth aside (see :data:`_PADDING`).
+    """
+    utf8 = codecs.getincrementaldecoder("utf-8")() if isinstance(data, bytes) else None
+    carried = b""
+    for start in range(0, len(data), _CHUNK):
+        piece = data[start:start + _CHUNK]
+        if isinstance(piece, str):
+            piece = piece.encode("utf-8", "surrogatepass")
+        elif utf8 is not None and (utf8.getstate()[0] or not piece.isascii()):
+            try:  # each byte once; a sequence cut by the chunk's end waits in the decoder for the rest
+                utf8.decode(piece)
+            except UnicodeDecodeError:
+                return True
+        classes = carried + piece.translate(_TABLE, _DELETE)
+        if _DIGITS in classes or _EXPONENT.search(classes):
+            return True
+        carried = classes[-_CARRY:]
+    if utf8 is not None:
+        try:
+            utf8.decode(b"", final=True)  # a sequence the text ends in the middle of
+        except UnicodeDecodeError:
+            return True
+    return False

@@ -29,13 +29,13 @@ log = logging.getLogger("llm_d_lens.api")
 #: against the routes in this order, so the most requested (cluster overview, hardware capabilities)
 #: come first; test_routes.py checks that no route shadows another, whatever the order.
 ROUTERS: tuple[str, ...] = (
-    "llm_d_lens.cluster.api",
+    "llm_d_lens.serving.api",
     "llm_d_lens.hardware.api",
     "llm_d_lens.evaluate.api",
     "llm_d_lens.monitoring.gpu_driver.api",
     "llm_d_lens.deploy.api",
     "llm_d_lens.monitoring.api",
-    "llm_d_lens.cluster.watch_api",
+    "llm_d_lens.serving.lifespan",
     "llm_d_lens.incluster.api",
     "llm_d_lens.planning.api",
 )
@@ -84,7 +84,7 @@ def create_app() -> FastAPI:
     @app.get("/readyz", tags=["health"])
     def readyz() -> Any:
         """503 problem+json listing every skipped plugin or conflict; liveness stays on /healthz."""
-        from llm_d_lens.api.readiness import describe, problems
+        from llm_d_lens.serving.readiness import describe, problems
 
         found = problems()
         if found:

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cluster import cache
+from llm_d_lens.serving import inventories as cache
 
 
 @pytest.fixture

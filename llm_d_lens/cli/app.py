@@ -110,7 +110,7 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
             import uvicorn
 
             from llm_d_lens.api.app import create_app
-            from llm_d_lens.api.readiness import refuse_if_strict
+            from llm_d_lens.serving.readiness import refuse_if_strict
 
             refuse_if_strict(strict)  # also loads the plugins before the first request has to
 

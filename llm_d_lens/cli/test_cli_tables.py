@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 LLM_D = PACKAGE.parent / ".." / "shared" / "upstream" / "llm-d"
 PROFILE = PACKAGE / "hardware" / "profiles" / "nvidia.json"
 DEVICE_PAGE = PACKAGE / "monitoring" / "accelerator" / "testdata" / "amd-cpx-partitions.prom"
-TOOL_PAGE = PACKAGE / "planning" / "testdata" / "nvidia-smi-noheader-nounits.csv"
+TOOL_PAGE = PACKAGE / "cluster" / "testdata" / "nvidia-smi-noheader-nounits.csv"
 
 #: what a sample needs besides the package: "cluster" (the FakeRunner), "prometheus", "llm-d", "tmp"
 Sample = tuple[list[str], frozenset[str]]

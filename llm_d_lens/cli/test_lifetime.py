@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from llm_d_lens.cli import lifetime
+from llm_d_lens.terminal import lifetime as kept
 
 LENS = Path(sys.executable).with_name("lens")
 needs_script = pytest.mark.skipif(not LENS.exists(), reason=f"no installed lens console script beside {sys.executable}")
@@ -46,9 +47,10 @@ def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() ->
     probe = (
         "import os, sys\n"
         "from llm_d_lens.cli import lifetime\n"
+        "from llm_d_lens.terminal import lifetime as kept\n"
         "real_exit = os._exit\n"
         "def report(code):\n"
-        "    kinds = [type(v).__name__ for v in lifetime._kept]\n"
+        "    kinds = [type(v).__name__ for v in kept._kept]\n"
         "    sys.stderr.write(f'kept={kinds}\\n'); sys.stderr.flush(); real_exit(code)\n"
         "os._exit = report\n"
         "sys.argv = ['lens', 'cluster', 'inspect', '--demo', '-o', 'json']\n"
@@ -60,4 +62,4 @@ def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() ->
     from llm_d_lens.cli.app import main
 
     assert main(["cluster", "inspect", "--demo"]) == 0
-    assert lifetime._kept == []
+    assert kept._kept == []

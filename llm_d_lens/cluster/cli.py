@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.terminal.output import OUTPUT_FILE, ListFormat, OutputFormat, console, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
+from llm_d_lens.terminal.output import (
+    OUTPUT_FILE,
+    ListFormat,
+    OutputFormat,
+    console,
+    emit,
+    list_output_option,
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -39,7 +47,7 @@ def inspect(
     from llm_d_lens.cluster.render import overview_renderable
     from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
-
+    from llm_d_lens.terminal.lifetime import keep_until_exit
     from llm_d_lens.terminal.progress import progress
 
     if every:
@@ -53,9 +61,10 @@ def inspect(
         source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
     live = getattr(source, "snapshot", None) is None and not getattr(source, "demo", False)
     with progress(_reading(context or cluster), for_people=live and output.is_table):
-        overview = inspect_cluster(source, until_exit=True)  # the parsed cluster is left for the exit to drop
+        # the parsed cluster is left for the console script's exit to drop
+        overview = inspect_cluster(source, keep=keep_until_exit)
         if discover:
-            from llm_d_lens.planning.node_discovery import discover_into
+            from llm_d_lens.cluster.node_discovery import discover_into
 
             discover_into(overview, source)
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes, wide=output is OutputFormat.wide))
@@ -76,10 +85,9 @@ def snapshot(
     timeout: float = TimeoutOption,
 ) -> None:
     """Save a live cluster's nodes, pods and DRA objects to one file `lens cluster inspect --snapshot` reads."""
+    from llm_d_lens.cluster.errors import SnapshotExists
     from llm_d_lens.cluster.snapshot import gc_paused, snapshot_document, write_snapshot
     from llm_d_lens.cluster.source import ClusterSource
-
-    from llm_d_lens.cluster.errors import SnapshotExists
     from llm_d_lens.files import check_output_path
 
     exists = SnapshotExists(f"{out} already exists; pass --force to replace it", details={"path": str(out)})

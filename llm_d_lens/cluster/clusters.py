@@ -175,15 +175,15 @@ def _relative(path: Path, value: str) -> Path:
 def _read_yaml(path: Path) -> Any:
     import yaml
 
-    from llm_d_lens.evaluate.profiles import _DuplicateKey, _UniqueKeyLoader
+    from llm_d_lens import yamlread
 
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ClustersFileInvalid(f"{path}: cannot be read: {exc.strerror}", details={"file": str(path), "path": ""}) from None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as exc:
+        return yamlread.load(text)
+    except yamlread.DuplicateKey as exc:
         raise _invalid(path, exc.path, None, "appears twice in one mapping; the second would silently replace the first") from None
     except yaml.YAMLError as exc:
         raise ClustersFileInvalid(f"{path}: is not valid YAML: {exc}", details={"file": str(path), "path": ""}) from None

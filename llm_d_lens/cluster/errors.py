@@ -91,3 +91,24 @@ class LiveClusterNeeded(LensError):
 
     code = "LIVE_CLUSTER_NEEDED"
     http_status = 409
+
+
+# -- node discovery: a node asked, through a pod on it, what devices it has --------------------
+# (the codes keep the PLANNING_ prefix they were published with: `lens plan --discover` reads them)
+
+
+class DiscoveryOutputInvalid(LensError):
+    """A node discovery tool printed something its profile's parser cannot read."""
+
+    code = "PLANNING_DISCOVERY_OUTPUT_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, where: str, reason: str):
+        super().__init__(f"{source}: {where}: {reason}", details={"source": source, "where": where, "reason": reason})
+
+
+class DiscoveryUnavailable(LensError):
+    """A profile declares no discovery command, or no pod on the node can run it."""
+
+    code = "PLANNING_DISCOVERY_UNAVAILABLE"
+    http_status = 409

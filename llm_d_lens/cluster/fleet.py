@@ -7,6 +7,7 @@ is listed with its error; the others still answer, so one dead region never hide
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,15 +34,19 @@ class Reachability:
         return {**self.cluster.to_dict(), "reachable": self.reachable, "detail": self.detail}
 
 
-async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float = PROBE_TIMEOUT) -> Reachability:
+#: what a server knows of a cluster without asking it (its watch): a reachability, or None to probe
+Known = Callable[[Cluster, ClusterSource], "Reachability | None"]
+
+
+async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float = PROBE_TIMEOUT,
+                known: Known | None = None) -> Reachability:
     """Whether the cluster answers: ``kubectl version`` for a live one, the file's presence for a snapshot.
 
-    A live cluster the server watches with every kind in sync answers from the watch: its streams
-    are open, so it is reachable now, and the console's poll of this route costs no kubectl call.
-    A watch still listing or broken (a refused connection, or a kind the server may not read)
-    does not tell, so that cluster is probed as any other.
+    ``known`` is what a server already knows (``llm_d_lens/serving/fleet.py``: a watch with every
+    kind in sync answers for its cluster, so a poll costs no kubectl call); when it says nothing,
+    the cluster is probed as any other.
     """
-    from llm_d_lens.monitoring.gpu_driver.kube import server_version_of
+    from llm_d_lens.k8s.version import server_version_of
 
     if cluster.demo:
         return Reachability(cluster, True, "embedded demo snapshot")
@@ -49,9 +54,9 @@ async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float =
         readable = cluster.snapshot.is_file() or cluster.snapshot.is_dir()
         return Reachability(cluster, readable, str(cluster.snapshot) if readable else f"{cluster.snapshot}: no such file")
     source = cluster.source(timeout)
-    watched = _watched(cluster, source)
-    if watched is not None:
-        return watched
+    answered = known(cluster, source) if known is not None else None
+    if answered is not None:
+        return answered
     runner = runner or source.runner()
     try:
         result = await runner.arun(list(VERSION_ARGV), timeout=timeout)
@@ -62,21 +67,9 @@ async def probe(cluster: Cluster, runner: Runner | None = None, timeout: float =
 
 
 async def probe_all(clusters: Sequence[Cluster], runners: Callable[[Cluster], Runner | None] = lambda _: None,
-                    timeout: float = PROBE_TIMEOUT) -> list[Reachability]:
+                    timeout: float = PROBE_TIMEOUT, known: Known | None = None) -> list[Reachability]:
     """Every cluster probed at once: the slowest one sets the time, not their sum."""
-    return list(await asyncio.gather(*(probe(c, runners(c), timeout) for c in clusters)))
-
-
-def _watched(cluster: Cluster, source: ClusterSource) -> Reachability | None:
-    from llm_d_lens.cluster.watched import watch_of
-
-    watch = watch_of(source)
-    if watch is None:
-        return None
-    status = watch.status()
-    if status["state"] != "watching":
-        return None
-    return Reachability(cluster, True, f"watched: {len(status['kinds'])} kinds in sync")
+    return list(await asyncio.gather(*(probe(c, runners(c), timeout, known) for c in clusters)))
 
 
 def _first_line(text: str) -> str:
@@ -137,24 +130,27 @@ def _member_dict(member: Member) -> dict[str, Any]:
 
 
 def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:
-    """One cluster's overview (see :mod:`.cache`); a failure is kept, never raised."""
-    from llm_d_lens.cluster.cache import inventory
-    from llm_d_lens.cluster.watched import freshness
+    """One cluster's overview, read now; a failure is kept, never raised."""
+    from llm_d_lens.cluster.service import inspect
 
     source = cluster.source(timeout)
     try:
-        found = inventory(source, runner)
+        overview = inspect(source, runner)
     except LensError as exc:
         return Member(cluster, None, exc)
-    return Member(cluster, found.overview.to_dict(), read_at=found.read_at, freshness=freshness(source, found))
+    read_at = time.time()
+    return Member(cluster, overview.to_dict(), read_at=read_at, freshness=read_freshness(source, read_at))
+
+
+def read_freshness(source: ClusterSource, read_at: float) -> dict[str, Any]:
+    """How fresh an answer read once at ``read_at`` is: a file's never changes, a live read ages."""
+    if not source.live:
+        return {"mode": "demo" if source.demo else "snapshot", "state": "static", "static": True,
+                "observed_at": read_at, "age_seconds": None}
+    return {"mode": "list", "state": "read-once", "static": False, "observed_at": read_at,
+            "age_seconds": round(max(0.0, time.time() - read_at), 3)}
 
 
 def read_members(clusters: Sequence[Cluster], timeout: float, runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:
     """Each cluster's overview, read one after the other (the CLI)."""
     return [read_member(cluster, timeout, runners(cluster)) for cluster in clusters]
-
-
-async def gather_members(clusters: Sequence[Cluster], timeout: float,
-                         runners: Callable[[Cluster], Runner | None] = lambda _: None) -> list[Member]:
-    """Each cluster's overview in a worker thread, all at once (the server): the event loop stays free."""
-    return list(await asyncio.gather(*(asyncio.to_thread(read_member, c, timeout, runners(c)) for c in clusters)))

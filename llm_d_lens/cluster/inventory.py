@@ -25,7 +25,14 @@ from typing import Any
 from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.model import Bucket, Channel, NodeHardware, NodeRecord, Overview, Unsupported
+from llm_d_lens.cluster.model import (
+    Bucket,
+    Channel,
+    NodeHardware,
+    NodeRecord,
+    Overview,
+    Unsupported,
+)
 from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
 from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
 from llm_d_lens.cluster.quantity import QuantityError, parse_count

@@ -13,11 +13,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.cluster.decode import decode_list
+from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.cluster.snapshot import refused_values
 from llm_d_lens.jsonread import JsonRefused
-from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, Runner, format_command
+from llm_d_lens.runner import (
+    CommandFailed,
+    CommandOutputInvalid,
+    Runner,
+    format_command,
+)
 
 #: What kubectl prints when the API server does not know a resource type.
 NO_RESOURCE_TYPE = "the server doesn't have a resource type"

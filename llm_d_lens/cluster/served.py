@@ -11,12 +11,13 @@ The first cluster is the one ``/api/v1/clusters/overview`` and the console read 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters, load_file
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
+from llm_d_lens.runner import Runner
 
 #: what the CLI's words for a source are on the server: the environment variables that set them
 SERVER_SETTINGS = {"--context": "LENS_KUBE_CONTEXT", "--kubeconfig": "LENS_KUBECONFIG",
@@ -63,3 +64,40 @@ def kubectl_timeout(env: Mapping[str, str] | None = None) -> float:
     """``LENS_KUBECTL_TIMEOUT`` for every served cluster."""
     return server_source({k: v for k, v in (os.environ if env is None else env).items()
                           if k == "LENS_KUBECTL_TIMEOUT"}).timeout
+
+
+# -- what a route depends on: overridden in tests (a FakeRunner, another source) ---------------
+
+#: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
+_SOURCE_SETTINGS = (CLUSTERS_ENV, *SINGLE_SETTINGS, "LENS_KUBECTL_TIMEOUT")
+_last_source: tuple[tuple[str | None, ...], ClusterSource] | None = None
+
+
+def cluster_source() -> ClusterSource:
+    """The server's first (default) cluster; worked out again only when the settings it comes from change.
+
+    Every overview request asks for it, and working it out from the environment cost a cached
+    answer about as much as the rest of the route; a ``LENS_CLUSTERS`` file is read each time.
+    """
+    global _last_source
+    settings = tuple(os.environ.get(name) for name in _SOURCE_SETTINGS)
+    last = _last_source
+    if last is not None and last[0] == settings:
+        return last[1]
+    source = served_clusters().clusters[0].source(kubectl_timeout())
+    _last_source = None if settings[0] else (settings, source)
+    return source
+
+
+def cluster_runner() -> Runner | None:
+    """None: the source builds a CommandRunner; tests override this with a FakeRunner."""
+    return None
+
+
+def configured_clusters() -> Clusters:
+    return served_clusters()
+
+
+def cluster_runners() -> Callable[[Cluster], Runner | None]:
+    """Each named cluster's runner; None: its source builds a CommandRunner. Tests override this."""
+    return lambda _cluster: None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.model import Overview
@@ -11,21 +14,20 @@ from llm_d_lens.runner import Runner
 
 
 def inspect(source: ClusterSource, runner: Runner | None = None, catalog: Catalog | None = None, *,
-            until_exit: bool = False) -> Overview:
+            keep: Callable[[Any], None] | None = None) -> Overview:
     """Read the source and count it, with the raw objects living and dying inside one GC pause.
 
     The parsed cluster is freed by reference counting before the collector resumes, so no
     collection ever walks its millions of objects (see :func:`snapshot.gc_paused`). A one-shot
-    command passes ``until_exit``: then the ``lens`` console script never frees them at all
-    (see :mod:`llm_d_lens.cli.lifetime`); anywhere else they are freed here as usual.
+    command's edge may pass ``keep`` (the console script's
+    :func:`~llm_d_lens.terminal.lifetime.keep_until_exit`), which is handed the parsed objects
+    instead; otherwise they are freed here as usual.
     """
-    from llm_d_lens.cli.lifetime import keep_until_exit
-
     with gc_paused():
         objects = source.load(runner, partial=True)  # only the fields the inventory reads
         try:
             return build_inventory(objects, catalog, source=source.describe())
         finally:
-            if until_exit:
-                keep_until_exit(objects)
+            if keep is not None:
+                keep(objects)
             del objects

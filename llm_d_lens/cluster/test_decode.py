@@ -10,14 +10,25 @@ from typing import Any
 
 import pytest
 
+from llm_d_lens import jsonread
 from llm_d_lens.cluster import decode
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.live import fetch_sync
 from llm_d_lens.cluster.snapshot import load_snapshot
 from llm_d_lens.cluster.test_live import dra_cluster
-from llm_d_lens.cluster.test_support import (as_list, attributes, claim, container, device, device_class, node, pod,
-                                             resource_slice, shared_root)
+from llm_d_lens.cluster.test_support import (
+    as_list,
+    attributes,
+    claim,
+    container,
+    device,
+    device_class,
+    node,
+    pod,
+    resource_slice,
+    shared_root,
+)
 from llm_d_lens.errors import LensError
 from llm_d_lens.testing.fake_runner import FakeRunner
 
@@ -167,7 +178,6 @@ def test_a_value_the_strict_reader_refuses_is_refused_where_msgspec_skips_it(tmp
 
 
 def kubectl_outcome(stdout: str, *, partial: bool) -> tuple[str, Any]:
-    from llm_d_lens.cluster.test_live import PODS
 
     runner = dra_cluster(FakeRunner(), PODS={"stdout": stdout})
     try:
@@ -207,23 +217,23 @@ def test_nesting_around_the_recursion_limit_gets_the_strict_readers_answer(tmp_p
 
 @pytest.mark.parametrize("literal", [b"1e400", b"1E+0309", b"7" * 120], ids=str)
 def test_the_scan_finds_a_literal_wherever_the_chunks_cut_it(monkeypatch: pytest.MonkeyPatch, literal: bytes) -> None:
-    monkeypatch.setattr(decode, "_CHUNK", 1024)
+    monkeypatch.setattr(jsonread, "_CHUNK", 1024)
     for offset in range(1024 - len(literal) - 3, 1024 + 3):
         for gap in (b"", b" \n" * 700):  # the number's end can be far away, past the next chunk's start
             text = b" " * offset + b"[" + literal + gap + b"]" + b" " * 2000
-            assert decode.may_be_refused(text) and decode.may_be_refused(text.decode()), (offset, len(gap))
-            assert not decode.may_be_refused(text.replace(literal, b"1")), (offset, len(gap))
+            assert jsonread.may_be_refused(text) and jsonread.may_be_refused(text.decode()), (offset, len(gap))
+            assert not jsonread.may_be_refused(text.replace(literal, b"1")), (offset, len(gap))
 
 
 def test_the_scan_checks_utf8_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decode, "_CHUNK", 1024)
+    monkeypatch.setattr(jsonread, "_CHUNK", 1024)
     for offset in range(1024 - 5, 1024 + 2):
         for char in ("\u00e9", "\u20ac", "\U0001f680"):
             valid = b" " * offset + b'"' + char.encode() + b'"' + b" " * 1500
-            assert not decode.may_be_refused(valid), (offset, char)
+            assert not jsonread.may_be_refused(valid), (offset, char)
             cut = b" " * offset + b'"' + char.encode()[:-1] + b'"' + b" " * 1500  # a sequence missing its last byte
-            assert decode.may_be_refused(cut), (offset, char)
-        assert decode.may_be_refused(b" " * offset + b"\xe2\x82")  # the text ends inside a sequence
+            assert jsonread.may_be_refused(cut), (offset, char)
+        assert jsonread.may_be_refused(b" " * offset + b"\xe2\x82")  # the text ends inside a sequence
 
 
 def test_realistic_snapshots_take_the_fast_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -14,7 +14,16 @@ from llm_d_lens.cluster import source as source_module
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.live import fetch_sync
 from llm_d_lens.cluster.snapshot import load_snapshot
-from llm_d_lens.cluster.test_support import as_list, attributes, claim, device, device_class, node, pod, resource_slice
+from llm_d_lens.cluster.test_support import (
+    as_list,
+    attributes,
+    claim,
+    device,
+    device_class,
+    node,
+    pod,
+    resource_slice,
+)
 from llm_d_lens.runner import CommandFailed, CommandNotFound, CommandOutputInvalid
 from llm_d_lens.testing.fake_runner import FakeRunner
 

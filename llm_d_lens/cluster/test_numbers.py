@@ -18,9 +18,22 @@ from hypothesis import strategies as st
 
 from llm_d_lens.cli.app import main
 from llm_d_lens.cluster.errors import ObjectInvalid, SnapshotInvalid
-from llm_d_lens.cluster.quantity import QuantityError, parse_bytes, parse_count, parse_quantity
+from llm_d_lens.cluster.quantity import (
+    QuantityError,
+    parse_bytes,
+    parse_count,
+    parse_quantity,
+)
 from llm_d_lens.cluster.snapshot import load_snapshot
-from llm_d_lens.cluster.test_support import as_list, attributes, claim, device, node, pod, resource_slice
+from llm_d_lens.cluster.test_support import (
+    as_list,
+    attributes,
+    claim,
+    device,
+    node,
+    pod,
+    resource_slice,
+)
 from llm_d_lens.errors import LensError
 
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
@@ -111,8 +124,8 @@ def test_the_largest_int64_is_still_read():
 
 
 def test_a_snapshot_with_a_nan_is_a_problem_document_from_the_api_not_a_500(tmp_path):
-    from llm_d_lens.cluster.test_api import client_for
     from llm_d_lens.cluster.source import ClusterSource
+    from llm_d_lens.serving.test_api import client_for
 
     for text in (GPU_NODE.replace(": 8", ": NaN"), GPU_NODE.replace(": 8", ": " + "7" * 5000),
                  GPU_NODE.replace(": 8", ': "1e400"')):

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_d_lens.cluster.quantity import QuantityError, parse_bytes, parse_count, parse_quantity
+from llm_d_lens.cluster.quantity import (
+    QuantityError,
+    parse_bytes,
+    parse_count,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(

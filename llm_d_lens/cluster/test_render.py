@@ -7,7 +7,13 @@ import pytest
 from llm_d_lens.cluster.render import overview_renderable
 from llm_d_lens.cluster.service import inspect
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.testing.tables import assert_readable, assert_right_aligned, body_rows, header_cells, render
+from llm_d_lens.testing.tables import (
+    assert_readable,
+    assert_right_aligned,
+    body_rows,
+    header_cells,
+    render,
+)
 
 DEFAULT = ["HARDWARE", "NODES", "DEVICES", "TOTAL", "IN USE", "FREE", "VRAM (GiB)"]
 NODES = ["NODE", "STATUS", "HARDWARE", "IN USE", "FREE", "VRAM (GiB)"]

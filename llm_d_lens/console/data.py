@@ -77,7 +77,7 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def inventory(cluster: str | None = None) -> Panel:
     """A configured cluster's inventory (the first without a name), as ``GET /api/v1/clusters/...`` reads it, and when it was read."""
-    from llm_d_lens.cluster.api import cluster_runner, cluster_source, read_inventory
+    from llm_d_lens.serving.api import cluster_runner, cluster_source, read_inventory
 
     async def load() -> dict[str, Any]:
         if cluster is None:
@@ -86,7 +86,7 @@ async def inventory(cluster: str | None = None) -> Panel:
             from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
 
             source = served_clusters().get(cluster).source(kubectl_timeout())
-        from llm_d_lens.cluster.watched import freshness
+        from llm_d_lens.serving.watched import freshness
 
         found = await read_inventory(source, cluster_runner())
         return {"overview": found.overview.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found)}
@@ -96,7 +96,7 @@ async def inventory(cluster: str | None = None) -> Panel:
 
 async def fleet() -> Panel:
     """``GET /api/v1/fleet/overview``: every served cluster's share of each hardware, unreadable ones with their error."""
-    from llm_d_lens.cluster.api import cluster_runner
+    from llm_d_lens.serving.api import cluster_runner
 
     async def load() -> dict[str, Any]:
         from llm_d_lens.cluster.fleet import fleet_document, gather_members
@@ -121,7 +121,7 @@ def cluster_choices() -> list[dict[str, str]]:
 
 async def driver_status(profile_id: str) -> Panel:
     """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
-    from llm_d_lens.cluster.api import cluster_source
+    from llm_d_lens.serving.api import cluster_source
 
     try:
         source = cluster_source()
@@ -247,7 +247,7 @@ async def plan(params: dict[str, Any]) -> Panel:
     """``POST /api/v1/planning/plan`` for the form's model, on the server's cluster."""
 
     async def load() -> Any:
-        from llm_d_lens.cluster.api import cluster_runner, cluster_source
+        from llm_d_lens.serving.api import cluster_runner, cluster_source
         from llm_d_lens.planning.api import PlanRequest, plan as route
 
         request = PlanRequest(model=params["model"], context=params["context"], concurrency=params["concurrency"],

@@ -70,7 +70,7 @@ def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 
 def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
     """(tabs, the banner's problems as /readyz lists them, the capabilities panel); a registry that cannot load is shown, not raised."""
-    from llm_d_lens.api.readiness import problems
+    from llm_d_lens.serving.readiness import problems
 
     try:
         document = data.capabilities()

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cluster.cache import forget
+from llm_d_lens.serving.inventories import forget
 from llm_d_lens.cluster.test_support import as_list, node, pod
 from llm_d_lens.console.charts import capacity_bars, line_chart, nice_ceiling
 from llm_d_lens.console.data import tabs
@@ -263,7 +263,7 @@ def test_the_fleet_page_shows_each_hardware_per_cluster_and_the_unreadable_one(s
     (tmp_path / "clusters.yaml").write_text("clusters:\n  - {name: east, snapshot: east.json, labels: {region: us-east}}\n"
                                             "  - {name: demo, demo: true}\n  - {name: gone, context: no-such-context}\n")
     monkeypatch.setenv("LENS_CLUSTERS", str(tmp_path / "clusters.yaml"))
-    from llm_d_lens.cluster import api as cluster_api
+    from llm_d_lens.serving import api as cluster_api
     from llm_d_lens.testing.fake_runner import FakeRunner
 
     broken = FakeRunner().reply(["kubectl", ...], returncode=1, stderr="error: context was not found for specified context\n")

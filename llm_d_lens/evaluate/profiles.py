@@ -5,13 +5,13 @@ later directory overrides one of the same name earlier on the path, so an enviro
 the shipped ``default``. The file stem is the profile name. Selection is always an explicit
 argument, never an environment variable: a value left set in a shell must not change a later run.
 
-Run as ``python -m llm_d_lens.evaluate.profiles list|compose-file|validate`` for tooling that
-drives its own deployment and should not re-implement parsing and path resolution.
+Tooling that drives its own deployment runs ``lens profiles list|compose-file|flags|validate`` (or
+``python -m llm_d_lens.cli profiles ...``) rather than re-implementing parsing and path resolution.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -125,46 +125,21 @@ def _registry() -> Any:
 def _read_yaml(path: Path) -> tuple[Any, list[Issue]]:
     import yaml
 
+    from llm_d_lens import yamlread
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         return None, [Issue("", f"cannot be read: {exc.strerror}")]
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as exc:
+        data = yamlread.load(text)
+    except yamlread.DuplicateKey as exc:
         return None, [Issue(exc.path, "appears twice; the second value would silently replace the first")]
     except yaml.YAMLError as exc:
         return None, [Issue("", f"is not valid YAML: {exc}")]
     if not isinstance(data, dict):
         return None, [Issue("", "must be a mapping of keys to values")]
     return data, []
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
-
-
-def _make_unique_key_loader() -> type:
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        """Rejects a key given twice in one mapping, which PyYAML otherwise resolves silently."""
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                if key in seen:
-                    raise _DuplicateKey(str(key))
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
-_UniqueKeyLoader = _make_unique_key_loader()
 
 
 # -- what the commands report -------------------------------------------------------------------
@@ -199,16 +174,3 @@ def listing(search: SearchPath) -> list[dict[str, Any]]:
                     "deployment": "external" if loaded.compose_path() is None else "compose"}
         rows.append(row)
     return rows
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m llm_d_lens.evaluate.profiles ...``: the ``lens profiles`` commands, same exits."""
-    import sys
-
-    from llm_d_lens.cli.app import main as lens_main
-
-    return lens_main(["profiles", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

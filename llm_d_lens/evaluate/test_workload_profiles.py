@@ -258,7 +258,7 @@ def test_null_drops_a_flag_a_profile_would_otherwise_get():
 
 
 def run_module(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "llm_d_lens.evaluate.profiles", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "llm_d_lens.cli", "profiles", *args], capture_output=True,
                           text=True, cwd=REPO_ROOT, timeout=60)
 
 

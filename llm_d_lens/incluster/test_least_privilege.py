@@ -144,7 +144,7 @@ def cluster() -> Recorder:
                  json_body={**empty(), "items": [pod for listed in pods.values() for pod in listed]})
     for tool, output in TOOL_OUTPUT.items():
         runner.reply(lambda argv, tool=tool: argv[:2] == ["kubectl", "exec"] and tool in argv[argv.index("--") + 1:][:1],
-                     stdout=(PACKAGE / "planning" / "testdata" / output).read_text(encoding="utf-8"))
+                     stdout=(PACKAGE / "cluster" / "testdata" / output).read_text(encoding="utf-8"))
     runner.reply(["helm", "upgrade", "--install", ...], stdout="Release has been upgraded. Happy Helming!\n")
     runner.reply(["kubectl", "apply", ...], stdout="configured\n")
     return runner
@@ -264,7 +264,7 @@ def report_versions(runner: Recorder) -> None:
 
 def discover_node_memory(runner: Recorder) -> None:
     """`lens plan --discover`: each profile's vendor tool, run in its driver pod on the node."""
-    from llm_d_lens.planning.node_discovery import run_on_node
+    from llm_d_lens.cluster.node_discovery import run_on_node
 
     profiles = [p for p in get_registry().profiles() if p.planning.discovery is not None]
     assert profiles, "no profile declares planning.discovery: nothing would exec"
@@ -276,8 +276,8 @@ def discover_node_memory(runner: Recorder) -> None:
 def watch_live_clusters(runner: Recorder) -> None:
     """`lens serve`: each live cluster's kinds listed once, then watched from the list's resourceVersion."""
     from llm_d_lens.cluster.source import ClusterSource
-    from llm_d_lens.cluster.watch import DRA_DISCOVERY, KINDS
-    from llm_d_lens.cluster.watched import WatchedCluster
+    from llm_d_lens.serving.watch import DRA_DISCOVERY, KINDS
+    from llm_d_lens.serving.watched import WatchedCluster
 
     runner.reply(list(DRA_DISCOVERY), json_body={"kind": "APIGroup", "name": "resource.k8s.io",
                                                  "preferredVersion": {"groupVersion": "resource.k8s.io/v1", "version": "v1"}})

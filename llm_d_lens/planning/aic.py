@@ -111,7 +111,10 @@ def worker_catalogue() -> dict[str, Any]:
 
     import yaml
     from aiconfigurator_core.sdk.common import DefaultHFModels
-    from aiconfigurator_core.sdk.perf_database import get_supported_databases, get_systems_paths
+    from aiconfigurator_core.sdk.perf_database import (
+        get_supported_databases,
+        get_systems_paths,
+    )
 
     supported = get_supported_databases()
     systems: dict[str, Any] = {}

@@ -13,9 +13,16 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.cluster.api import cluster_runner, cluster_source
+from llm_d_lens.serving.api import cluster_runner, cluster_source
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.planning.fit import DEFAULT_CONTEXT, DEFAULT_MEMORY_UTILIZATION, DEFAULT_OVERHEAD_GIB, MAX_CONCURRENCY, MAX_CONTEXT, MAX_OVERHEAD_GIB
+from llm_d_lens.planning.fit import (
+    DEFAULT_CONTEXT,
+    DEFAULT_MEMORY_UTILIZATION,
+    DEFAULT_OVERHEAD_GIB,
+    MAX_CONCURRENCY,
+    MAX_CONTEXT,
+    MAX_OVERHEAD_GIB,
+)
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["planning"])
@@ -84,11 +91,11 @@ async def plan(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per accelerator pool: the TP/PP options that fit, headroom, max sequences, replicas, sources."""
-    from llm_d_lens.web.request_fields import flags_as_fields
     from llm_d_lens.errors import LensError, ServerNotConfigured
     from llm_d_lens.planning.aic import status
     from llm_d_lens.planning.fit import FitRequest
     from llm_d_lens.planning.service import plan as make_plan
+    from llm_d_lens.web.request_fields import flags_as_fields
 
     with flags_as_fields(FIELDS):
         spec = _spec(request)

@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from llm_d_lens.planning.architecture import ModelSpec, from_config
-from llm_d_lens.planning.errors import ModelConfigInvalid, ModelConfigNotFound, ModelUnknown
+from llm_d_lens.planning.errors import (
+    ModelConfigInvalid,
+    ModelConfigNotFound,
+    ModelUnknown,
+)
 
 #: a config.json is a few kilobytes; anything far larger is not one
 MAX_CONFIG_BYTES = 4 * 1024 * 1024

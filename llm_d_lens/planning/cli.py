@@ -14,8 +14,13 @@ from typing import Any
 import typer
 
 from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
-from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_output_option
 from llm_d_lens.runner import DEFAULT_TIMEOUT
+from llm_d_lens.terminal.output import (
+    ListFormat,
+    OutputFormat,
+    emit,
+    list_output_option,
+)
 
 app = typer.Typer(invoke_without_command=True)
 
@@ -62,10 +67,9 @@ def plan(
     from llm_d_lens.planning.aic import status
     from llm_d_lens.planning.catalogue import resolve
     from llm_d_lens.planning.fit import FitRequest
+    from llm_d_lens.planning.predictions import Targets
     from llm_d_lens.planning.render import plan_renderable
     from llm_d_lens.planning.service import plan as make_plan
-
-    from llm_d_lens.planning.predictions import Targets
 
     spec = resolve(model)
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
@@ -86,8 +90,8 @@ def plan(
         result = make_plan(spec, request, source, discover=discover)
     aic = status()
     if predict and aic.available:
-        from llm_d_lens.terminal.output import console
         from llm_d_lens.planning.service import start_predictions
+        from llm_d_lens.terminal.output import console
 
         console(stderr=True).print("AIC: searching each matched pool (8-25 s a system)...", highlight=False, markup=False)
         from llm_d_lens.planning.errors import PredictionsUnavailable
@@ -128,7 +132,7 @@ def _planning_step(source: Any, discover: bool) -> str:
 @app.command("models")
 def models(output: ListFormat = list_output_option()) -> None:
     """The catalogue: shapes and published parameter counts of common open models."""
-    from llm_d_lens.planning.catalogue import entries, catalogue_spec
+    from llm_d_lens.planning.catalogue import catalogue_spec, entries
     from llm_d_lens.planning.render import models_renderable
 
     specs = [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
@@ -151,10 +155,10 @@ def discover_devices(
     """Devices a node's vendor tool lists (product, memory, PCI address), read by the profile's parser."""
     import sys
 
+    from llm_d_lens.cluster.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
+    from llm_d_lens.cluster.node_discovery import PodRef, run_on_node
+    from llm_d_lens.cluster.node_tools import parse
     from llm_d_lens.hardware.registry import get_profile
-    from llm_d_lens.planning.discovery import parse
-    from llm_d_lens.planning.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
-    from llm_d_lens.planning.node_discovery import PodRef, run_on_node
     from llm_d_lens.planning.render import devices_renderable
     from llm_d_lens.runner import CommandRunner
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.cluster.model import GIB, Bucket, Channel, Counts, NodeHardware, NodeRecord, Overview, Vram
+from llm_d_lens.cluster.model import (
+    GIB,
+    Bucket,
+    Channel,
+    Counts,
+    NodeHardware,
+    NodeRecord,
+    Overview,
+    Vram,
+)
 
 
 def node(name: str, profile: str, devices: int, memory_gib: float | None, *, allocated: int = 0,

@@ -59,23 +59,6 @@ class RequestInvalid(PlanningError):
         super().__init__(f"{field}: {show(value)} {reason}", details={"field": field, "value": show(value, 200), "reason": reason})
 
 
-class DiscoveryOutputInvalid(PlanningError):
-    """A node discovery tool printed something its profile's parser cannot read."""
-
-    code = "PLANNING_DISCOVERY_OUTPUT_INVALID"
-    http_status = 422
-
-    def __init__(self, source: str, where: str, reason: str):
-        super().__init__(f"{source}: {where}: {reason}", details={"source": source, "where": where, "reason": reason})
-
-
-class DiscoveryUnavailable(PlanningError):
-    """A profile declares no discovery command, or no pod on the node can run it."""
-
-    code = "PLANNING_DISCOVERY_UNAVAILABLE"
-    http_status = 409
-
-
 class PredictionsUnavailable(PlanningError):
     """AIC predictions were asked for but the optional extra is not installed (or failed to load)."""
 

@@ -144,7 +144,7 @@ def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None,
     overview = inspect(source, runner)
     notes: list[str] = []
     if discover:
-        from llm_d_lens.planning.node_discovery import discover_into
+        from llm_d_lens.cluster.node_discovery import discover_into
 
         notes = discover_into(overview, source, runner)
     result = plan_for_overview(model, request, overview)

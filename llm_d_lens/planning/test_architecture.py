@@ -7,8 +7,19 @@ import json
 import pytest
 
 from llm_d_lens.planning.architecture import from_config
-from llm_d_lens.planning.catalogue import all_specs, catalogue_spec, nearest, parse_json, read_config_file, resolve
-from llm_d_lens.planning.errors import ModelConfigInvalid, ModelConfigNotFound, ModelUnknown
+from llm_d_lens.planning.catalogue import (
+    all_specs,
+    catalogue_spec,
+    nearest,
+    parse_json,
+    read_config_file,
+    resolve,
+)
+from llm_d_lens.planning.errors import (
+    ModelConfigInvalid,
+    ModelConfigNotFound,
+    ModelUnknown,
+)
 
 LLAMA_8B = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
             "vocab_size": 128256, "intermediate_size": 14336, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}

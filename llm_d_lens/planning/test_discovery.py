@@ -7,17 +7,22 @@ from pathlib import Path
 
 import pytest
 
+from llm_d_lens.cluster.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
+from llm_d_lens.cluster.node_discovery import (
+    PodRef,
+    fill_unknown_memory,
+    find_pod,
+    run_on_node,
+)
+from llm_d_lens.cluster.node_tools import parse
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.planning.catalogue import catalogue_spec
-from llm_d_lens.planning.discovery import parse
-from llm_d_lens.planning.errors import DiscoveryOutputInvalid, DiscoveryUnavailable
 from llm_d_lens.planning.fit import FitRequest
-from llm_d_lens.planning.node_discovery import PodRef, fill_unknown_memory, find_pod, run_on_node
 from llm_d_lens.planning.service import plan_for_overview
 from llm_d_lens.testing.fake_runner import FakeRunner
 
-DATA = Path(__file__).parent / "testdata"
+DATA = Path(__file__).resolve().parents[1] / "cluster" / "testdata"  # the node tools live in the cluster domain
 MIB, GIB = 2**20, 2**30
 
 

@@ -19,8 +19,16 @@ from llm_d_lens.planning.catalogue import catalogue_spec
 from llm_d_lens.planning.errors import PredictionsUnavailable, RequestInvalid
 from llm_d_lens.planning.fit import FitRequest
 from llm_d_lens.planning.pools import Pool, PoolNode
-from llm_d_lens.planning.predictions import (SystemFacts, Targets, aic_model_name, best_row, copies, judge, match_system,
-                                              plan_queries)
+from llm_d_lens.planning.predictions import (
+    SystemFacts,
+    Targets,
+    aic_model_name,
+    best_row,
+    copies,
+    judge,
+    match_system,
+    plan_queries,
+)
 from llm_d_lens.planning.service import plan, start_predictions
 
 DATA = Path(__file__).parent / "testdata"

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
 from llm_d_lens.cli.app import main
-from llm_d_lens.cluster import api as cluster_api
+from llm_d_lens.serving import api as cluster_api
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.planning import aic
 from llm_d_lens.planning.errors import PredictionsUnavailable

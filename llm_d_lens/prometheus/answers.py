@@ -13,7 +13,7 @@ reader and the client's checks, which give today's answer or today's coded error
   reached by an answer this reader accepts.
 - What the strict reader refuses where msgspec reads a number or a string without a word (a literal
   beyond a double, an integer over 100 digits, bytes that are not UTF-8) is looked for first by the
-  pre-scan the snapshot reader uses (:func:`llm_d_lens.cluster.decode.may_be_refused`).
+  pre-scan the snapshot reader uses (:func:`llm_d_lens.jsonread.may_be_refused`).
 - Anything else (an error answer, a scalar, a warning that is not a string, a value that is not a
   number's spelling, a timestamp that is not a number) gets ``None``: the caller reads the answer the
   strict way.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import msgspec
 
-from llm_d_lens.cluster.decode import may_be_refused
+from llm_d_lens.jsonread import may_be_refused
 from llm_d_lens.prometheus.client import Sample
 
 

@@ -16,7 +16,8 @@ from typing import Any, Literal
 from llm_d_lens.k8s.objects import labels_of
 from llm_d_lens.monitoring.gpu_driver import commands
 from llm_d_lens.monitoring.gpu_driver.errors import KubernetesTooOld, ReleaseConflict
-from llm_d_lens.monitoring.gpu_driver.kube import VERSION_ARGV, ClusterView, parse_version
+from llm_d_lens.monitoring.gpu_driver.kube import VERSION_ARGV, ClusterView
+from llm_d_lens.k8s.version import parse_version
 from llm_d_lens.monitoring.gpu_driver.status import matching_daemonsets
 from llm_d_lens.monitoring.gpu_driver.target import DriverTarget, nested_values
 from llm_d_lens.runner import CommandNotFound, redact

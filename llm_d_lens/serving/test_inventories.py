@@ -13,10 +13,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from llm_d_lens.cluster import cache, service
+from llm_d_lens.cluster import service
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.cluster.test_api import client_for
+from llm_d_lens.serving.test_api import client_for
 from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.serving import inventories as cache
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +130,7 @@ def test_a_live_cluster_is_read_on_every_request_yet_revalidates(tmp_path: Path)
 
 def test_the_servers_source_follows_its_settings_and_its_clusters_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cluster_source() is worked out once per setting, not once per request, and never outlives a change."""
-    from llm_d_lens.cluster.api import cluster_source
+    from llm_d_lens.serving.api import cluster_source
 
     for name in ("LENS_CLUSTERS", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_KUBECTL_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)

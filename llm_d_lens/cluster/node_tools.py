@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llm_d_lens.cluster.errors import DiscoveryOutputInvalid
 from llm_d_lens.hardware.pci import normalise_pci
-from llm_d_lens.planning.errors import DiscoveryOutputInvalid
 
 FACTS = ("product", "memory_bytes", "memory_mib", "memory_gib", "pci_bus_id", "uuid", "serial", "partition")
 #: what one unit is in bytes; "MB" and "GB" as device tools print them mean MiB and GiB

@@ -27,7 +27,7 @@ def problems() -> list[dict[str, Any]]:
 
 def watch_problems() -> list[dict[str, Any]]:
     """Live clusters whose watch is broken (``kind: cluster-watch``): their answers are the last known state."""
-    from llm_d_lens.cluster.watched import problems as broken_watches
+    from llm_d_lens.serving.watched import problems as broken_watches
 
     return broken_watches()
 

@@ -36,7 +36,13 @@ from urllib.parse import urlencode
 
 from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.errors import LensError
-from llm_d_lens.runner import CommandFailed, CommandOutputInvalid, CommandStream, Runner, format_command
+from llm_d_lens.runner import (
+    CommandFailed,
+    CommandOutputInvalid,
+    CommandStream,
+    Runner,
+    format_command,
+)
 
 DRA_GROUP = "resource.k8s.io"
 #: pods that finished hold no device; the API server filters them out of the list and the watch

@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from llm_d_lens.cluster.errors import DiscoveryUnavailable
 from llm_d_lens.cluster.model import NodeHardware, Overview
+from llm_d_lens.cluster.node_tools import DiscoveredDevice, parse
+from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.planning.discovery import DiscoveredDevice, parse
-from llm_d_lens.planning.errors import DiscoveryUnavailable, PlanningError
 from llm_d_lens.runner import CommandError, Runner
 
 
@@ -109,7 +110,7 @@ def fill_unknown_memory(overview: Overview, profiles: dict[str, HardwareProfile]
                 continue
             try:
                 devices, where = run_on_node(profile, node.name, runner)
-            except (PlanningError, CommandError) as exc:  # one node's failure never stops the plan
+            except (LensError, CommandError) as exc:  # one node's failure never stops the plan
                 notes.append(f"{node.name}: {hardware.profile_id}: node discovery failed: {exc.message}")
                 continue
             notes.append(_apply(hardware, devices, where, node.name, buckets.get(hardware.profile_id)))

@@ -16,15 +16,22 @@ from typing import Any
 
 import pytest
 
-from llm_d_lens.cluster import watch as watch_module
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
 from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.cluster.test_support import claim, device, device_class, node, pod, resource_slice
-from llm_d_lens.cluster.watch import DRA_DISCOVERY, KINDS, RUNNING_PODS, WatchGone
-from llm_d_lens.cluster.watched import WatchedCluster, WatchNotSynced, freshness
+from llm_d_lens.cluster.test_support import (
+    claim,
+    device,
+    device_class,
+    node,
+    pod,
+    resource_slice,
+)
+from llm_d_lens.serving import watch as watch_module
+from llm_d_lens.serving.watch import DRA_DISCOVERY, KINDS, RUNNING_PODS, WatchGone
+from llm_d_lens.serving.watched import WatchedCluster, WatchNotSynced, freshness
 from llm_d_lens.testing.fake_runner import FakeRunner
 
 Obj = dict[str, Any]
@@ -379,7 +386,7 @@ def test_started_watches_run_in_threads_that_stop_cleanly() -> None:
 
 
 def test_freshness_of_answers_that_are_not_watched() -> None:
-    from llm_d_lens.cluster.cache import Inventory
+    from llm_d_lens.serving.inventories import Inventory
 
     read = Inventory(overview=None, read_at=time.time() - 5)  # type: ignore[arg-type]
     once = freshness(SOURCE, read)
@@ -389,7 +396,7 @@ def test_freshness_of_answers_that_are_not_watched() -> None:
 
 
 def test_with_the_builder_running_a_request_never_builds_and_says_what_it_is_behind(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_d_lens.cluster import watched as watched_module
+    from llm_d_lens.serving import watched as watched_module
 
     monkeypatch.setattr(watched_module, "SETTLE_SECONDS", 0.3)
     cluster = gpu_cluster()

@@ -30,14 +30,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from llm_d_lens.cluster.cache import Inventory
 from llm_d_lens.cluster.clusters import Cluster
+from llm_d_lens.cluster.fleet import read_freshness
 from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
 from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.cluster.watch import DRA_DISCOVERY, DRA_GROUP, KINDS, NOT_FOUND, KindWatch, WatchKind
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import CommandFailed, Runner
+from llm_d_lens.serving.inventories import Inventory
+from llm_d_lens.serving.watch import (
+    DRA_DISCOVERY,
+    DRA_GROUP,
+    KINDS,
+    NOT_FOUND,
+    KindWatch,
+    WatchKind,
+)
 
 WATCH_ENV = "LENS_CLUSTER_WATCH"
 #: how long a request waits for a just-started watch's first lists before answering 503
@@ -137,7 +145,7 @@ class WatchedCluster:
         preferred = document.get("preferredVersion") if isinstance(document, dict) else None
         version = preferred.get("version") if isinstance(preferred, dict) else None
         if not isinstance(version, str) or not version:
-            from llm_d_lens.cluster.watch import WatchFailed
+            from llm_d_lens.serving.watch import WatchFailed
 
             raise WatchFailed(f"the {DRA_GROUP} discovery document names no preferredVersion")
         return version
@@ -214,7 +222,7 @@ class WatchedCluster:
             except Exception:  # a bug must not end the builder: log it, answer on demand instead
                 import logging
 
-                logging.getLogger("llm_d_lens.cluster.watched").exception("building cluster %r's inventory failed", self.name)
+                logging.getLogger("llm_d_lens.serving.watched").exception("building cluster %r's inventory failed", self.name)
 
     def _wait_first_sync(self) -> None:
         deadline = time.monotonic() + self.first_sync
@@ -334,12 +342,7 @@ def freshness(source: ClusterSource, found: Inventory) -> dict[str, Any]:
             # the kept objects are current, this answer is their state at its build
             status.update(observed_at=found.read_at, age_seconds=round(max(0.0, time.time() - found.read_at), 3))
         return status
-    if not source.live:
-        return {"mode": "demo" if source.demo else "snapshot", "state": "static", "static": True,
-                "observed_at": found.read_at, "age_seconds": None}
-    now = time.time()
-    return {"mode": "list", "state": "read-once", "static": False, "observed_at": found.read_at,
-            "age_seconds": round(max(0.0, now - found.read_at), 3)}
+    return read_freshness(source, found.read_at)
 
 
 def problems() -> list[dict[str, Any]]:

@@ -17,10 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cluster import cache, source, watched
-from llm_d_lens.cluster import watch as watch_module
+from llm_d_lens.cluster import source
 from llm_d_lens.cluster.test_support import node, pod
-from llm_d_lens.cluster.test_watch import GPU, LABELS, PLURALS, Cluster
+from llm_d_lens.serving.test_watch import GPU, LABELS, PLURALS, Cluster
+from llm_d_lens.serving import inventories as cache
+from llm_d_lens.serving import watch as watch_module
+from llm_d_lens.serving import watched
 from llm_d_lens.testing.fake_runner import FakeRunner
 
 REFUSED = "The connection to the server down.example:6443 was refused - did you specify the right host or port?\n"

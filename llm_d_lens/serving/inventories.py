@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from starlette.concurrency import run_in_threadpool
+
 from llm_d_lens.cluster.model import Overview
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
+from llm_d_lens.errors import LensError, ServerNotConfigured
 from llm_d_lens.runner import Runner
 
 if TYPE_CHECKING:
@@ -138,7 +141,7 @@ def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     from llm_d_lens.cluster.service import inspect
 
     if source.live:  # a live cluster the server watches is answered from memory (see .watched)
-        from llm_d_lens.cluster.watched import watched_inventory
+        from llm_d_lens.serving.watched import watched_inventory
 
         watched = watched_inventory(source)
         if watched is not None:
@@ -177,3 +180,16 @@ def forget() -> None:
     """Drop the kept inventories (tests, and a server told to re-read)."""
     with _lock:
         _kept.clear()
+
+
+async def read_inventory(source: ClusterSource, runner: Runner | None) -> Any:
+    """The server's inventory (see :func:`inventory`); a broken configured snapshot is the server's 503. Shared with the console."""
+    # kubectl, parsing and counting run in a worker thread: the event loop stays free meanwhile.
+    try:
+        return await run_in_threadpool(inventory, source, runner)
+    except LensError as exc:
+        if source.snapshot is None:
+            raise
+        # the snapshot is the server's configuration, not anything the caller sent
+        raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
+                                  details={"cause": exc.code, **exc.details}) from None

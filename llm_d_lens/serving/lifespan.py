@@ -19,8 +19,8 @@ from llm_d_lens.errors import LensError
 
 @asynccontextmanager
 async def lifespan(_app: Any) -> AsyncIterator[None]:
-    from llm_d_lens.cluster import watched
     from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
+    from llm_d_lens.serving import watched
 
     started: list[watched.WatchedCluster] = []
     if watched.enabled():
