@@ -1,4 +1,4 @@
-"""What each console panel shows, read through the API's own route functions and services.
+"""What each console panel shows, read through the same domain services the API's routes call.
 
 Every loader returns a :class:`Panel`: the data, or the coded error that kept it from being read
 (no Prometheus configured, Prometheus down, kubectl failing, no llm-d checkout). A panel never
@@ -56,9 +56,9 @@ async def guarded(load: Callable[[], Awaitable[Any]]) -> Panel:
 
 def capabilities() -> dict[str, Any]:
     """``GET /api/v1/hardware/capabilities``, exactly."""
-    from llm_d_lens.hardware.api import capabilities as route
+    from llm_d_lens.hardware.views import capabilities as document
 
-    return route()
+    return document()
 
 
 def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -77,18 +77,16 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def inventory(cluster: str | None = None) -> Panel:
     """A configured cluster's inventory (the first without a name), as ``GET /api/v1/clusters/...`` reads it, and when it was read."""
-    from llm_d_lens.serving.api import cluster_runner, cluster_source, read_inventory
+    from llm_d_lens.cluster import served
+    from llm_d_lens.serving.inventories import read_inventory
+    from llm_d_lens.serving.watched import freshness
 
     async def load() -> dict[str, Any]:
         if cluster is None:
-            source = cluster_source()
+            source = served.cluster_source()
         else:
-            from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
-
-            source = served_clusters().get(cluster).source(kubectl_timeout())
-        from llm_d_lens.serving.watched import freshness
-
-        found = await read_inventory(source, cluster_runner())
+            source = served.served_clusters().get(cluster).source(served.kubectl_timeout())
+        found = await read_inventory(source, served.cluster_runner())
         return {"overview": found.overview.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found)}
 
     return await guarded(load)
@@ -96,14 +94,14 @@ async def inventory(cluster: str | None = None) -> Panel:
 
 async def fleet() -> Panel:
     """``GET /api/v1/fleet/overview``: every served cluster's share of each hardware, unreadable ones with their error."""
-    from llm_d_lens.serving.api import cluster_runner
+    from llm_d_lens.cluster import served
+    from llm_d_lens.cluster.fleet import fleet_document
+    from llm_d_lens.serving.fleet import gather_members
 
     async def load() -> dict[str, Any]:
-        from llm_d_lens.cluster.fleet import fleet_document, gather_members
-        from llm_d_lens.cluster.served import kubectl_timeout, served_clusters
-
-        runner = cluster_runner()
-        return fleet_document(await gather_members(served_clusters().clusters, kubectl_timeout(), lambda _: runner))
+        runner = served.cluster_runner()
+        return fleet_document(await gather_members(served.served_clusters().clusters, served.kubectl_timeout(),
+                                                   lambda _: runner))
 
     return await guarded(load)
 
@@ -121,10 +119,10 @@ def cluster_choices() -> list[dict[str, str]]:
 
 async def driver_status(profile_id: str) -> Panel:
     """``GET /api/v1/drivers/status?hardware=ID``; a snapshot or demo server has no DaemonSets to read."""
-    from llm_d_lens.serving.api import cluster_source
+    from llm_d_lens.cluster import served
 
     try:
-        source = cluster_source()
+        source = served.cluster_source()
     except LensError as exc:
         return failed(exc)
     if not source.live:
@@ -133,10 +131,12 @@ async def driver_status(profile_id: str) -> Panel:
                              f"{'the demo' if source.demo else 'a snapshot'} (start it with LENS_KUBE_CONTEXT for a live one)")
 
     async def load() -> Any:
-        from llm_d_lens.monitoring.gpu_driver.api import drivers_status, named_view_factory, view_factory
+        from llm_d_lens.hardware.registry import get_registry
+        from llm_d_lens.monitoring.gpu_driver import service
+        from llm_d_lens.monitoring.gpu_driver.views import choose_view, named_view_factory, view_factory
 
-        return (await drivers_status(hardware=[profile_id], mode=None, cluster=None, context=None, authorization=None,
-                                     views=view_factory(), named=named_view_factory()))["modes"]
+        view = choose_view(None, None, view_factory(), named_view_factory())
+        return [s.to_dict() for s in await service.status(get_registry(), [profile_id], None, view)]
 
     return await guarded(load)
 
@@ -156,9 +156,9 @@ async def benchmark(profile_id: str) -> Panel:
     """``POST /api/v1/evaluate/config`` for the hardware: the llm-d-benchmark scenario block."""
 
     async def load() -> Any:
-        from llm_d_lens.evaluate.api import ConfigRequest, evaluate_config
+        from llm_d_lens.evaluate.service import scenario_document
 
-        return await run_in_threadpool(evaluate_config, ConfigRequest(hardware=profile_id))
+        return await run_in_threadpool(lambda: scenario_document(hardware=profile_id))
 
     return await guarded(load)
 
@@ -167,9 +167,14 @@ async def overlays(profile_id: str) -> Panel:
     """``GET /api/v1/deploy/guides?hardware=ID`` from the server's llm-d checkout, grouped by guide."""
 
     async def load() -> Any:
-        from llm_d_lens.deploy.api import get_runner, guides
+        from llm_d_lens.deploy.service import describe_guides, server_source_errors
+        from llm_d_lens.runner import CommandRunner
 
-        document = await run_in_threadpool(guides, None, profile_id, None, get_runner())
+        def read() -> dict[str, Any]:
+            with server_source_errors():
+                return describe_guides(hardware=profile_id, runner=CommandRunner())
+
+        document = await run_in_threadpool(read)
         by_guide: dict[str, list[dict[str, Any]]] = {}
         for overlay in document.get("overlays", []):
             by_guide.setdefault(overlay["guide"], []).append(overlay)
@@ -191,10 +196,10 @@ async def series(profile_id: str, request: TelemetryRequest) -> Panel:
 
     async def load() -> Any:
         from llm_d_lens.monitoring.accelerator.service import select
-        from llm_d_lens.monitoring.api import _context, read_series_for
+        from llm_d_lens.monitoring.service import read_series_for, server_context
 
         selection = select([profile_id])
-        settings, _ = await _context()
+        settings, _ = await server_context()
         end = time.time()
         report = await read_series_for(settings, selection, (end - request.minutes * 60, end), step=None,
                                        quantities=list(CHARTED), node=request.node)
@@ -207,9 +212,9 @@ async def devices(profile_id: str, node: str | None) -> Panel:
     """``GET /api/v1/telemetry/devices?hardware=ID``: every device's latest figures and who holds it."""
 
     async def load() -> Any:
-        from llm_d_lens.monitoring.api import devices as route
+        from llm_d_lens.monitoring.service import devices_document
 
-        return await route(hardware=[profile_id], node=node, mode=None, at=None, cluster=None)
+        return await devices_document([profile_id], node=node)
 
     return await guarded(load)
 
@@ -218,9 +223,9 @@ async def pods(profile_id: str, namespace: str | None) -> Panel:
     """``GET /api/v1/telemetry/pods?hardware=ID&namespace=NS``: the serving pods on this hardware."""
 
     async def load() -> Any:
-        from llm_d_lens.monitoring.api import pods as route
+        from llm_d_lens.monitoring.service import pods_document
 
-        return await route(hardware=[profile_id], namespace=namespace, pod=None, mode=None, at=None, cluster=None)
+        return await pods_document([profile_id], namespace=namespace)
 
     return await guarded(load)
 
@@ -238,20 +243,24 @@ DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 
 def models() -> list[dict[str, Any]]:
     """``GET /api/v1/planning/models``."""
-    from llm_d_lens.planning.api import models as route
+    from llm_d_lens.planning.catalogue import models_document
 
-    return route()
+    return models_document()
 
 
 async def plan(params: dict[str, Any]) -> Panel:
     """``POST /api/v1/planning/plan`` for the form's model, on the server's cluster."""
 
     async def load() -> Any:
-        from llm_d_lens.serving.api import cluster_runner, cluster_source
-        from llm_d_lens.planning.api import PlanRequest, plan as route
+        from llm_d_lens.cluster import served
+        from llm_d_lens.planning.errors import ModelUnknown
+        from llm_d_lens.planning.fit import FitRequest
+        from llm_d_lens.planning.service import model_spec, server_plan
 
-        request = PlanRequest(model=params["model"], context=params["context"], concurrency=params["concurrency"],
-                              dtype=params["dtype"] or None)
-        return await route(request, source=cluster_source(), runner=cluster_runner())
+        spec = model_spec(params["model"], None, ModelUnknown.API_HINT)
+        fit = FitRequest(params["context"], params["concurrency"], params["dtype"] or None, None)
+        fit.checked(spec)
+        result = await run_in_threadpool(server_plan, spec, fit, served.cluster_source(), served.cluster_runner())
+        return result.to_dict()
 
     return await guarded(load)

@@ -263,13 +263,13 @@ def test_the_fleet_page_shows_each_hardware_per_cluster_and_the_unreadable_one(s
     (tmp_path / "clusters.yaml").write_text("clusters:\n  - {name: east, snapshot: east.json, labels: {region: us-east}}\n"
                                             "  - {name: demo, demo: true}\n  - {name: gone, context: no-such-context}\n")
     monkeypatch.setenv("LENS_CLUSTERS", str(tmp_path / "clusters.yaml"))
-    from llm_d_lens.serving import api as cluster_api
+    from llm_d_lens.cluster import served
     from llm_d_lens.testing.fake_runner import FakeRunner
 
     broken = FakeRunner().reply(["kubectl", ...], returncode=1, stderr="error: context was not found for specified context\n")
-    server.app.dependency_overrides[cluster_api.cluster_runners] = lambda: (lambda c: broken if c.live else None)
+    server.app.dependency_overrides[served.cluster_runners] = lambda: (lambda c: broken if c.live else None)
     api = server.get("/api/v1/fleet/overview").json()
-    monkeypatch.setattr(cluster_api, "cluster_runner", lambda: broken)  # the console reads through the same seam
+    monkeypatch.setattr(served, "cluster_runner", lambda: broken)  # the console reads through the same seam
     page = server.get("/fleet").text
     amd = next(h for h in api["hardware"] if h["profile_id"] == "amd")
     total = page[page.index('data-hardware="amd" data-cluster=""'):]

@@ -13,13 +13,15 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
+from llm_d_lens.deploy.service import (
+    RenderRequest,
+    describe_guides,
+    render,
+    server_source_errors,
+)
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
-from llm_d_lens.web.request_fields import flags_as_fields, reword_text
-from llm_d_lens.deploy.errors import SourceNotFound
-from llm_d_lens.deploy.service import RenderRequest, describe_guides, render
-from llm_d_lens.deploy.source import ROOT_ENV
-from llm_d_lens.errors import ServerNotConfigured
 from llm_d_lens.runner import CommandRunner, Runner
+from llm_d_lens.web.request_fields import flags_as_fields, reword_text
 
 router = APIRouter(tags=["deploy"])
 
@@ -46,13 +48,8 @@ def get_runner() -> Runner:
 @contextmanager
 def _api_errors() -> Iterator[None]:
     """A missing llm-d source is the server's to fix (503); other errors name request fields."""
-    try:
-        with flags_as_fields(REQUEST_FIELDS):
-            yield
-    except SourceNotFound as exc:
-        message = exc.message.replace("pass --llm-d-root or set", "start the server with")
-        raise ServerNotConfigured(f"the deploy API is misconfigured on the server ({ROOT_ENV}): {message}",
-                                  details={"cause": exc.code, **exc.details}) from None
+    with server_source_errors(), flags_as_fields(REQUEST_FIELDS):
+        yield
 
 
 @router.get("/deploy/guides")

@@ -7,7 +7,8 @@ profiles; the edges only parse options and print.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -286,3 +287,18 @@ def apply(result: RenderResult, runner: Runner, *, yes: bool = False, namespace:
         argv.append("--dry-run=server")
     output = runner.run(argv, input=result.manifests(), timeout=APPLY_TIMEOUT)
     return {"dry_run": not yes, "command": format_command(output.argv), "output": output.stdout}
+
+
+@contextmanager
+def server_source_errors() -> Iterator[None]:
+    """A server's missing llm-d source is the server's to fix (503), not the caller's (the API and the console)."""
+    from llm_d_lens.deploy.errors import SourceNotFound
+    from llm_d_lens.deploy.source import ROOT_ENV
+    from llm_d_lens.errors import ServerNotConfigured
+
+    try:
+        yield
+    except SourceNotFound as exc:
+        message = exc.message.replace("pass --llm-d-root or set", "start the server with")
+        raise ServerNotConfigured(f"the deploy API is misconfigured on the server ({ROOT_ENV}): {message}",
+                                  details={"cause": exc.code, **exc.details}) from None

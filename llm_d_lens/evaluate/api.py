@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_d_lens.evaluate.service import scenario_document
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD, MAX_NAME_LENGTH, MAX_REPLICAS
 
 router = APIRouter(tags=["evaluate"])
@@ -34,11 +35,4 @@ class ConfigRequest(BaseModel):
 @router.post("/evaluate/config")
 def evaluate_config(request: ConfigRequest) -> dict[str, Any]:
     """The scenario entry, the same YAML the CLI writes, and how the hardware was chosen."""
-    from llm_d_lens.evaluate.config import build_config
-    from llm_d_lens.evaluate.profiles import SearchPath
-
-    workload = SearchPath.of().load(request.profile) if request.profile is not None else None
-    config = build_config(hardware=request.hardware, mode=request.mode, resource=request.resource, guide=request.guide,
-                          workload=workload, tensor_parallel=request.tensor_parallel, replicas=request.replicas,
-                          manifest=request.manifest)
-    return {"summary": config.summary(), "scenario": config.scenario(), "yaml": config.to_yaml()}
+    return scenario_document(**request.model_dump())

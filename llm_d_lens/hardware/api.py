@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import threading
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from llm_d_lens.hardware.registry import get_registry
+from llm_d_lens.hardware.views import capabilities_document, profile_document
 
 router = APIRouter(tags=["hardware"])
-
-
-def _profile_document(profile: Any, registry: Any) -> dict[str, Any]:
-    document = profile.model_dump(mode="json")
-    document["aliases"] = profile.aliases
-    document["access_mode_details"] = {name: mode.model_dump(mode="json") for name, mode in profile.effective_modes().items()}
-    document["upstream_label_pairs"] = [{"variant": v, "vendor": n} for v, n in profile.label_pairs]
-    document["origins"] = [o.to_dict() for o in registry.origins(profile.id)]
-    return document
-
-
-def capabilities() -> dict[str, Any]:
-    """The document ``GET /api/v1/hardware/capabilities`` answers, built afresh (the console reads it)."""
-    return capabilities_document(get_registry())
-
-
-def capabilities_document(registry: Any) -> dict[str, Any]:
-    return {
-        "version": registry.version_hash(),
-        "profiles": [_profile_document(p, registry) for p in registry.profiles()],
-        "failures": [f.to_dict() for f in registry.failures],
-    }
 
 
 # A registry's profiles are fixed when it is built; only its failures can grow (a provider that
@@ -65,4 +43,4 @@ async def capabilities_route(request: Request) -> Response:
 def hardware(key: str) -> dict[str, Any]:
     """One profile by id or alias; an unknown key is a 404 ``ACCELERATOR_NOT_REGISTERED`` problem."""
     registry = get_registry()
-    return _profile_document(registry.get(key), registry)
+    return profile_document(registry.get(key), registry)

@@ -52,7 +52,7 @@ def test_capabilities_are_fastapis_own_bytes_tagged_by_the_version_and_revalidat
 
     from fastapi import FastAPI
 
-    from llm_d_lens.hardware.api import capabilities
+    from llm_d_lens.hardware.views import capabilities
 
     bare = FastAPI()
 

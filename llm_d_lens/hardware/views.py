@@ -65,3 +65,29 @@ def resolve_cells(results: list[dict[str, Any]]) -> list[list[str]]:
         rows.append([r["query"], r["key"], f"[{_STATUS_STYLE[r['status']]}]{r['status']}[/]", r["id"] or "-",
                      r["matched_by"] or "-", detail])
     return rows
+
+
+def profile_document(profile: Any, registry: Any) -> dict[str, Any]:
+    """One registered profile as ``GET /api/v1/hardware/{key}`` answers it: every field, aliases and origins."""
+    document = profile.model_dump(mode="json")
+    document["aliases"] = profile.aliases
+    document["access_mode_details"] = {name: mode.model_dump(mode="json") for name, mode in profile.effective_modes().items()}
+    document["upstream_label_pairs"] = [{"variant": v, "vendor": n} for v, n in profile.label_pairs]
+    document["origins"] = [o.to_dict() for o in registry.origins(profile.id)]
+    return document
+
+
+def capabilities() -> dict[str, Any]:
+    """The document ``GET /api/v1/hardware/capabilities`` answers for the process-wide registry, built afresh."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    return capabilities_document(get_registry())
+
+
+def capabilities_document(registry: Any) -> dict[str, Any]:
+    """Every registered profile with all its fields, the registry's version hash and its load failures."""
+    return {
+        "version": registry.version_hash(),
+        "profiles": [profile_document(p, registry) for p in registry.profiles()],
+        "failures": [f.to_dict() for f in registry.failures],
+    }

@@ -13,8 +13,11 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.serving.api import cluster_runner, cluster_source
+from llm_d_lens.cluster.served import cluster_runner, cluster_source
 from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.planning.aic import status
+from llm_d_lens.planning.catalogue import models_document
+from llm_d_lens.planning.errors import ModelUnknown
 from llm_d_lens.planning.fit import (
     DEFAULT_CONTEXT,
     DEFAULT_MEMORY_UTILIZATION,
@@ -23,6 +26,7 @@ from llm_d_lens.planning.fit import (
     MAX_CONTEXT,
     MAX_OVERHEAD_GIB,
 )
+from llm_d_lens.planning.service import model_spec, server_plan
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["planning"])
@@ -54,33 +58,18 @@ class PlanRequest(BaseModel):
 
 
 def _spec(request: PlanRequest) -> Any:
-    from llm_d_lens.planning.architecture import from_config
-    from llm_d_lens.planning.catalogue import lookup, nearest
-    from llm_d_lens.planning.errors import ModelUnknown, RequestInvalid
-
-    if (request.model is None) == (request.config is None):
-        raise RequestInvalid("model", request.model, "give exactly one of model (a catalogue name) or config (a config.json object)")
-    if request.config is not None:
-        return from_config(request.config, "config")
-    spec = lookup(request.model or "")
-    if spec is None:
-        raise ModelUnknown(request.model or "", nearest(request.model or ""), ModelUnknown.API_HINT)
-    return spec
+    return model_spec(request.model, request.config, ModelUnknown.API_HINT)
 
 
 @router.get("/planning/models")
 def models() -> list[dict[str, Any]]:
     """The catalogue: shapes and published parameter counts of common open models."""
-    from llm_d_lens.planning.catalogue import catalogue_spec, entries
-
-    return [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]
+    return models_document()
 
 
 @router.get("/planning/aic")
 def aic_status() -> dict[str, Any]:
     """Whether AIC predictions can be had on this server, and why not."""
-    from llm_d_lens.planning.aic import status
-
     return status().to_dict()
 
 
@@ -91,10 +80,7 @@ async def plan(
     runner: Runner | None = Depends(cluster_runner),
 ) -> dict[str, Any]:
     """Per accelerator pool: the TP/PP options that fit, headroom, max sequences, replicas, sources."""
-    from llm_d_lens.errors import LensError, ServerNotConfigured
-    from llm_d_lens.planning.aic import status
     from llm_d_lens.planning.fit import FitRequest
-    from llm_d_lens.planning.service import plan as make_plan
     from llm_d_lens.web.request_fields import flags_as_fields
 
     with flags_as_fields(FIELDS):
@@ -102,14 +88,7 @@ async def plan(
         fit = FitRequest(request.context, request.concurrency, request.dtype, request.kv_dtype,
                          request.memory_utilization, request.overhead_gib)
         fit.checked(spec)
-    try:
-        result = await run_in_threadpool(make_plan, spec, fit, source, runner)
-    except LensError as exc:
-        if source.snapshot is None:
-            raise
-        raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
-                                  details={"cause": exc.code, **exc.details}) from None
-    result.predictions = status().to_dict()
+    result = await run_in_threadpool(server_plan, spec, fit, source, runner)
     if request.predict:
         from llm_d_lens.planning.predictions import Targets
 

@@ -163,3 +163,8 @@ def parse_json(raw: bytes | str, source: str) -> Any:
         raise ModelConfigInvalid(source, "$", "nesting", "is nested too deeply to be a config.json") from None
     except ValueError as exc:  # JSONDecodeError, NaN, repeated keys, numbers beyond int's digit limit
         raise ModelConfigInvalid(source, "$", "text", f"is not valid JSON: {exc}") from None
+
+
+def models_document() -> list[dict[str, Any]]:
+    """The catalogue as ``GET /api/v1/planning/models`` answers it: each model's id, shape and published counts."""
+    return [{"id": model_id, **catalogue_spec(model_id).to_dict()} for model_id in entries()]

@@ -161,3 +161,38 @@ def start_predictions(result: Plan, targets: Any, aic_engine: Any = None) -> Any
     profiles = {p.id: p for p in get_registry().profiles()}
     return PredictionRun(result.model, [p.pool for p in result.pools], profiles, targets.checked(),
                          aic_engine or aic.engine(), aic.status().version)
+
+
+def model_spec(model: str | None, config: dict[str, Any] | None, hint: str) -> ModelSpec:
+    """Exactly one of a catalogue ``model`` name or a config.json object, as a model's shape.
+
+    ``hint`` is how this surface's caller names another model (a flag, a request field).
+    """
+    from llm_d_lens.planning.architecture import from_config
+    from llm_d_lens.planning.catalogue import lookup, nearest
+    from llm_d_lens.planning.errors import ModelUnknown, RequestInvalid
+
+    if (model is None) == (config is None):
+        raise RequestInvalid("model", model, "give exactly one of model (a catalogue name) or config (a config.json object)")
+    if config is not None:
+        return from_config(config, "config")
+    spec = lookup(model or "")
+    if spec is None:
+        raise ModelUnknown(model or "", nearest(model or ""), hint)
+    return spec
+
+
+def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None) -> Plan:
+    """:func:`plan` on the server's cluster: a broken configured snapshot is the server's 503, and AIC's state is told."""
+    from llm_d_lens.errors import LensError, ServerNotConfigured
+    from llm_d_lens.planning.aic import status
+
+    try:
+        result = plan(model, request, source, runner)
+    except LensError as exc:
+        if source.snapshot is None:
+            raise
+        raise ServerNotConfigured(f"the server's LENS_CLUSTER_SNAPSHOT cannot be used: {exc.message}",
+                                  details={"cause": exc.code, **exc.details}) from None
+    result.predictions = status().to_dict()
+    return result

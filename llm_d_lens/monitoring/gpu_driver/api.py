@@ -21,10 +21,15 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_d_lens.limits import MAX_WAIT_SECONDS
 from llm_d_lens.errors import LensError
+from llm_d_lens.limits import MAX_WAIT_SECONDS
 from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+from llm_d_lens.monitoring.gpu_driver.views import (
+    choose_view,
+    named_view_factory,
+    view_factory,
+)
 
 TOKEN_ENV = "LENS_API_TOKEN"
 
@@ -57,48 +62,6 @@ def require_token(authorization: str | None = Header(default=None)) -> None:
     scheme, _, given = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         raise Unauthorized("missing or wrong 'Authorization: Bearer <token>'")
-
-
-def view_factory() -> Callable[[str | None], ClusterView]:
-    """The server's cluster, or a context a token holder chose; overridden in tests with a FakeRunner."""
-    from llm_d_lens.runner import CommandRunner
-
-    server_context = os.environ.get("LENS_KUBE_CONTEXT") or None
-    kubeconfig = os.environ.get("LENS_KUBECONFIG") or None
-    return lambda context: ClusterView(CommandRunner(kubeconfig=kubeconfig, context=context or server_context))
-
-
-def named_view_factory() -> Callable[[Any], ClusterView]:
-    """A configured cluster's view, its name the providers' cluster_id; overridden in tests with a FakeRunner."""
-    from llm_d_lens.runner import CommandRunner
-
-    return lambda cluster: ClusterView(CommandRunner(kubeconfig=cluster.kubeconfig, context=cluster.context),
-                                       cluster_id=cluster.name)
-
-
-class ClusterAndContext(LensError):
-    code = "CLUSTER_SOURCE_CONFLICT"
-    http_status = 400
-
-
-def choose_view(cluster: str | None, context: str | None, views: Callable[[str | None], ClusterView],
-                named: Callable[[Any], ClusterView]) -> ClusterView:
-    """The view a request asks for: a configured cluster by name, a context (token checked by the caller), or the default."""
-    from llm_d_lens.cluster.clusters import CLUSTERS_ENV
-    from llm_d_lens.cluster.errors import LiveClusterNeeded
-    from llm_d_lens.cluster.served import served_clusters
-
-    if cluster is not None and context is not None:
-        raise ClusterAndContext("give cluster (a configured cluster) or context, not both")
-    if cluster is None and (context is not None or not os.environ.get(CLUSTERS_ENV)):
-        return views(context)
-    clusters = served_clusters()
-    chosen = clusters.get(cluster) if cluster is not None else clusters.clusters[0]
-    if not chosen.live:
-        raise LiveClusterNeeded(f"cluster {chosen.name!r} is {'the demo' if chosen.demo else 'a snapshot'}; "
-                                "drivers are read and installed on a live cluster",
-                                details={"cluster": chosen.name, "kind": chosen.kind})
-    return named(chosen)
 
 
 def clock() -> Clock:
