@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 test: $(STAMP)
+	$(BIN)/ruff check --quiet llm_d_lens bench examples
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo 'pytest collected no tests: that is a failure here'; exit 1; fi; exit $$rc
 

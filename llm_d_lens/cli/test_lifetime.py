@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.cli import lifetime
 from llm_d_lens.terminal import lifetime as kept
 
 LENS = Path(sys.executable).with_name("lens")

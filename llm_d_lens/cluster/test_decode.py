@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from llm_d_lens import jsonread
-from llm_d_lens.cluster import decode
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.live import fetch_sync

@@ -44,7 +44,7 @@ from llm_d_lens.deploy.guides import (
     router_values_for,
 )
 from llm_d_lens.deploy.source import open_source
-from llm_d_lens.deploy.targets import placeholder_images, roles
+from llm_d_lens.deploy.targets import placeholder_images
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates

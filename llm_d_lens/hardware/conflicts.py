@@ -106,7 +106,6 @@ def _index(entries: list[DiscoveredProfile]) -> tuple[dict[tuple[str, Any], Disc
 def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
            ) -> tuple[list[DiscoveredProfile], list[LoadFailure]]:
     """The third-party profiles that may be registered beside the built-ins, and a report per skip."""
-    from llm_d_lens.hardware.discovery import LoadFailure
 
     by_id = {entry.profile.id: entry for entry in builtins}
     owners, prefixes = _index(builtins)

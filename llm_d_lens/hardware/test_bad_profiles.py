@@ -278,13 +278,6 @@ def test_a_telemetry_provider_registered_by_entry_point_passes():
         validate_payload(GUIDE_FULL, "t.json", telemetry_providers=registered_ids([]))
 
 
-def test_the_contract_names_the_telemetry_registry_as_monitoring_does():
-    from llm_d_lens.hardware import telemetry_providers
-    from llm_d_lens.monitoring.accelerator import registry
-
-    assert (telemetry_providers.GROUP, telemetry_providers.DECLARATIVE) == (registry.GROUP, registry.DECLARATIVE)
-
-
 def _acme_with_telemetry(provider_id: str, benchmark: str = "acme") -> dict:
     from llm_d_lens.hardware.conftest import minimal_profile
 

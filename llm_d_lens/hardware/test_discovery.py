@@ -8,7 +8,7 @@ import pytest
 
 from llm_d_lens.hardware.conftest import bundled, minimal_profile
 from llm_d_lens.hardware.discovery import discover
-from llm_d_lens.hardware.errors import AcceleratorNotRegistered, AlreadyRegistered, PluginLoadFailed, RegistrationConflict
+from llm_d_lens.hardware.errors import AcceleratorNotRegistered, AlreadyRegistered, PluginLoadFailed
 from llm_d_lens.hardware.registry import Registry
 from llm_d_lens.hardware.settings import PluginSettings
 

@@ -79,7 +79,7 @@ def test_readyz_names_a_profile_whose_telemetry_provider_nobody_registered(plugi
     assert "$.telemetry.provider_id" in problem["reason"]
 
 
-def env_with(plugins, **extra: str) -> dict[str, str]:
+def env_with(plugins, **extra: str) -> dict[str, str]:  # noqa: F811 - the factory the fixture gives
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins.root), *sys.path]), **extra)
 
 

@@ -7,7 +7,7 @@ only the cluster can say whether it does: that is what a profile cannot declare.
 from collections.abc import Mapping
 from typing import Any
 
-from llm_d_lens.hardware.providers.base import ProfileProvider
+from llm_d_lens.hardware import ProfileProvider
 
 RUNTIME_CLASSES = ["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]
 

@@ -11,6 +11,7 @@ This module imports no domain: what a provider *does* with a cluster lives in th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from llm_d_lens.hardware.models import HardwareProfile
@@ -30,6 +31,17 @@ class GuideProvider(HardwareProvider, Protocol):
     async def driver_status(self, access_mode: str | None, *, cluster_id: str | None) -> Any: ...
 
     async def install_driver(self, access_mode: str | None, *, cluster_id: str | None) -> Any: ...
+
+
+@runtime_checkable
+class TelemetryProvider(Protocol):
+    """A plugin's telemetry provider (entry-point group ``llm_d_lens.telemetry.providers``).
+
+    ``derive`` adds or changes values in each device reading's ``values`` (field name -> value)
+    and returns warnings; what it adds shows in each device's ``derived`` mapping.
+    """
+
+    def derive(self, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]: ...
 
 
 class ProfileProvider:

@@ -20,19 +20,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.providers.base import TelemetryProvider
+from llm_d_lens.hardware.telemetry_providers import DECLARATIVE, GROUP
 from llm_d_lens.monitoring.errors import TelemetryProviderFailed, TelemetryProviderUnknown
 
-GROUP = "llm_d_lens.telemetry.providers"
-DECLARATIVE = "declarative"
-
-
-@runtime_checkable
-class TelemetryProvider(Protocol):
-    def derive(self, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]: ...
+__all__ = ["DECLARATIVE", "GROUP", "DeclarativeProvider", "TelemetryProvider", "TelemetryRegistry"]
 
 
 class DeclarativeProvider:
