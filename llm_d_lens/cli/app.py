@@ -59,6 +59,8 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
     """
     import typer
 
+    from llm_d_lens.terminal.options import OutputOption
+
     app = typer.Typer(
         name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
         pretty_exceptions_enable=False, add_completion=True, context_settings=CONTEXT_SETTINGS,
@@ -74,7 +76,7 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
 
     @app.command("version")
     def version(
-        output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
+        output: OutputFormat = OutputOption,
     ) -> None:
         """Lens, Python, kubectl, helm and kustomize versions ('not installed' when a tool is absent)."""
         from llm_d_lens.terminal.output import emit

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 from llm_d_lens.terminal.output import (
     OUTPUT_FILE,
@@ -19,9 +19,6 @@ from llm_d_lens.terminal.output import (
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table (80 columns), wide (every column), json or yaml.")
-ContextOption = typer.Option(None, "--context", help="kubeconfig context of the live cluster (default: the current one).")
-KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster.")
 TimeoutOption = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take.")
 
 

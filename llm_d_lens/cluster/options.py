@@ -1,4 +1,4 @@
-"""``--cluster NAME`` and ``--clusters FILE``: the options every command that reads a cluster shares.
+"""What ``--cluster NAME`` and ``--clusters FILE`` name (the options are declared in ``terminal/options.py``).
 
 A name picks one of the user's clusters (see :mod:`.clusters`); it stands for ``--context`` /
 ``--kubeconfig`` (a live cluster) or a snapshot or the demo, so giving both is a conflict, never a
@@ -11,14 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
 
 if TYPE_CHECKING:  # imported where used: a command that only declares the options (deploy render) never loads them
     from llm_d_lens.cluster.clusters import Cluster, Clusters
 
-ClusterNameOption = typer.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
-ClustersFileOption = typer.Option(
-    None, "--clusters", help="Clusters file (default: $LENS_CLUSTERS, else ~/.config/lens/clusters.yaml, else the kubeconfig's contexts).")
 
 
 def user_clusters(clusters_file: Path | None, kubeconfig: str | Path | None = None) -> Clusters:

@@ -15,8 +15,8 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, ListFormat, OutputFormat, emit, list_output_option
@@ -46,8 +46,6 @@ class ImagePolicy(str, enum.Enum):
 ImagePolicyOption = typer.Option(ImagePolicy.keep, "--image-policy",
                                  help="keep: upstream's pinned images stay, placeholders get the profile's image; "
                                       "profile: the profile's runtime_image replaces images it manages.")
-KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig for kubectl calls.")
-ContextOption = typer.Option(None, "--context", help="kubeconfig context for kubectl calls.")
 
 
 def _runner(kubeconfig: Path | None, context: str | None) -> Any:

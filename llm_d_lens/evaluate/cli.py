@@ -12,6 +12,7 @@ import typer
 
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
 from llm_d_lens.evaluate.errors import OutputExists
+from llm_d_lens.terminal.options import DocumentOption, OutputOption
 from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -34,7 +35,7 @@ def config(
     replicas: int | None = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="Without a profile: pods in the single pool."),
     from_manifest: Path | None = typer.Option(None, "--from-manifest", metavar="FILE",
                                               help="Infer everything from a rendered manifest ('-' reads stdin)."),
-    output: DocumentFormat = typer.Option(DocumentFormat.yaml, "--output", "-o", help="yaml or json."),
+    output: DocumentFormat = DocumentOption,
     output_file: Path | None = typer.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the scenario here instead of stdout."),
     force: bool = typer.Option(False, "--force", help=f"Replace the {OUTPUT_FILE} if it exists."),
 ) -> None:
@@ -92,7 +93,7 @@ def coverage(
     start: str | None = typer.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
                                                           "profile's workload and metrics_available timeouts."),
     end: str | None = typer.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
+    output: OutputFormat = OutputOption,
 ) -> None:
     """Which hosts, GPUs and communicators did work during a run, against the profile's coverage."""
     from llm_d_lens.evaluate.coverage import check_coverage

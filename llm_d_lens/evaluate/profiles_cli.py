@@ -7,11 +7,11 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.terminal.options import OutputOption
 from llm_d_lens.terminal.output import ListFormat, OutputFormat, TextFormat, emit, list_output_option
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 ProfileDirOption = typer.Option(
     [], "--profile-dir", metavar="DIR",
     help="A directory of profiles searched after the built-in one; repeatable, later ones override earlier ones.",

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from llm_d_lens.terminal.options import OutputOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
 from llm_d_lens.hardware.views import list_names, registered_rows, summary
@@ -14,7 +15,6 @@ from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_outp
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 
 
 def _failure_row(failure: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, OutputOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
@@ -22,7 +22,7 @@ def check(
     kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
-    output: OutputFormat = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml."),
+    output: OutputFormat = OutputOption,
 ) -> None:
     """One `kubectl auth can-i` per permission; exits 1 naming what is missing and what it breaks."""
     from llm_d_lens.incluster.permissions import check as ask

@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 
 import typer
 
+from llm_d_lens.terminal.options import ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.monitoring.errors import OptionInvalid
 from llm_d_lens.terminal.output import OutputFormat, console, emit
 
 app = typer.Typer(no_args_is_help=True)
 T = TypeVar("T")
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL (default: env LENS_PROMETHEUS_URL).")
 HardwareOption = typer.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
 ClusterOption = typer.Option(
@@ -230,8 +230,6 @@ def grafana_dashboard(
 
 exporters_app = typer.Typer(help="The exporters that publish device metrics: present on every node, scraped, installed.")
 app.add_typer(exporters_app, name="exporters")
-ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
-KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
 
 
 def _exporter_profiles(hardware: list[str]) -> list[Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, KubeconfigOption, OutputOption
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 from llm_d_lens.terminal.output import (
     ListFormat,
@@ -24,7 +24,6 @@ from llm_d_lens.terminal.output import (
 
 app = typer.Typer(invoke_without_command=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
 
 
 @app.callback()
@@ -43,7 +42,7 @@ def plan(
     snapshot: Path | None = typer.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
     demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
-    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
@@ -146,7 +145,7 @@ def discover_devices(
     pod: str | None = typer.Option(None, "--pod", help="namespace/name[:container] to run it in (default: the driver's pod)."),
     from_file: Path | None = typer.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
     kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
-    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file of the live cluster."),
+    kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),

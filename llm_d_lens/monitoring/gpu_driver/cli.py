@@ -8,14 +8,11 @@ from typing import Any
 
 import typer
 
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table, wide, json or yaml.")
-ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: the current one).")
-KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
 
 
 def make_view(context: str | None, kubeconfig: Path | None) -> Any:

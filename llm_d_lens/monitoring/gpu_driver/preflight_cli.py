@@ -11,7 +11,7 @@ import typer
 from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
 from llm_d_lens.errors import LensError
-from llm_d_lens.cluster.options import ClusterNameOption, ClustersFileOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = typer.Typer(no_args_is_help=True)
