@@ -61,7 +61,11 @@ def test_cluster_names_come_from_the_file_without_asking_any_cluster(capsys, tmp
     def no_cluster(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("-o name asked a cluster")
 
-    monkeypatch.setattr("llm_d_lens.runner.CommandRunner", no_cluster)
+    from llm_d_lens.runner import CommandRunner
+
+    # the process itself, not the name: a module imported meanwhile must not keep a replaced class
+    for start in ("_execute", "_aexecute", "_open_stream"):
+        monkeypatch.setattr(CommandRunner, start, no_cluster)
     code, out = run(capsys, "cluster", "list", "--clusters", str(clusters), "-o", "name")
     assert code == 0 and out == "demo\nfar-away\n"
 
