@@ -161,3 +161,23 @@ def run_prometheus(
             yield PrometheusServer(url, data, process)
         finally:
             stop(process)
+
+
+def promtool_skip_reason() -> str | None:
+    """Why a rules test cannot run here, or None: it needs only ``promtool`` (Debian's ``prometheus`` package)."""
+    if binaries()[1]:
+        return None
+    return "needs the promtool binary (Debian package 'prometheus'; .ci/run installs it)"
+
+
+def promtool(*args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``promtool args...``, its output captured as text; the caller reads the return code."""
+    tool = binaries()[1]
+    if not tool:
+        raise RuntimeError(promtool_skip_reason())
+    return subprocess.run([tool, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def series_notation(values: Iterable[float | None]) -> str:
+    """promtool's ``input_series`` values: each sample written out (``_`` for none), one per interval."""
+    return " ".join("_" if v is None else repr(float(v)) for v in values)
