@@ -80,6 +80,7 @@ def devices(
     timeout: float = TimeoutOption,
     snapshot: str = typer.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
     scrape: str = typer.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
+    per_part: bool = typer.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for engines whose 'or on(__name__)' differs from Prometheus', e.g. VictoriaMetrics)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Every accelerator in common units, with the pod it works for."""
@@ -93,17 +94,18 @@ def devices(
     if snapshot or scrape:
         report = _run(_snapshot(snapshot, scrape, selection, settings, node, objects, mode))
     else:
-        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode))
+        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode, not per_part))
     _warn(report.warnings, output)
     emit(report.to_dict(), output, lambda data: _devices_table(data, wide=output is OutputFormat.wide))
 
 
-async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None) -> Any:
+async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None,
+                   combined: bool = True) -> Any:
     from llm_d_lens.monitoring.accelerator.service import read_devices
     from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
-        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode)
+        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode, combined=combined)
 
 
 async def _snapshot(path: str | None, url: str | None, selection: Any, settings: Any, node: str | None, objects: Any, mode: str | None) -> Any:
