@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Coroutine
+from enum import Enum
 from typing import Any, TypeVar
 
 import typer
 
-from llm_d_lens.terminal.options import ContextOption, KubeconfigOption, OutputOption
+from llm_d_lens.terminal.options import ContextOption, DocumentOption, KubeconfigOption, OutputOption
 from llm_d_lens.monitoring.errors import OptionInvalid
-from llm_d_lens.terminal.output import OutputFormat, console, emit
+from llm_d_lens.terminal.output import DocumentFormat, OutputFormat, console, emit
 
 app = typer.Typer(no_args_is_help=True)
 T = TypeVar("T")
@@ -79,6 +80,7 @@ def devices(
     timeout: float = TimeoutOption,
     snapshot: str = typer.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
     scrape: str = typer.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
+    per_part: bool = typer.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for engines whose 'or on(__name__)' differs from Prometheus', e.g. VictoriaMetrics)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Every accelerator in common units, with the pod it works for."""
@@ -92,17 +94,18 @@ def devices(
     if snapshot or scrape:
         report = _run(_snapshot(snapshot, scrape, selection, settings, node, objects, mode))
     else:
-        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode))
+        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode, not per_part))
     _warn(report.warnings, output)
     emit(report.to_dict(), output, lambda data: _devices_table(data, wide=output is OutputFormat.wide))
 
 
-async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None) -> Any:
+async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None,
+                   combined: bool = True) -> Any:
     from llm_d_lens.monitoring.accelerator.service import read_devices
     from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
-        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode)
+        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode, combined=combined)
 
 
 async def _snapshot(path: str | None, url: str | None, selection: Any, settings: Any, node: str | None, objects: Any, mode: str | None) -> Any:
@@ -225,6 +228,64 @@ def grafana_dashboard(
     path = Path(file)
     write_file(path, text.encode(), replace=force,
                exists=DashboardExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
+    console(stderr=True).print(f"wrote {path}")
+
+
+class RulesKind(str, Enum):
+    rules = "rules"  # a plain Prometheus rules file (rule_files:)
+    prometheusrule = "prometheusrule"  # a Prometheus Operator PrometheusRule object
+
+
+@app.command("rules")
+def rules(
+    hardware: list[str] = HardwareOption,
+    kind: RulesKind = typer.Option(RulesKind.rules, "--kind", help="rules: a Prometheus rules file; prometheusrule: a PrometheusRule object."),
+    alerts: bool = typer.Option(True, "--alerts/--no-alerts", help="Include the alerting rules (default), or only the recording rules."),
+    name: str = typer.Option("lens-accelerators", "--name", help="The PrometheusRule's name (with --kind prometheusrule)."),
+    namespace: str = typer.Option(None, "--namespace", "-n", help="The PrometheusRule's namespace (with --kind prometheusrule; default: none, kubectl's)."),
+    label: list[str] = typer.Option([], "--label", metavar="KEY=VALUE", help="A label on the PrometheusRule, e.g. the release your Prometheus' ruleSelector matches; repeat for several."),
+    file: str = typer.Option(None, "--output-file", metavar="FILE", help="Write the rules here instead of printing them."),
+    force: bool = typer.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
+    output: DocumentFormat = DocumentOption,
+) -> None:
+    """Recording rules (lens:accelerator_*, one group per hardware) and health alerts, from the profiles' PromQL."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    from llm_d_lens.files import write_file
+    from llm_d_lens.monitoring.accelerator import rules as generated
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.monitoring.errors import RulesFileExists
+
+    if kind is RulesKind.rules and (namespace or label or name != "lens-accelerators"):
+        raise OptionInvalid("--name, --namespace and --label describe a PrometheusRule: give them with --kind prometheusrule")
+    labels = {}
+    for text in label:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise OptionInvalid(f"--label {text!r}: give KEY=VALUE, e.g. release=kube-prometheus-stack")
+        labels[key] = value
+    selection = select(hardware)
+    if kind is RulesKind.prometheusrule:
+        document = generated.prometheus_rule(selection, name=name, namespace=namespace, labels=labels, alerts=alerts)
+    else:
+        document = generated.rules_file(selection, alerts=alerts)
+    if output is DocumentFormat.json:
+        text = json.dumps(document, indent=2) + "\n"
+    else:
+        argv = ["lens", "telemetry", "rules", *(f"--hardware={h}" for h in hardware), f"--kind={kind.value}"]
+        if not alerts:
+            argv.append("--no-alerts")
+        if kind is RulesKind.prometheusrule:
+            argv += [f"--name={name}", *([f"--namespace={namespace}"] if namespace else []), *(f"--label={t}" for t in label)]
+        text = generated.to_yaml(document, shlex.join(argv))
+    if file is None:
+        typer.echo(text, nl=False)
+        return
+    path = Path(file)
+    write_file(path, text.encode(), replace=force,
+               exists=RulesFileExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
     console(stderr=True).print(f"wrote {path}")
 
 

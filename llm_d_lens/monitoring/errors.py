@@ -37,6 +37,13 @@ class DashboardExists(LensError):
     http_status = 409
 
 
+class RulesFileExists(LensError):
+    """The rules file asked for is already there; Lens never replaces it unless told to."""
+
+    code = "RULES_FILE_EXISTS"
+    http_status = 409
+
+
 class TelemetryNotDeclared(LensError):
     """The hardware asked for declares nothing Lens could read for this view."""
 

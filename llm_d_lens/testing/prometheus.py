@@ -161,3 +161,85 @@ def run_prometheus(
             yield PrometheusServer(url, data, process)
         finally:
             stop(process)
+
+
+def promtool_skip_reason() -> str | None:
+    """Why a rules test cannot run here, or None: it needs only ``promtool`` (Debian's ``prometheus`` package)."""
+    if binaries()[1]:
+        return None
+    return "needs the promtool binary (Debian package 'prometheus'; .ci/run installs it)"
+
+
+def promtool(*args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``promtool args...``, its output captured as text; the caller reads the return code."""
+    tool = binaries()[1]
+    if not tool:
+        raise RuntimeError(promtool_skip_reason())
+    return subprocess.run([tool, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def series_notation(values: Iterable[float | None]) -> str:
+    """promtool's ``input_series`` values: each sample written out (``_`` for none), one per interval."""
+    return " ".join("_" if v is None else repr(float(v)) for v in values)
+
+
+def victoria_metrics_binary() -> str | None:
+    return shutil.which("victoria-metrics")
+
+
+def victoria_metrics_skip_reason() -> str | None:
+    """Why a VictoriaMetrics test cannot run here, or None. CI installs Debian's ``victoria-metrics``."""
+    if victoria_metrics_binary():
+        return None
+    return "needs the victoria-metrics binary (Debian package 'victoria-metrics', single node; .ci/run installs it)"
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"victoria-metrics exited with code {process.returncode} before it was ready")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"victoria-metrics at {url} was not ready within {timeout} s")
+
+
+@contextmanager
+def run_victoria_metrics(
+    *, scrape_targets: Iterable[str], scrape_interval: str = "1s", workdir: str | os.PathLike[str] | None = None,
+) -> Iterator[PrometheusServer]:
+    """VictoriaMetrics single-node on 127.0.0.1, scraping ``scrape_targets`` with a Prometheus scrape config.
+
+    Its query API is Prometheus' (``/api/v1/query``), so the same :class:`PrometheusServer` handle reads
+    it. ``-search.latencyOffset`` is cut from its 30 s default, or an instant query at "now" would not
+    see the samples just scraped.
+    """
+    binary = victoria_metrics_binary()
+    if not binary:
+        raise RuntimeError(victoria_metrics_skip_reason())
+    with tempfile.TemporaryDirectory(prefix="lens-vm-", dir=workdir) as tmp:
+        root = Path(tmp)
+        rendered = ", ".join(f'"{t}"' for t in scrape_targets)
+        config = root / "scrape.yml"
+        config.write_text(
+            f"global: {{scrape_interval: {scrape_interval}}}\n"
+            f"scrape_configs:\n  - job_name: lens-test\n    static_configs: [{{targets: [{rendered}]}}]\n",
+            encoding="utf-8",
+        )
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(
+            [binary, f"-storageDataPath={root / 'data'}", f"-httpListenAddr=127.0.0.1:{port}",
+             f"-promscrape.config={config}", "-search.latencyOffset=0s", "-retentionPeriod=100y", "-loggerLevel=ERROR"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_healthy(url, process)
+            yield PrometheusServer(url, root / "data", process)
+        finally:
+            stop(process)
