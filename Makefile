@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # what `make demo` writes rather than prints (a full render); ours, so replaced on each run
 DEMO_OUT ?= build/demo
 
-.PHONY: test demo venv bench clean schema cli-docs
+.PHONY: test demo venv bench clean generate screenshots
 
 venv: $(STAMP)
 
@@ -53,11 +53,9 @@ demo: $(STAMP)
 	$(BIN)/lens cluster inspect --demo --nodes
 	$(BIN)/lens plan --model llama-3.1-70b --demo --concurrency 16
 
-schema: $(STAMP)
-	$(BIN)/python -m llm_d_lens.hardware.schema --write
-
-cli-docs: $(STAMP)
-	$(BIN)/python -m llm_d_lens.cli.docs --write
+# every generated file (schema.json, docs/cli.md, the shipped PrometheusRule, the planning table), from its sources
+generate: $(STAMP)
+	$(BIN)/python -m llm_d_lens.generate
 
 # Every bench/*.py that is not a test (or test support), in name order: a new benchmark is picked up as it lands.
 BENCH_SCRIPTS = $(sort $(filter-out bench/test_% bench/conftest.py bench/__init__.py,$(wildcard bench/*.py)))
@@ -67,3 +65,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# the README's console screenshots: the browser test writes them to build/screenshots (make test never
+# touches a tracked file); this copies them over docs/images
+screenshots: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider llm_d_lens/console/test_browser.py -k screenshots
+	cp build/screenshots/console-overview.png build/screenshots/console-accelerators.png docs/images/

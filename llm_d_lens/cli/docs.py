@@ -1,16 +1,14 @@
 """docs/cli.md, generated from the Typer app so the reference cannot drift from the commands.
 
-``python -m llm_d_lens.cli.docs --write`` rewrites it; a test fails while the file differs from
-what the app would generate. Every command gets its usage, options (value in plain words,
+``python -m llm_d_lens.generate`` rewrites it (with every other generated file); its check fails
+while the file differs from what the app would generate. Every command gets its usage, options (value in plain words,
 default, help), output formats and the environment variables its help names.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ _ENV = re.compile(r"\b(?:LENS_[A-Z0-9_]+|LLM_D_ROOT)\b")
 
 HEADER = """# `lens` command reference
 
-Generated from the commands themselves by `python -m llm_d_lens.cli.docs --write`; a test fails
+Generated from the commands themselves by `python -m llm_d_lens.generate`; a test fails
 while this file is out of date, so what it says is what the commands do.
 
 ## Habits shared by every command
@@ -144,19 +142,3 @@ def render() -> str:
     alias_lines = ["### Aliases", "", "Other names that match the API's paths; `lens --help` does not list them.", "",
                    *_aliases(root), ""]
     return "\n".join([HEADER, *env_lines, *alias_lines, *body]).rstrip() + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate docs/cli.md from the lens commands.")
-    parser.add_argument("--write", action="store_true", help=f"rewrite {DOC} (default: print)")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.write:
-        DOC.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,21 +1,13 @@
-"""docs/cli.md is what the commands generate: a new option or command without a doc update fails here."""
+"""docs/cli.md covers every command and option (that it is current is llm_d_lens/generate's check)."""
 
 from __future__ import annotations
 
 import re
 
-import pytest
 import typer
 
 from llm_d_lens.cli.app import build_app
-from llm_d_lens.cli.docs import DOC, render
-
-
-def test_the_cli_reference_is_current():
-    if not DOC.exists():
-        pytest.skip(f"{DOC} is absent (an installed wheel carries no docs)")
-    assert DOC.read_text(encoding="utf-8") == render(), \
-        "docs/cli.md is out of date: run `.venv/bin/python -m llm_d_lens.cli.docs --write`"
+from llm_d_lens.cli.docs import render
 
 
 def test_every_leaf_command_has_a_section_and_every_option_a_row():

@@ -3,7 +3,7 @@
 Servers: the demo cluster with a real Prometheus scraping the shared exporter samples and three
 pip-installed plugins (a clean one, one with markup in its ``ui`` block, one that fails to import);
 the same without Prometheus; the same with a Prometheus that is down; and ``lens serve --demo``,
-whose pages are the README's screenshots.
+whose pages are the README's screenshots (written to build/screenshots; `make screenshots` refreshes docs/images).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from llm_d_lens.testing.console import lens_serve
 from llm_d_lens.testing.prometheus import free_port
 
 pytestmark = needs_chromium
-IMAGES = REPO / "docs" / "images"
+#: where the demo console's screenshots are written; `make screenshots` copies them to docs/images for the README
+IMAGES = REPO / "build" / "screenshots"
 
 
 def get_json(url: str) -> dict:

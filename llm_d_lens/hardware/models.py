@@ -1,7 +1,7 @@
 """The hardware profile contract, as typed models.
 
 These models are the single source of truth: ``schema.json`` is generated from them
-(``make schema``) and a test fails when the committed file drifts. Rules a JSON Schema cannot
+(``python -m llm_d_lens.generate``) and a test fails when the committed file drifts. Rules a JSON Schema cannot
 express (cross-field checks, regular expressions that must compile, pinned versions) live in
 ``rules.py`` and are reported with the same shape of error.
 

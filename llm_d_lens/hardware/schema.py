@@ -1,7 +1,8 @@
 """``schema.json``: generated from the models, shipped for vendors, used to validate every payload.
 
-Run ``python -m llm_d_lens.hardware.schema --write`` (``make schema``) after changing
-``models.py``; ``test_schema.py`` fails while the committed file and the models disagree.
+Run ``python -m llm_d_lens.generate`` (``make generate``) after changing ``models.py``; its check
+(``generate/test_generate.py``) fails while the committed file and the models disagree.
+``python -m llm_d_lens.hardware.schema`` prints the schema the models give.
 """
 
 from __future__ import annotations
@@ -136,16 +137,8 @@ def _type_name(rule: Any) -> str:
     return names.get(rule, str(rule))
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    text = render_schema(generate_schema())
-    if "--write" in args:
-        target = files("llm_d_lens.hardware").joinpath("schema.json")
-        with open(str(target), "w", encoding="utf-8") as handle:
-            handle.write(text)
-        print(f"wrote {target}")
-    else:
-        sys.stdout.write(text)
+def main() -> int:
+    sys.stdout.write(render_schema(generate_schema()))
     return 0
 
 

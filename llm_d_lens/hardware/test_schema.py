@@ -12,12 +12,7 @@ from pydantic import ValidationError
 
 from llm_d_lens.hardware.conftest import bundled
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.hardware.schema import generate_schema, render_schema
-
-
-def test_committed_schema_is_what_the_models_generate():
-    committed = files("llm_d_lens.hardware").joinpath("schema.json").read_text()
-    assert committed == render_schema(generate_schema()), "schema.json drifted: run `make schema`"
+from llm_d_lens.hardware.schema import generate_schema
 
 
 def test_schema_is_a_valid_draft_2020_12_schema():

@@ -3,13 +3,12 @@
 The config files under ``testdata/checkpoints/`` hold the dimensions of published checkpoints
 (written from their config.json files, dimensions only); ``published.json`` beside them holds
 each one's published parameter count and checkpoint size with the source. The table in
-docs/planning.md is rendered from the same data; run this file as a script to rewrite it.
+docs/planning.md is rendered from the same data (``llm_d_lens/generate/checkpoints.py``).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,6 @@ from llm_d_lens.planning.errors import ModelConfigInvalid
 
 HERE = Path(__file__).parent
 CHECKPOINTS = HERE / "testdata" / "checkpoints"
-DOC = HERE.parents[1] / "docs" / "planning.md"
-BEGIN, END = "<!-- checkpoint-table:begin -->", "<!-- checkpoint-table:end -->"
 PUBLISHED: dict[str, dict] = json.loads((CHECKPOINTS / "published.json").read_text())["models"]
 
 
@@ -149,28 +146,3 @@ def test_the_checkpoint_index_total_size_is_the_authority(tmp_path):
     model = read_config_file(tmp_path)
     assert model.checkpoint_bytes == 12_345_678 and model.weight_bytes() == 12_345_678
     assert model.weight_bytes("fp8") != 12_345_678  # another width asked: computed from the groups
-
-
-def render_table() -> str:
-    """The docs table, from the shipped configs and their published facts."""
-    lines = ["| model | kind | parameters: published / Lens | checkpoint GB: published / Lens |",
-             "|---|---|---|---|"]
-    for name in sorted(PUBLISHED):
-        facts, model = PUBLISHED[name], spec(name)
-        params, size = model.computed_parameters, model.weight_bytes()
-        lines.append(f"| {facts['hf_id']} | {facts['kind']} | {facts['parameters'] / 1e9:,.2f}B / {params / 1e9:,.2f}B "
-                     f"({(params / facts['parameters'] - 1) * 100:+.2f}%) | {facts['checkpoint_bytes'] / 1e9:,.2f} / "
-                     f"{size / 1e9:,.2f} ({(size / facts['checkpoint_bytes'] - 1) * 100:+.2f}%) |")
-    return "\n".join(lines)
-
-
-def test_the_docs_table_is_rendered_from_this_data():
-    text = DOC.read_text()
-    assert f"{BEGIN}\n{render_table()}\n{END}" in text, "docs/planning.md is stale: run python llm_d_lens/planning/test_checkpoints.py"
-
-
-if __name__ == "__main__":  # rewrite the docs table
-    text = DOC.read_text()
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    DOC.write_text(text[:start] + "\n" + render_table() + "\n" + text[end:])
-    sys.exit(0)

@@ -23,7 +23,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("contract", ("hardware",)),
     ("domains", ("cluster", "deploy", "monitoring", "evaluate", "planning", "incluster")),
     ("serving", ("serving",)),
-    ("assembly", ("cli", "api", "console")),
+    ("assembly", ("cli", "api", "console", "generate")),
     ("testing", ("testing",)),
 )
 #: the most modules the package root may hold (its ``__init__`` included)

@@ -1,0 +1,30 @@
+"""The checkpoint table of docs/planning.md: each shipped config's published facts beside what Lens computes.
+
+The configs under ``planning/testdata/checkpoints/`` hold published checkpoints' dimensions and
+``published.json`` their published parameter counts and sizes with the source;
+``planning/test_checkpoints.py`` holds Lens to them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from llm_d_lens.planning.catalogue import read_config_file
+
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "planning" / "testdata" / "checkpoints"
+BEGIN, END = "<!-- checkpoint-table:begin -->", "<!-- checkpoint-table:end -->"
+
+
+def render_table() -> str:
+    """The docs table, from the shipped configs and their published facts."""
+    lines = ["| model | kind | parameters: published / Lens | checkpoint GB: published / Lens |",
+             "|---|---|---|---|"]
+    published = json.loads((CHECKPOINTS / "published.json").read_text())["models"]
+    for name in sorted(published):
+        facts, model = published[name], read_config_file(CHECKPOINTS / name)
+        params, size = model.computed_parameters, model.weight_bytes()
+        lines.append(f"| {facts['hf_id']} | {facts['kind']} | {facts['parameters'] / 1e9:,.2f}B / {params / 1e9:,.2f}B "
+                     f"({(params / facts['parameters'] - 1) * 100:+.2f}%) | {facts['checkpoint_bytes'] / 1e9:,.2f} / "
+                     f"{size / 1e9:,.2f} ({(size / facts['checkpoint_bytes'] - 1) * 100:+.2f}%) |")
+    return "\n".join(lines)
