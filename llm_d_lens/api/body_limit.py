@@ -9,10 +9,10 @@ real request; an operator can raise it with ``LENS_API_MAX_BODY_BYTES``. A decla
 
 from __future__ import annotations
 
-import os
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from llm_d_lens import settings
 from llm_d_lens.api.problems import problem
 from llm_d_lens.errors import ServerNotConfigured
 
@@ -23,8 +23,8 @@ ENV = "LENS_API_MAX_BODY_BYTES"
 
 def max_body_bytes() -> int:
     """The configured limit; a setting that is no positive whole number is the operator's to fix."""
-    raw = os.environ.get(ENV, "").strip()
-    if not raw:
+    raw = settings.text(ENV)
+    if raw is None:
         return DEFAULT_MAX_BODY_BYTES
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 15 or int(raw) == 0:
         raise ServerNotConfigured(f"{ENV}={raw[:40]!r} is not a positive number of bytes", details={"setting": ENV})

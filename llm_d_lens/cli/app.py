@@ -14,6 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from llm_d_lens import settings
 from llm_d_lens.errors import LensError
 from llm_d_lens.terminal.output import OutputFormat
 
@@ -132,7 +133,7 @@ def _demo_environment(env: Any) -> None:
     if chosen:
         raise DemoConflict(f"--demo serves the embedded demo cluster, but {', '.join(chosen)} is set; unset it or drop --demo")
     env["LENS_CLUSTER_DEMO"] = "1"
-    if not env.get("LENS_PROMETHEUS_URL"):
+    if settings.text("LENS_PROMETHEUS_URL", env) is None:
         env["LENS_TELEMETRY_DEMO"] = "1"
 
 

@@ -42,7 +42,7 @@ def test_version_json_names_lens_python_and_each_tool(capsys):
     code, out, _ = run(capsys, "version", "-o", "json")
     report = json.loads(out)
     assert code == 0
-    assert list(report) == ["lens", "python", "kubectl", "helm", "kustomize"]
+    assert list(report) == ["lens", "python", "kubectl", "helm", "kustomize", "settings"]
     assert report["python"] == platform.python_version()
     for tool in ("kubectl", "helm", "kustomize"):
         if shutil.which(tool) is None:

@@ -2,7 +2,8 @@
 
 A bug report needs these five facts together; each tool is asked through the runner (so a pinned
 binary or a hung tool behaves as it does for every other command) and reported as
-``not installed`` when absent or ``unknown`` when it answers with nothing Lens can read.
+``not installed`` when absent or ``unknown`` when it answers with nothing Lens can read. ``-o json``
+also lists every environment variable Lens reads, with its value now and its default.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ def tool_version(runner: Runner, tool: str) -> str:
 
 
 def versions(runner: Runner) -> dict[str, Any]:
-    """Lens, Python and each tool, as ``lens version -o json`` prints them (snake_case keys)."""
+    """Lens, Python and each tool, and every setting Lens reads, as ``lens version -o json`` prints them."""
+    from llm_d_lens import settings
+
     report: dict[str, Any] = {"lens": __version__, "python": platform.python_version()}
     for tool in TOOL_ARGV:
         report[tool] = tool_version(runner, tool)
+    report["settings"] = settings.listing()
     return report
 
 
@@ -67,5 +71,6 @@ def versions_table(report: dict[str, Any]) -> Any:
     table.add_column("COMPONENT")
     table.add_column("VERSION")
     for component, version in report.items():
-        table.add_row(component, str(version))
+        if component != "settings":  # every variable Lens reads: -o json or yaml lists them
+            table.add_row(component, str(version))
     return table

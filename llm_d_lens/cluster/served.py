@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from llm_d_lens import settings
 from llm_d_lens.cluster.clusters import CLUSTERS_ENV, Cluster, Clusters, load_file
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
@@ -30,7 +31,7 @@ ORIGIN_FILE = "the server's clusters (LENS_CLUSTERS)"
 def served_clusters(env: Mapping[str, str] | None = None) -> Clusters:
     """The server's clusters; anything wrong with their configuration is the server's 503, not the caller's 4xx."""
     env = os.environ if env is None else env
-    path = env.get(CLUSTERS_ENV, "").strip()
+    path = settings.text(CLUSTERS_ENV, env) or ""
     if path:
         chosen = [name for name in SINGLE_SETTINGS if env.get(name, "").strip() and env.get(name, "").strip() != "0"]
         if chosen:

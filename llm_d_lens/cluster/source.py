@@ -9,19 +9,18 @@ kubectl's current context points at, as with kubectl itself.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_d_lens import settings
 from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import DEFAULT_TIMEOUT, CommandRunner, Runner
 
 DEMO_SNAPSHOT = ("demo", "demo-cluster.json")
-_TRUE = {"1", "true", "yes", "on"}
 
 
 class SourceConflict(LensError):
@@ -46,14 +45,13 @@ class ClusterSource:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClusterSource:
-        env = os.environ if env is None else env
-        snapshot = env.get("LENS_CLUSTER_SNAPSHOT") or None
-        timeout = env.get("LENS_KUBECTL_TIMEOUT")
+        snapshot = settings.text("LENS_CLUSTER_SNAPSHOT", env)
+        timeout = settings.text("LENS_KUBECTL_TIMEOUT", env)
         return cls(
             snapshot=Path(snapshot) if snapshot else None,
-            demo=env.get("LENS_CLUSTER_DEMO", "").strip().lower() in _TRUE,
-            context=env.get("LENS_KUBE_CONTEXT") or None,
-            kubeconfig=env.get("LENS_KUBECONFIG") or None,
+            demo=settings.flag("LENS_CLUSTER_DEMO", env),
+            context=settings.text("LENS_KUBE_CONTEXT", env),
+            kubeconfig=settings.text("LENS_KUBECONFIG", env),
             timeout=_seconds(timeout) if timeout else DEFAULT_TIMEOUT,
         )
 

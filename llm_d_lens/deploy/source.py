@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_d_lens import settings
 from llm_d_lens.deploy.errors import SourceInvalid, SourceNotFound, UnsafeName
 from llm_d_lens.runner import CommandFailed, Runner
 
@@ -77,8 +78,8 @@ def resolve_root(root: str | os.PathLike[str] | None, env: Mapping[str, str] | N
     env = os.environ if env is None else env
     given, origin = (os.fspath(root), "--llm-d-root") if root is not None else (None, "")
     for name in (ROOT_ENV, LEGACY_ROOT_ENV):
-        if given is None and env.get(name, "").strip():
-            given, origin = env[name].strip(), name
+        if given is None and settings.text(name, env):
+            given, origin = settings.text(name, env), name
     if given is None:
         raise SourceNotFound(f"no llm-d source: pass --llm-d-root or set {ROOT_ENV} (or {LEGACY_ROOT_ENV}) "
                              f"to an llm-d checkout")

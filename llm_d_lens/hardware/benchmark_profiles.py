@@ -8,10 +8,10 @@ such a release without a new Lens.
 """
 
 from __future__ import annotations
+from llm_d_lens import settings
 
 import difflib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,7 +44,6 @@ def _bundled() -> tuple[frozenset[str], str, str]:
 
 def known_profiles(environ: Mapping[str, str] | None = None) -> KnownProfiles:
     """The bundled list, plus the names ``LENS_BENCHMARK_PROFILES`` adds."""
-    env = os.environ if environ is None else environ
     names, source, revision = _bundled()
-    added = frozenset(part.strip() for part in env.get(ENV, "").split(",") if part.strip())
+    added = frozenset(part.strip() for part in (settings.text(ENV, environ) or "").split(",") if part.strip())
     return KnownProfiles(names | added, source, revision, added - names)

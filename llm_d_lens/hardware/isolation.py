@@ -34,6 +34,7 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
+from llm_d_lens import settings
 from llm_d_lens import __version__
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
@@ -58,7 +59,7 @@ class Outcome:
 
 def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
     """``LENS_PLUGINS_TIMEOUT``: seconds one plugin may take to load; a bad value keeps the default."""
-    raw = (os.environ if env is None else env).get("LENS_PLUGINS_TIMEOUT", "").strip()
+    raw = settings.text("LENS_PLUGINS_TIMEOUT", env)
     try:
         value = float(raw) if raw else DEFAULT_TIMEOUT_SECONDS
     except ValueError:
@@ -153,9 +154,10 @@ def cache_key(eps: Sequence[EntryPoint]) -> str:
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    chosen = settings.text("LENS_CACHE_DIR", env)
+    if chosen:
+        return Path(chosen)
     env = os.environ if env is None else env
-    if env.get("LENS_CACHE_DIR"):
-        return Path(env["LENS_CACHE_DIR"])
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "llm-d-lens"
 

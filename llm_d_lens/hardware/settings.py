@@ -17,8 +17,8 @@ the distribution's name: a third-party distribution called ``LLM_D.Lens`` is sti
 """
 
 from __future__ import annotations
+from llm_d_lens import settings
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,11 +57,10 @@ class PluginSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PluginSettings:
-        env = os.environ if env is None else env
-        autoload = env.get("LENS_PLUGINS_AUTOLOAD", "1").strip().lower() not in {"0", "false", "no", "off"}
-        allow_raw = env.get("LENS_PLUGINS_ALLOW")
-        allow = frozenset(normalize_dist(n) for n in _names(allow_raw)) if allow_raw is not None and allow_raw.strip() else None
-        block = frozenset(name.lower() for name in _names(env.get("LENS_PROFILES_BLOCK")))
+        autoload = settings.flag("LENS_PLUGINS_AUTOLOAD", env, default=True)
+        allow_raw = settings.text("LENS_PLUGINS_ALLOW", env)
+        allow = frozenset(normalize_dist(n) for n in _names(allow_raw)) if allow_raw is not None else None
+        block = frozenset(name.lower() for name in _names(settings.text("LENS_PROFILES_BLOCK", env)))
         return cls(autoload=autoload, allow=allow, block=block)
 
     def blocks(self, profile_id: str) -> bool:

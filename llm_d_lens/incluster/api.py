@@ -7,11 +7,11 @@ on (``LENS_API_TOKEN`` set), and ``mutations`` says which, so a missing token Se
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from llm_d_lens import settings
 from llm_d_lens.runner import Runner
 
 router = APIRouter(tags=["incluster"])
@@ -21,8 +21,7 @@ def permissions_runner() -> Runner:
     """The server's cluster (LENS_KUBE_CONTEXT/LENS_KUBECONFIG, else in a pod its service account)."""
     from llm_d_lens.runner import CommandRunner
 
-    return CommandRunner(kubeconfig=os.environ.get("LENS_KUBECONFIG") or None,
-                         context=os.environ.get("LENS_KUBE_CONTEXT") or None)
+    return CommandRunner(kubeconfig=settings.text("LENS_KUBECONFIG"), context=settings.text("LENS_KUBE_CONTEXT"))
 
 
 @router.get("/incluster/permissions")
@@ -30,5 +29,5 @@ async def permissions(runner: Runner = Depends(permissions_runner)) -> dict[str,
     from llm_d_lens.incluster.permissions import check
     from llm_d_lens.monitoring.gpu_driver.api import TOKEN_ENV
 
-    mutations = bool(os.environ.get(TOKEN_ENV, "").strip())
+    mutations = settings.text(TOKEN_ENV) is not None
     return (await check(runner, mutations=mutations)).to_dict()

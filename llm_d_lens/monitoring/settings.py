@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from llm_d_lens import settings
 from llm_d_lens.monitoring.errors import PrometheusNotConfigured
 from llm_d_lens.prometheus.client import DEFAULT_TIMEOUT
 from llm_d_lens.prometheus.errors import PrometheusUrlInvalid
@@ -30,8 +31,7 @@ class TelemetrySettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TelemetrySettings:
-        env = os.environ if environ is None else environ
-        raw_timeout = env.get("LENS_PROMETHEUS_TIMEOUT", "").strip()
+        raw_timeout = settings.text("LENS_PROMETHEUS_TIMEOUT", environ) or ""
         try:
             timeout = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT
         except ValueError:
@@ -39,9 +39,9 @@ class TelemetrySettings:
         if not 0 < timeout < math.inf:  # also false for NaN
             raise PrometheusUrlInvalid(
                 f"LENS_PROMETHEUS_TIMEOUT={raw_timeout!r} must be a finite number of seconds more than 0")
-        objects = tuple(p for p in env.get("LENS_CLUSTER_OBJECTS", "").split(os.pathsep) if p.strip())
-        demo = env.get("LENS_TELEMETRY_DEMO", "").strip().lower() in {"1", "true", "yes", "on"}
-        return cls(env.get("LENS_PROMETHEUS_URL", "").strip() or None, timeout, objects, demo)
+        objects = tuple(p for p in (settings.text("LENS_CLUSTER_OBJECTS", environ) or "").split(os.pathsep) if p.strip())
+        demo = settings.flag("LENS_TELEMETRY_DEMO", environ)
+        return cls(settings.text("LENS_PROMETHEUS_URL", environ), timeout, objects, demo)
 
     def require_url(self, given: str | None = None) -> str:
         url = given or self.prometheus_url

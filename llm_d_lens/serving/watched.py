@@ -23,13 +23,13 @@ is also one of ``/readyz``'s problems (:func:`problems`), which the console show
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from llm_d_lens import settings
 from llm_d_lens.cluster.clusters import Cluster
 from llm_d_lens.cluster.fleet import read_freshness
 from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
@@ -281,7 +281,7 @@ def _key(source: ClusterSource) -> tuple[str | None, str | None]:
 
 
 def enabled(env: Mapping[str, str] | None = None) -> bool:
-    return (os.environ if env is None else env).get(WATCH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.flag(WATCH_ENV, env)
 
 
 def start(clusters: Iterable[Cluster], timeout: float, runner_for: Callable[[Cluster], Runner] | None = None) -> list[WatchedCluster]:

@@ -7,8 +7,8 @@ nothing a program reads changes. ``LENS_NO_PROGRESS=1`` turns it off.
 """
 
 from __future__ import annotations
+from llm_d_lens import settings
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +33,7 @@ class Progress:
 def wanted(stream: IO[str] | None = None, *, for_people: bool = True) -> bool:
     """Whether to draw progress: a terminal on ``stream`` (stderr), a table result, not turned off."""
     stream = sys.stderr if stream is None else stream
-    if not for_people or os.environ.get("LENS_NO_PROGRESS", "").strip() not in ("", "0"):
+    if not for_people or settings.flag("LENS_NO_PROGRESS"):
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())

@@ -19,7 +19,7 @@ from pathlib import Path
 #: bottom up: floor -> the top-level names (modules or folders) of the package on it;
 #: "" is the package's own ``__init__``
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("kernel", ("", "errors", "files", "jsonread", "yamlread", "limits", "runner", "k8s", "prometheus", "terminal", "web")),
+    ("kernel", ("", "errors", "files", "jsonread", "yamlread", "limits", "settings", "runner", "k8s", "prometheus", "terminal", "web")),
     ("contract", ("hardware",)),
     ("domains", ("cluster", "deploy", "monitoring", "evaluate", "planning", "incluster")),
     ("serving", ("serving",)),

@@ -14,13 +14,13 @@ can reach. Providers receive the cluster's name as ``cluster_id``.
 from __future__ import annotations
 
 import hmac
-import os
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_d_lens import settings
 from llm_d_lens.errors import LensError
 from llm_d_lens.limits import MAX_WAIT_SECONDS
 from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
@@ -56,8 +56,8 @@ class Unauthorized(LensError):
 def require_token(authorization: str | None = Header(default=None)) -> None:
     """Mutating calls need a configured token, presented as a Bearer token; compared in constant time."""
     # surrounding whitespace is no part of a token (a Secret made --from-file keeps the file's newline)
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
+    token = settings.text(TOKEN_ENV)
+    if token is None:
         raise MutationsDisabled(f"this endpoint changes the cluster and is off: set {TOKEN_ENV} on the server to enable it")
     scheme, _, given = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):

@@ -7,10 +7,10 @@ override them with a FakeRunner) and the console calls directly.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from llm_d_lens import settings
 from llm_d_lens.errors import LensError
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 
@@ -19,8 +19,8 @@ def view_factory() -> Callable[[str | None], ClusterView]:
     """The server's cluster, or a context a token holder chose; overridden in tests with a FakeRunner."""
     from llm_d_lens.runner import CommandRunner
 
-    server_context = os.environ.get("LENS_KUBE_CONTEXT") or None
-    kubeconfig = os.environ.get("LENS_KUBECONFIG") or None
+    server_context = settings.text("LENS_KUBE_CONTEXT")
+    kubeconfig = settings.text("LENS_KUBECONFIG")
     return lambda context: ClusterView(CommandRunner(kubeconfig=kubeconfig, context=context or server_context))
 
 
@@ -46,7 +46,7 @@ def choose_view(cluster: str | None, context: str | None, views: Callable[[str |
 
     if cluster is not None and context is not None:
         raise ClusterAndContext("give cluster (a configured cluster) or context, not both")
-    if cluster is None and (context is not None or not os.environ.get(CLUSTERS_ENV)):
+    if cluster is None and (context is not None or not settings.text(CLUSTERS_ENV)):
         return views(context)
     clusters = served_clusters()
     chosen = clusters.get(cluster) if cluster is not None else clusters.clusters[0]

@@ -1,0 +1,105 @@
+"""Every environment variable Lens reads, in one catalogue, and the one way to read a flag or a value.
+
+Each variable is declared once here with what it is for and its default; a domain reads it with
+:func:`text` or :func:`flag` (never ``os.environ`` with a name of its own), and shapes it into the
+frozen settings of its concern (``hardware/settings.py``'s plugin settings, ``monitoring/settings.py``'s
+telemetry settings, the cluster source of ``cluster/source.py``). ``lens version -o json`` lists
+them all with the value each has now (a secret's shown only as set). ``settings/test_settings.py``
+fails when code names a variable this catalogue does not declare.
+
+A flag is one of ``1 true yes on`` or ``0 false no off`` (any case), or unset/blank for its
+default; anything else is a coded error naming the variable and the value, never a silent guess.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llm_d_lens.errors import LensError, echo
+
+TRUE = frozenset({"1", "true", "yes", "on"})
+FALSE = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    concern: str  # plugins | cluster | telemetry | api | deploy | terminal
+    meaning: str
+    default: str = ""  # as the user would write it; "" when unset means "none"
+    secret: bool = False
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("LENS_PLUGINS_AUTOLOAD", "plugins", "off: third-party hardware plugins are not loaded (built-ins still are)", "on"),
+    Setting("LENS_PLUGINS_ALLOW", "plugins", "comma-separated distributions: only these third-party plugins load"),
+    Setting("LENS_PROFILES_BLOCK", "plugins", "comma-separated profile ids never registered, built-in or not"),
+    Setting("LENS_PLUGINS_TIMEOUT", "plugins", "seconds one plugin may take to load", "5"),
+    Setting("LENS_CACHE_DIR", "plugins", "where plugin load outcomes are cached", "$XDG_CACHE_HOME/llm-d-lens"),
+    Setting("LENS_BENCHMARK_PROFILES", "plugins", "llm-d-benchmark profile names known beyond the bundled list"),
+    Setting("LENS_CLUSTERS", "cluster", "the clusters file (a server serves exactly these)", "~/.config/lens/clusters.yaml"),
+    Setting("LENS_CLUSTER_SNAPSHOT", "cluster", "a server's cluster: a saved snapshot file or folder"),
+    Setting("LENS_CLUSTER_DEMO", "cluster", "on: a server's cluster is the embedded demo", "off"),
+    Setting("LENS_KUBE_CONTEXT", "cluster", "a server's cluster: this kubeconfig context", "kubectl's current one"),
+    Setting("LENS_KUBECONFIG", "cluster", "a server's kubeconfig file", "kubectl's"),
+    Setting("LENS_KUBECTL_TIMEOUT", "cluster", "seconds one kubectl call may take", "60"),
+    Setting("LENS_CLUSTER_WATCH", "cluster", "on: a server keeps live clusters in memory by a watch (lens serve sets it)", "off"),
+    Setting("LENS_PROMETHEUS_URL", "telemetry", "the Prometheus telemetry is read from"),
+    Setting("LENS_PROMETHEUS_TIMEOUT", "telemetry", "seconds per Prometheus query", "10"),
+    Setting("LENS_TELEMETRY_DEMO", "telemetry", "on: the embedded demo history instead of a Prometheus", "off"),
+    Setting("LENS_CLUSTER_OBJECTS", "telemetry", "Kubernetes JSON files (or 'kubectl') for the telemetry joins"),
+    Setting("LENS_API_TOKEN", "api", "the bearer token that enables the API's mutating calls", secret=True),
+    Setting("LENS_API_MAX_BODY_BYTES", "api", "the largest request body the API reads", "1048576"),
+    Setting("LENS_LLM_D_ROOT", "deploy", "the llm-d checkout overlays are read from"),
+    Setting("LLM_D_ROOT", "deploy", "the llm-d checkout, when LENS_LLM_D_ROOT is unset (its older name)"),
+    Setting("LENS_NO_PROGRESS", "terminal", "on: no progress line on a terminal's stderr", "off"),
+)
+DECLARED: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+class SettingInvalid(LensError):
+    code = "SETTING_INVALID"
+    http_status = 503  # a server's environment is its operator's to fix, never a caller's
+
+
+def _declared(name: str) -> Setting:
+    try:
+        return DECLARED[name]
+    except KeyError:
+        raise ValueError(f"{name} is not a Lens setting: declare it in llm_d_lens/settings") from None
+
+
+def text(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The variable's value, surrounding whitespace dropped; None when unset or blank."""
+    _declared(name)
+    value = (os.environ if env is None else env).get(name, "").strip()
+    return value or None
+
+
+def flag(name: str, env: Mapping[str, str] | None = None, *, default: bool = False) -> bool:
+    """The variable as a yes/no: ``1 true yes on`` or ``0 false no off``; ``default`` when unset or blank."""
+    raw = text(name, env)
+    if raw is None:
+        return default
+    lowered = raw.lower()
+    if lowered in TRUE:
+        return True
+    if lowered in FALSE:
+        return False
+    raise SettingInvalid(f"{name}={echo(raw, 60)}: give one of 1, true, yes, on or 0, false, no, off",
+                         details={"variable": name, "value": echo(raw, 60)})
+
+
+def listing(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every setting with its value now (a secret only as ``set``), its default and what it is for."""
+    found = os.environ if env is None else env
+    rows = []
+    for setting in SETTINGS:
+        raw = found.get(setting.name)
+        value = None if raw is None else ("set" if setting.secret and raw else raw)
+        rows.append({"name": setting.name, "concern": setting.concern, "value": value,
+                     "default": setting.default or None, "meaning": setting.meaning})
+    return rows
