@@ -89,7 +89,7 @@ def test_every_table_command_has_a_sample() -> None:
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[Any]:
     from llm_d_lens.monitoring.conftest import stored_pages
-    from llm_d_lens.monitoring.test_support import backfill
+    from llm_d_lens.testing.telemetry_pages import backfill
     from llm_d_lens.testing.prometheus import run_prometheus, skip_reason
 
     if skip_reason():

@@ -12,7 +12,7 @@ from llm_d_lens.cli.app import main
 from llm_d_lens.cluster import source as source_module
 from llm_d_lens.cluster.clusters import CONTEXTS_ARGV, default_path, load, load_file
 from llm_d_lens.cluster.errors import ClustersFileInvalid, ClusterUnknown
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 from llm_d_lens.serving import inventories as cache
 from llm_d_lens.testing.fake_runner import FakeRunner
 

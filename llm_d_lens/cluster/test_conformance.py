@@ -13,7 +13,7 @@ import pytest
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.snapshot import load_snapshot
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.cluster.test_support import shared_root
+from llm_d_lens.testing.cluster import shared_root
 
 GIB = 2**30
 MIB = 2**20

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llm_d_lens.cluster.errors import ObjectInvalid, SnapshotInvalid
-from llm_d_lens.cluster.test_support import (
+from llm_d_lens.testing.cluster import (
     attributes,
     bucket,
     claim,

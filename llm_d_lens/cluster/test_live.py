@@ -14,7 +14,7 @@ from llm_d_lens.cluster import source as source_module
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.live import fetch_sync
 from llm_d_lens.cluster.snapshot import load_snapshot
-from llm_d_lens.cluster.test_support import (
+from llm_d_lens.testing.cluster import (
     as_list,
     attributes,
     claim,

@@ -25,7 +25,7 @@ from llm_d_lens.cluster.quantity import (
     parse_quantity,
 )
 from llm_d_lens.cluster.snapshot import load_snapshot
-from llm_d_lens.cluster.test_support import (
+from llm_d_lens.testing.cluster import (
     as_list,
     attributes,
     claim,

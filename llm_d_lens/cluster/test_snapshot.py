@@ -12,7 +12,7 @@ import pytest
 from llm_d_lens.cluster.errors import SnapshotExists, SnapshotInvalid, SnapshotNotFound
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.snapshot import load_snapshot, snapshot_document, write_snapshot
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 
 
 def _write(path: Path, body: object, *, gz: bool = False) -> Path:

@@ -52,7 +52,7 @@ def test_a_snapshot_within_the_limits_still_reads(tmp_path):
     import gzip
     import json
 
-    from llm_d_lens.cluster.test_support import as_list, node
+    from llm_d_lens.testing.cluster import as_list, node
 
     path = tmp_path / "cluster.json.gz"
     path.write_bytes(gzip.compress(json.dumps(as_list(*[node(f"n{i}") for i in range(200)])).encode()))

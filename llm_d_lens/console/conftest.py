@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.testing.console import CHROMIUM, CHROMIUM_ARGS, lens_serve  # noqa: F401 - the tests' server
 from llm_d_lens.testing.prometheus import run_prometheus, skip_reason
 

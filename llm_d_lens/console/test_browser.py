@@ -252,7 +252,7 @@ def test_lens_serve_demo_is_a_populated_console_and_its_screenshots_are_the_read
 
 
 def test_a_5000_row_node_table_is_paged(tmp_path: Path, visit):
-    from llm_d_lens.cluster.test_support import as_list, node
+    from llm_d_lens.testing.cluster import as_list, node
 
     snapshot = tmp_path / "big.json"
     snapshot.write_text(json.dumps(as_list(*(node(f"h100-{i:04d}", resources={"nvidia.com/gpu": "8"}) for i in range(5000)))))

@@ -12,12 +12,12 @@ from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
 from llm_d_lens.serving.inventories import forget
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 from llm_d_lens.console.charts import capacity_bars, line_chart, nice_ceiling
 from llm_d_lens.console.data import tabs
 from llm_d_lens.console.router import link
 from llm_d_lens.console.tables import paginate
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.testing.prometheus import free_port
 
 SERVER_ENV = ("LENS_CLUSTERS", "LENS_CLUSTER_SNAPSHOT", "LENS_CLUSTER_DEMO", "LENS_KUBE_CONTEXT", "LENS_KUBECONFIG", "LENS_PROMETHEUS_URL",

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from llm_d_lens.hardware import rules
 from llm_d_lens.hardware.benchmark_profiles import known_profiles
-from llm_d_lens.hardware.conftest import bundled, deep
+from llm_d_lens.testing.plugins import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
 from llm_d_lens.hardware.test_contract import GUIDE_FULL, GUIDE_MINIMAL
@@ -279,7 +279,7 @@ def test_a_telemetry_provider_registered_by_entry_point_passes():
 
 
 def _acme_with_telemetry(provider_id: str, benchmark: str = "acme") -> dict:
-    from llm_d_lens.hardware.conftest import minimal_profile
+    from llm_d_lens.testing.plugins import minimal_profile
 
     payload = minimal_profile("acme", benchmark_profile=benchmark, evaluation_profile=None)
     payload["telemetry"] = {"provider_id": provider_id}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.hardware.test_contract import GUIDE_MINIMAL
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.hardware.conftest import PROFILES_DIR, bundled
+from llm_d_lens.testing.plugins import PROFILES_DIR, bundled
 from llm_d_lens.hardware.discovery import discover
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
 from llm_d_lens.hardware.registry import Registry

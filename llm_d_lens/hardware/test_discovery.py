@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from llm_d_lens.hardware.conftest import bundled, minimal_profile
+from llm_d_lens.testing.plugins import bundled, minimal_profile
 from llm_d_lens.hardware.discovery import discover
 from llm_d_lens.hardware.errors import AcceleratorNotRegistered, AlreadyRegistered, PluginLoadFailed
 from llm_d_lens.hardware.registry import Registry

@@ -10,7 +10,7 @@ import sys
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.hardware.resolution import Resolver
 
 NPU = minimal_profile(

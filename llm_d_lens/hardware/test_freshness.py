@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.hardware.conftest import PluginFactory, minimal_profile
+from llm_d_lens.testing.plugins import PluginFactory, minimal_profile
 from llm_d_lens.testing.pip_install import editable_install, throwaway_venv
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "nimbus-lens"

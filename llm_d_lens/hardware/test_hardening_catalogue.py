@@ -14,7 +14,7 @@ import time
 import pytest
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.hardware.conftest import bundled, deep
+from llm_d_lens.testing.plugins import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
 from llm_d_lens.hardware.test_contract import GUIDE_FULL, GUIDE_MINIMAL

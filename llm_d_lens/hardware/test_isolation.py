@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.hardware.conftest import minimal_profile
+from llm_d_lens.testing.plugins import minimal_profile
 
 BUILT_INS = {"amd", "cpu", "google-tpu", "intel-gaudi", "intel-xpu", "nvidia"}
 

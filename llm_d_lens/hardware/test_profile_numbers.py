@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.hardware.conftest import bundled
+from llm_d_lens.testing.plugins import bundled
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import load_profile_file, validate_payload
 

@@ -56,7 +56,7 @@ def test_unknown_observed_resources_are_unsupported_and_never_raise(resolver, re
 
 
 def test_longest_prefix_wins_within_one_domain():
-    from llm_d_lens.hardware.conftest import minimal_profile
+    from llm_d_lens.testing.plugins import minimal_profile
     from llm_d_lens.hardware.discovery import DiscoveredProfile
     from llm_d_lens.hardware.loader import validate_payload
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from llm_d_lens.hardware.conftest import bundled
+from llm_d_lens.testing.plugins import bundled
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.schema import generate_schema
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.hardware.conftest import bundled, deep
+from llm_d_lens.testing.plugins import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.loader import validate_payload
 

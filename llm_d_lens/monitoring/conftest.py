@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from llm_d_lens.monitoring.test_support import as_stored, backfill, fixture_text, sample_text, shared, up_page
+from llm_d_lens.testing.telemetry_pages import as_stored, backfill, fixture_text, sample_text, shared, up_page
 from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, skip_reason
 
 VLLM_POD = "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.monitoring.test_support import needs_prometheus, shared
+from llm_d_lens.testing.telemetry_pages import needs_prometheus, shared
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, free_port
 
 

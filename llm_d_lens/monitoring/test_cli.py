@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.monitoring.test_support import TESTDATA, needs_prometheus, sample_text, shared
+from llm_d_lens.testing.telemetry_pages import TESTDATA, needs_prometheus, sample_text, shared
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, free_port
 
 AT = str(BASE_TIMESTAMP)

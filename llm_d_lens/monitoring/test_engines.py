@@ -22,7 +22,7 @@ import pytest
 
 from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES
-from llm_d_lens.monitoring.test_support import fixture_text, needs_prometheus, sample_text
+from llm_d_lens.testing.telemetry_pages import fixture_text, needs_prometheus, sample_text
 from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, run_victoria_metrics, victoria_metrics_skip_reason
 
 HARDWARE = ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"]

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.monitoring.test_support import by_name, needs_prometheus, refresh, sample_text
+from llm_d_lens.testing.telemetry_pages import by_name, needs_prometheus, refresh, sample_text
 from llm_d_lens.testing.prometheus import run_prometheus
 
 FIRST_SCRAPE_DEADLINE = 30.0

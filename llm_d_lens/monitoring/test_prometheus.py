@@ -9,7 +9,7 @@ import pytest
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_query
-from llm_d_lens.monitoring.test_support import by_name, needs_prometheus, refresh
+from llm_d_lens.testing.telemetry_pages import by_name, needs_prometheus, refresh
 from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.prometheus.errors import PrometheusUnreachable
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, to_openmetrics

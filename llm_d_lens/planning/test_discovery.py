@@ -169,7 +169,7 @@ def test_cli_parses_a_saved_output_and_refuses_a_missing_file(capsys, tmp_path):
 
 def live_cluster_with_unlabelled_gaudi_node() -> FakeRunner:
     """A live cluster (through kubectl) whose Gaudi node advertises 8 devices but no product or memory."""
-    from llm_d_lens.cluster.test_support import as_list, node
+    from llm_d_lens.testing.cluster import as_list, node
 
     fake = FakeRunner()
     gaudi = node("gaudi-07", resources={"habana.ai/gaudi": "8"})

@@ -160,7 +160,7 @@ def test_real_aic_predicts_the_demos_nvidia_pools_and_caches_the_second_request(
 
 
 def test_the_profile_table_is_validated_like_the_other_fields():
-    from llm_d_lens.hardware.conftest import bundled
+    from llm_d_lens.testing.plugins import bundled
     from llm_d_lens.hardware.errors import ProfileInvalid
     from llm_d_lens.hardware.loader import validate_payload
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
 from llm_d_lens.cluster.source import ClusterSource, SourceConflict
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 from llm_d_lens.serving import api
 from llm_d_lens.testing.fake_runner import FakeRunner
 

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 from llm_d_lens.monitoring.gpu_driver import api as driver_api
 from llm_d_lens.monitoring.gpu_driver.conftest import kube_version, node_list
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from llm_d_lens.cluster import service
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.serving.test_api import client_for
-from llm_d_lens.cluster.test_support import as_list, node, pod
+from llm_d_lens.testing.cluster import as_list, node, pod
 from llm_d_lens.serving import inventories as cache
 
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
 from llm_d_lens.cluster import source
-from llm_d_lens.cluster.test_support import node, pod
+from llm_d_lens.testing.cluster import node, pod
 from llm_d_lens.serving.test_watch import GPU, LABELS, PLURALS, Cluster
 from llm_d_lens.serving import inventories as cache
 from llm_d_lens.serving import watch as watch_module

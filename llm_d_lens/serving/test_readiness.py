@@ -15,12 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
-from llm_d_lens.hardware.conftest import (  # noqa: F401
-    _forget_registry,
-    fresh_registry,
-    minimal_profile,
-    plugins,
-)
+from llm_d_lens.hardware.conftest import _forget_registry, fresh_registry, plugins  # noqa: F401 - fixtures
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.monitoring.accelerator.registry import set_telemetry_registry
 from llm_d_lens.testing.prometheus import free_port
 

@@ -21,7 +21,7 @@ from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
 from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.cluster.test_support import (
+from llm_d_lens.testing.cluster import (
     claim,
     device,
     device_class,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.hardware.conftest import _forget_registry, minimal_profile, plugins  # noqa: F401
+from llm_d_lens.hardware.conftest import _forget_registry, plugins  # noqa: F401
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.testing.contract import ContractFailed, LensContract, check_distribution
 
 

@@ -18,7 +18,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.service import Selected, snapshot_devices
 from llm_d_lens.monitoring.errors import AccessModeUnknown
-from llm_d_lens.monitoring.test_support import (
+from llm_d_lens.testing.telemetry_pages import (
     by_name,
     claim_object,
     cluster,

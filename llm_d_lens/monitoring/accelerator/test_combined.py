@@ -26,7 +26,7 @@ from llm_d_lens.monitoring.accelerator.queries import combinable, queries, refre
 from llm_d_lens.monitoring.accelerator.refresh import read_refresh, refresh_query, selection_query, selections
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
 from llm_d_lens.monitoring.accelerator.test_conformance import BUILT_IN_WITH_SOURCES
-from llm_d_lens.monitoring.test_support import needs_prometheus, refresh
+from llm_d_lens.testing.telemetry_pages import needs_prometheus, refresh
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import PART_LABEL, query_each
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid

@@ -15,7 +15,7 @@ from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_query
 from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, GAUDI_TARGET, TPU_TARGET, VLLM_POD
-from llm_d_lens.monitoring.test_support import (
+from llm_d_lens.testing.telemetry_pages import (
     NO_OBJECTS,
     by_name,
     cluster,

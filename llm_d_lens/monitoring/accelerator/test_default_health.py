@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.monitoring.test_support import by_name, fixture_text, refresh, sample_text, snapshot
+from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, refresh, sample_text, snapshot
 
 
 def _labels_of(text: str, metric: str, marker: str) -> str:

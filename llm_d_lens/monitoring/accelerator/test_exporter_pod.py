@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from llm_d_lens.monitoring.conftest import EXPORTER_TARGET, VLLM_POD
-from llm_d_lens.monitoring.test_support import NO_OBJECTS, as_stored, backfill, by_name, needs_prometheus, refresh, sample_text, snapshot, up_page
+from llm_d_lens.testing.telemetry_pages import NO_OBJECTS, as_stored, backfill, by_name, needs_prometheus, refresh, sample_text, snapshot, up_page
 from llm_d_lens.testing.prometheus import run_prometheus
 
 TARGET = {**EXPORTER_TARGET, "pod": "nvidia-dcgm-exporter-q9z8w", "instance": "10.0.0.31:9400"}
@@ -68,7 +68,7 @@ def test_a_raw_exporter_page_keeps_its_pod_labels():
 def test_without_a_hostname_label_the_node_comes_from_the_target():
     """DCGM with --no-hostname (and AMD or XPU exporters without their node label): ``instance`` names the
     node, without its port; with cluster objects an address becomes the node's name."""
-    from llm_d_lens.monitoring.test_support import cluster, node_object
+    from llm_d_lens.testing.telemetry_pages import cluster, node_object
 
     page = re.sub(r',Hostname="[^"]+"', "", sample_text("dcgm-exporter.prom"))
     with run_prometheus(backfill(as_stored(page, TARGET), up_page(TARGET))) as server:

@@ -23,7 +23,7 @@ from llm_d_lens.hardware.loader import validate_payload
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.monitoring.accelerator.exporters import PODS_ARGV, ExporterNotManaged, install_target, read_exporters
 from llm_d_lens.monitoring.gpu_driver.kube import NODES_ARGV, ClusterView
-from llm_d_lens.monitoring.test_support import needs_prometheus, sample_text
+from llm_d_lens.testing.telemetry_pages import needs_prometheus, sample_text
 from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.fake_runner import FakeRunner
 from llm_d_lens.testing.prometheus import free_port, run_prometheus

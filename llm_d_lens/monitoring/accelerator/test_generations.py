@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llm_d_lens.monitoring.conftest import XPUMD_TARGET
-from llm_d_lens.monitoring.test_support import by_name, fixture_text, refresh, snapshot
+from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, refresh, snapshot
 
 GiB, MiB = 2**30, 2**20
 V2_NODE = XPUMD_TARGET["node"]
@@ -124,7 +124,7 @@ def test_each_pod_gets_only_its_mig_instance(prometheus):
 def test_an_exporter_without_pod_labels_is_joined_through_the_kubelets_resource_ids(source, request):
     """XPU Manager v2 labels no pod: in plugin mode the extended-resource join has nothing to read, so the
     pod-status join (the profile's resource_id_pattern over allocatedResourcesStatus) places the pod."""
-    from llm_d_lens.monitoring.test_support import cluster, node_object, pod_object
+    from llm_d_lens.testing.telemetry_pages import cluster, node_object, pod_object
 
     objects = cluster(
         node_object(V2_NODE, "10.0.2.9"),

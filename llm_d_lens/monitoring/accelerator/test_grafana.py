@@ -20,7 +20,7 @@ from llm_d_lens.monitoring.accelerator.grafana import GRAFANA_UNITS, GRID_WIDTH,
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_query
 from llm_d_lens.monitoring.accelerator.service import Selected, select
-from llm_d_lens.monitoring.test_support import refresh
+from llm_d_lens.testing.telemetry_pages import refresh
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP
 
 #: Grafana unit ids for the common units (Grafana's "Standard options > Unit" ids).

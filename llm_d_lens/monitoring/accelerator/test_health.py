@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llm_d_lens.monitoring.conftest import XPUMD_TARGET
-from llm_d_lens.monitoring.test_support import by_name, fixture_text, needs_prometheus, refresh, snapshot
+from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, needs_prometheus, refresh, snapshot
 from llm_d_lens.testing.prometheus import run_prometheus, to_openmetrics
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.monitoring.test_support import NO_OBJECTS, TESTDATA, by_name, cluster, fixture_text, node_object, pod_object, snapshot
+from llm_d_lens.testing.telemetry_pages import NO_OBJECTS, TESTDATA, by_name, cluster, fixture_text, node_object, pod_object, snapshot
 
 PAGE = "dcgm-default-l40s.prom"
 HOLDER = "vllm-qwen3-8b-7d9f8c6b5-x2k4p"

@@ -6,7 +6,7 @@ import pytest
 
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects, load, read_from_kubectl
 from llm_d_lens.monitoring.errors import ClusterObjectsInvalid
-from llm_d_lens.monitoring.test_support import claim_object, node_object, pod_object, shared, slice_object
+from llm_d_lens.testing.telemetry_pages import claim_object, node_object, pod_object, shared, slice_object
 from llm_d_lens.runner import CommandFailed
 from llm_d_lens.testing.fake_runner import FakeRunner
 

@@ -12,7 +12,7 @@ import pytest
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, UNIT_FACTORS, apply_factor, plan_for
 from llm_d_lens.monitoring.accelerator.queries import queries
-from llm_d_lens.monitoring.test_support import by_name, needs_prometheus, refresh, snapshot
+from llm_d_lens.testing.telemetry_pages import by_name, needs_prometheus, refresh, snapshot
 from llm_d_lens.testing.prometheus import run_prometheus, to_openmetrics
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from llm_d_lens.cli.app import main
-from llm_d_lens.hardware.conftest import _forget_registry, bundled, fresh_registry, minimal_profile, plugins  # noqa: F401
+from llm_d_lens.hardware.conftest import _forget_registry, fresh_registry, plugins  # noqa: F401
+from llm_d_lens.testing.plugins import bundled, minimal_profile
 from llm_d_lens.monitoring.accelerator.registry import GROUP, TelemetryRegistry, set_telemetry_registry
-from llm_d_lens.monitoring.test_support import needs_prometheus
+from llm_d_lens.testing.telemetry_pages import needs_prometheus
 
 PAGE = Path(__file__).parent / "testdata" / "amd-cpx-partitions.prom"
 
@@ -105,7 +106,7 @@ def test_a_provider_id_nobody_registered_is_refused_naming_the_profile_field_and
 @needs_prometheus
 def test_a_plugin_provider_derives_from_the_combined_refresh(plugins, fresh_registry, prometheus):  # noqa: F811
     """A provider sends no queries of its own: its hardware is read in one combined query and it derives from that."""
-    from llm_d_lens.monitoring.test_support import refresh
+    from llm_d_lens.testing.telemetry_pages import refresh
 
     install(plugins, "acme-free-memory")
     fresh_registry()

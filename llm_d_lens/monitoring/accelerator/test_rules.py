@@ -18,7 +18,7 @@ from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.accelerator.plan import HEALTH_FLAGS, DevicePlan
 from llm_d_lens.monitoring.accelerator.rules import FLAG_ALERTS, HARDWARE_LABEL, identity_quantity, rules_file
 from llm_d_lens.monitoring.accelerator.service import select, snapshot_devices
-from llm_d_lens.monitoring.test_support import REPO, as_stored, fixture_text, sample_text
+from llm_d_lens.testing.telemetry_pages import REPO, as_stored, fixture_text, sample_text
 from llm_d_lens.prometheus.promql import parse_matcher
 from llm_d_lens.testing.prometheus import promtool, promtool_skip_reason, series_notation
 

@@ -19,7 +19,7 @@ from llm_d_lens.hardware.loader import validate_payload
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.queries import dashboard_queries, queries
-from llm_d_lens.monitoring.test_support import by_name, fixture_text, refresh, sample_text, snapshot
+from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, refresh, sample_text, snapshot
 
 L40S = "dcgm-default-l40s.prom"
 

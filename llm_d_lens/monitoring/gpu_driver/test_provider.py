@@ -16,7 +16,8 @@ from fastapi.testclient import TestClient
 
 from llm_d_lens.api.app import create_app
 from llm_d_lens.cli.app import main
-from llm_d_lens.hardware.conftest import _forget_registry, fresh_registry, minimal_profile, plugins  # noqa: F401
+from llm_d_lens.hardware.conftest import _forget_registry, fresh_registry, plugins  # noqa: F401
+from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.monitoring.gpu_driver import api as driver_api
 from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.testing.fake_runner import FakeRunner

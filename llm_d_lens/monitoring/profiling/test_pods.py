@@ -13,7 +13,7 @@ from llm_d_lens.monitoring.accelerator.readings import DeviceReading
 from llm_d_lens.monitoring.accelerator.service import select
 from llm_d_lens.monitoring.profiling.pods import POD_METRICS, metric_names, read_pods
 from llm_d_lens.monitoring.profiling.service import device_figures, read_pod_report
-from llm_d_lens.monitoring.test_support import as_stored, backfill, needs_prometheus, sample_text
+from llm_d_lens.testing.telemetry_pages import as_stored, backfill, needs_prometheus, sample_text
 from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, PrometheusServer, run_prometheus, skip_reason, to_openmetrics
 

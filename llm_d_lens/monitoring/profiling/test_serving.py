@@ -13,7 +13,7 @@ import pytest
 
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.profiling.pods import metric_names, read_pods
-from llm_d_lens.monitoring.test_support import needs_prometheus
+from llm_d_lens.testing.telemetry_pages import needs_prometheus
 from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus
 

@@ -15,7 +15,7 @@ from llm_d_lens.prometheus.client import PrometheusClient
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, exposition_to_openmetrics, skip_reason
 
 REPO = Path(__file__).resolve().parents[2]
-TESTDATA = Path(__file__).resolve().parent / "accelerator" / "testdata"
+TESTDATA = Path(__file__).resolve().parents[1] / "monitoring" / "accelerator" / "testdata"
 needs_prometheus = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 #: how an attribution without cluster objects begins its reason (the joins cannot call a device idle then)
 NO_OBJECTS = "no cluster objects to show that no pod holds it"
