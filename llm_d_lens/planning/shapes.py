@@ -344,7 +344,7 @@ def search(model: ModelSpec, request: FitRequest, targets: Targets, pools: list[
         if prices.by_key and prices.for_pool(pool.name, pool.profile_id, pool.product) is None:
             notes.append(f"{pool.name}: no price given: its shapes rank after priced ones")
     for key in prices.unmatched([(p.name, p.profile_id, p.product) for p, _ in pools]):
-        notes.append(f"price {key!r} matches no pool of this plan")
+        notes.append(f"price {key!r} is used by no pool of this plan (no pool matches, or a more specific price wins)")
     shapes.sort(key=lambda s: s.rank_key(targets))
     return {
         "targets": {**targets.to_dict(), "concurrency": request.concurrency},
