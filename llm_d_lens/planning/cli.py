@@ -56,7 +56,7 @@ def plan(
     shapes: bool = typer.Option(False, "--shapes", help="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
                                                          "targets then cost (a roofline estimate where AIC has no data)."),
     price: list[str] = typer.Option([], "--price", help="Price of a device-hour, KEY=USD; KEY a profile, product or pool "
-                                                        "(nvidia=2.5, 'nvidia/NVIDIA H200=3.1'); repeatable."),
+                                                        "(acme=2.5, 'acme/Acme X1=3.1'); repeatable."),
     prices_file: Path | None = typer.Option(None, "--prices", help="YAML file of device-hour prices (prices: {KEY: USD})."),
     discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
     all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),

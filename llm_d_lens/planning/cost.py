@@ -1,7 +1,7 @@
 """Prices per device-hour, and what they make a million tokens cost.
 
-A price is named by a pool (``nvidia/NVIDIA H200``), a product (``NVIDIA H200``) or a hardware
-profile (``nvidia``); the most specific name that matches a pool wins, so a user can price a
+A price is named by a pool (``acme/Acme X1``), a product (``Acme X1``) or a hardware
+profile (``acme``); the most specific name that matches a pool wins, so a user can price a
 whole vendor and one product apart. Prices come from ``--price KEY=USD`` flags, from a small
 YAML file (``prices: {KEY: USD}`` or the mapping alone), or from the API request's ``prices``.
 
@@ -75,7 +75,7 @@ def parse_flags(values: list[str]) -> dict[str, float]:
     for text in values:
         key, sep, number = text.rpartition("=")
         if not sep:
-            raise PriceInvalid("--price", text, text, "must be KEY=USD, e.g. nvidia=2.5 or 'nvidia/NVIDIA H200=3.1'")
+            raise PriceInvalid("--price", text, text, "must be KEY=USD, e.g. acme=2.5 or 'acme/Acme X1=3.1' (profile, product or pool)")
         try:
             value: Any = float(number)
         except ValueError:
