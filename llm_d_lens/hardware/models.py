@@ -415,6 +415,45 @@ class AicSystem(Contract):
     system: str = Field(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
 
 
+#: the dtypes a device's peak dense throughput may be published for (the planner's dtype names)
+PeakDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+LinkDirection = Literal["bidirectional", "unidirectional"]
+#: bounds far beyond any device: 1e6 TFLOP/s (an exaFLOP a chip), 1e6 GB/s
+MAX_TFLOPS = 1e6
+MAX_GB_S = 1e6
+
+
+class DevicePerformance(Contract):
+    """One product's published peak figures: what a roofline estimate divides by.
+
+    Dense figures only (no 2:4 sparsity): a serving engine runs dense kernels. Each figure is the
+    vendor's, and ``source`` names where it is published, so a reader can check it.
+    """
+
+    peak_tflops: dict[PeakDtype, Annotated[float, Field(gt=0, le=MAX_TFLOPS, strict=False, allow_inf_nan=False)]] = Field(
+        default_factory=dict, description="Peak dense matrix throughput per dtype, TFLOP/s (TOP/s for integers), no sparsity.")
+    memory_bandwidth_gb_s: float = Field(gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
+                                         description="Peak device-memory (HBM/GDDR) bandwidth, GB/s (10^9 bytes a second).")
+    intra_node_gb_s: float | None = Field(default=None, gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
+                                          description="Device-to-device bandwidth inside a node (NVLink, Infinity Fabric, ICI, RoCE), GB/s.")
+    intra_node_direction: LinkDirection = Field(
+        default="bidirectional", description="Whether intra_node_gb_s counts both directions (the roofline halves it) or one.")
+    scale_out_gb_s: float | None = Field(default=None, gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
+                                         description="Network bandwidth per device between nodes, GB/s, where published.")
+    scale_out_direction: LinkDirection = Field(default="unidirectional", description="Whether scale_out_gb_s counts both directions.")
+    source: str = Field(min_length=1, max_length=1024, description="Where the figures are published (datasheet, vendor page).")
+
+
+class EngineCalibration(Contract):
+    """How far a serving engine gets from the roofline on this hardware, as measured."""
+
+    compute_efficiency: float = Field(gt=0, le=1, strict=False, allow_inf_nan=False,
+                                      description="Share of peak FLOP/s the engine reaches in prefill (1.0: the roofline's bound).")
+    bandwidth_efficiency: float = Field(gt=0, le=1, strict=False, allow_inf_nan=False,
+                                        description="Share of peak memory bandwidth the engine reaches in decode.")
+    source: str = Field(min_length=1, max_length=1024, description="Where the measurement comes from.")
+
+
 class Planning(Contract):
     aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
     aic_systems: list[AicSystem] = Field(
@@ -424,6 +463,10 @@ class Planning(Contract):
     discovery: DiscoveryCommand | None = None
     memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
     engine_memory: EngineMemory | None = Field(default=None, description="A serving engine's measured non-torch and graph memory on this hardware.")
+    performance: dict[str, DevicePerformance] = Field(
+        default_factory=dict, description="Product name -> published peak FLOP/s, memory and interconnect bandwidth (roofline estimates).")
+    calibration: dict[Annotated[str, Field(max_length=NAME_MAX)], EngineCalibration] = Field(
+        default_factory=dict, description="Serving engine (vllm, sglang, ...) -> measured efficiency against the roofline.")
 
 
 class MemoryLabel(Contract):

@@ -55,6 +55,10 @@ class PlanRequest(BaseModel):
     ttft: float = Field(default=2000.0, gt=0, le=600_000, description="AIC: time to first token target, ms.")
     tpot: float = Field(default=30.0, gt=0, le=60_000, description="AIC: time per output token target, ms.")
     backend: str = Field(default="vllm", max_length=16, description="AIC: vllm, sglang or trtllm.")
+    shapes: bool = Field(default=False, description="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
+                                                    "ttft/tpot targets at the concurrency, then by cost (answer's shapes).")
+    prices: dict[str, Any] | None = Field(default=None, max_length=256,
+                                          description="Dollars per device-hour by profile, product or pool name.")
 
 
 def _spec(request: PlanRequest) -> Any:
@@ -88,6 +92,14 @@ async def plan(
         fit = FitRequest(request.context, request.concurrency, request.dtype, request.kv_dtype,
                          request.memory_utilization, request.overhead_gib)
         fit.checked(spec)
+    prices = None
+    if request.shapes or request.prices is not None:
+        from llm_d_lens.planning.cost import Prices, parse_mapping
+        from llm_d_lens.planning.predictions import Targets
+
+        with flags_as_fields(FIELDS):
+            shape_targets = Targets(request.isl, request.osl, request.ttft, request.tpot, request.backend).checked()
+        prices = Prices(parse_mapping(request.prices or {}, "prices"), "request prices")
     result = await run_in_threadpool(server_plan, spec, fit, source, runner)
     if request.predict:
         from llm_d_lens.planning.predictions import Targets
@@ -101,6 +113,11 @@ async def plan(
                 result.predictions = await run_in_threadpool(_start_job, result, targets)
             except PredictionsUnavailable as exc:  # the memory fit stands without AIC
                 result.predictions = {**status().to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
+    if request.shapes:
+        from llm_d_lens.planning.service import search_shapes
+
+        # AIC's answers arrive with its job (GET /planning/jobs/{id}); these shapes are the roofline's
+        search_shapes(result, shape_targets, prices)
     return result.to_dict()
 
 

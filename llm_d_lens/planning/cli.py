@@ -46,12 +46,17 @@ def plan(
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
-    isl: int = typer.Option(4000, "--isl", help="AIC: input tokens a request has."),
-    osl: int = typer.Option(1000, "--osl", help="AIC: output tokens a request has."),
-    ttft: float = typer.Option(2000.0, "--ttft", help="AIC: time to first token target, ms."),
-    tpot: float = typer.Option(30.0, "--tpot", help="AIC: time per output token target, ms."),
+    isl: int = typer.Option(4000, "--isl", help="AIC and --shapes: input tokens a request has."),
+    osl: int = typer.Option(1000, "--osl", help="AIC and --shapes: output tokens a request has."),
+    ttft: float = typer.Option(2000.0, "--ttft", "--ttft-ms", help="AIC and --shapes: time to first token target, ms."),
+    tpot: float = typer.Option(30.0, "--tpot", "--tpot-ms", help="AIC and --shapes: time per output token target, ms."),
     backend: str = typer.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
     predict: bool = typer.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
+    shapes: bool = typer.Option(False, "--shapes", help="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
+                                                         "targets then cost (a roofline estimate where AIC has no data)."),
+    price: list[str] = typer.Option([], "--price", help="Price of a device-hour, KEY=USD; KEY a profile, product or pool "
+                                                        "(acme=2.5, 'acme/Acme X1=3.1'); repeatable."),
+    prices_file: Path | None = typer.Option(None, "--prices", help="YAML file of device-hour prices (prices: {KEY: USD})."),
     discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
     all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
     output: OutputFormat = OutputOption,
@@ -74,6 +79,11 @@ def plan(
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
                          max_num_batched_tokens, max_num_seqs)
     targets = Targets(isl, osl, ttft, tpot, backend).checked()
+    prices = None
+    if shapes or price or prices_file is not None:
+        from llm_d_lens.planning.cost import prices_from
+
+        prices = prices_from(price, prices_file)  # a bad price is refused before any cluster is read
     from llm_d_lens.cluster.options import named_cluster
 
     named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, kube_context=kube_context, kubeconfig=kubeconfig)
@@ -101,6 +111,10 @@ def plan(
             result.predictions = {**aic.to_dict(), "state": "failed", "code": exc.code, "message": exc.message}
     else:
         result.predictions = aic.to_dict() if predict else {**aic.to_dict(), "message": "predictions not asked (--no-predict)"}
+    if shapes:
+        from llm_d_lens.planning.service import search_shapes
+
+        search_shapes(result, targets, prices)
     if output.is_table:
         from rich.text import Text
 

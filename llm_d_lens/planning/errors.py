@@ -69,3 +69,14 @@ class PredictionsUnavailable(PlanningError):
 class JobNotFound(PlanningError):
     code = "PLANNING_JOB_NOT_FOUND"
     http_status = 404
+
+
+class PriceInvalid(PlanningError):
+    """A device-hour price no one pays (negative, zero, not a number), or a price file that cannot be read."""
+
+    code = "PLANNING_PRICE_INVALID"
+    http_status = 422
+
+    def __init__(self, source: str, path: str, value: Any, reason: str):
+        super().__init__(f"{source}: {path}: {show(value)} {reason}",
+                         details={"source": source, "path": path, "value": show(value, 200), "reason": reason})

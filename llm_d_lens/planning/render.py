@@ -66,9 +66,63 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
     lines.append("KV budget = device memory x memory_utilization - weights - activation peak - non-torch, per device; "
                  "headroom = KV budget - KV cache (`-o json` shows every term's formula and source)")
     parts.append(Text("\n".join(lines)))
+    if data.get("shapes") is not None:
+        parts.extend(shapes_renderables(data["shapes"]))
     if all_options:
         parts.extend(_options_table(pool) for pool in data["pools"])
     return Group(*parts)
+
+
+#: the ranked table shows this many shapes; `-o json` has them all
+SHAPES_SHOWN = 15
+
+
+def _shape_layout(shape: dict[str, Any]) -> str:
+    if shape["kind"] == "disaggregated":
+        return f"{shape['prefill_workers']}P:{shape['decode_workers']}D TP{shape['tensor_parallel']}"
+    if shape["kind"] == "wide-ep":
+        return f"EP{shape['expert_parallel']}"
+    return f"TP{shape['tensor_parallel']}"
+
+
+def _number(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def shapes_renderables(shapes: dict[str, Any]) -> list[Any]:
+    """The ranked shapes as a table, then the chosen one's hand-off on a line of its own."""
+    from rich.text import Text
+
+    from llm_d_lens.terminal.output import Column, columns_table
+
+    targets = shapes["targets"]
+    title = (f"shapes at {targets['concurrency']} sequences a replica, ISL {targets['isl']}, OSL {targets['osl']}: "
+             f"TTFT <= {targets['ttft_ms']:g} ms, TPOT <= {targets['tpot_ms']:g} ms")
+    columns = [Column("#", numeric=True), Column("POOL"), Column("SHAPE"), Column("GUIDE"), Column("EST"),
+               *(Column(h, numeric=True) for h in ("DEV", "TTFT ms", "TPOT ms", "OUT tok/s", "$/M OUT", "$/M IN")), Column("OK")]
+    rows = []
+    for i, shape in enumerate(shapes["ranked"][:SHAPES_SHOWN], 1):
+        rows.append([str(i), shape["pool"], _shape_layout(shape), shape["guide"], shape["estimate"], str(shape["devices"]),
+                     _number(shape["ttft_ms"], ",.0f"), _number(shape["tpot_ms"], ",.1f"),
+                     _number(shape["output_tokens_per_s"], ",.0f"), _number(shape["cost_per_million_output_all_devices"], ",.3f"),
+                     _number(shape["cost_per_million_input"], ",.3f"), "yes" if shape["meets"] else "no"])
+    parts: list[Any] = [columns_table(columns, rows, title=title, title_justify="left")]
+    lines = []
+    hidden = len(shapes["ranked"]) - SHAPES_SHOWN
+    if hidden > 0:
+        lines.append(f"{hidden} more shape(s) in `-o json`")
+    lines.append("EST roofline: the published peaks' bound (planning.performance) over the engine's measured efficiency, "
+                 "1.0 where none is measured; EST aic: AIC's prediction. $/M OUT counts every device of the shape")
+    lines.extend(f"note: {note}" for note in shapes["notes"])
+    best = shapes.get("best")
+    if best is None:
+        lines.append("no shape meets both targets" if shapes["ranked"] else "no shape could be estimated")
+        parts.append(Text("\n".join(lines)))
+        return parts
+    lines.append(f"chosen: {best['pool']} {_shape_layout(best)} ({best['guide']}); {best['hand_off']['note']}:")
+    parts.append(Text("\n".join(lines)))
+    parts.append(Text(best["hand_off"]["deploy"], no_wrap=True, overflow="ignore"))
+    return parts
 
 
 def _terms_line(best: dict[str, Any]) -> str:

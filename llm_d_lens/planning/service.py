@@ -92,6 +92,7 @@ class Plan:
     pools: list[PoolPlan]
     notes: list[str] = field(default_factory=list)
     predictions: dict[str, Any] | None = None
+    shapes: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +104,7 @@ class Plan:
             "assumptions": list(ASSUMPTIONS),
             "notes": list(self.notes),
             "predictions": self.predictions,
+            **({"shapes": self.shapes} if self.shapes is not None else {}),
         }
 
 
@@ -196,3 +198,23 @@ def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any 
                                   details={"cause": exc.code, **exc.details}) from None
     result.predictions = status().to_dict()
     return result
+
+
+def search_shapes(result: Plan, targets: Any, prices: Any = None) -> dict[str, Any]:
+    """Aggregated, P/D and wide-EP shapes of every pool of a plan, ranked (see :mod:`shapes`).
+
+    Run after the AIC predictions, if any: a pool AIC predicted gets AIC's configurations as
+    shapes of their own beside the roofline's, each labelled.
+    """
+    from llm_d_lens.planning import cost, shapes
+    from llm_d_lens.planning.roofline import speed_from_profile
+
+    profiles = {p.id: p for p in get_registry().profiles()}
+    speeds = {}
+    for plan_ in result.pools:
+        profile = profiles.get(plan_.pool.profile_id)
+        speeds[plan_.pool.name] = speed_from_profile(profile, plan_.pool.product, targets.backend) if profile else None
+    found = shapes.search(result.model, result.request, targets, [(p.pool, p.options) for p in result.pools], speeds,
+                          prices or cost.Prices(), result.predictions)
+    result.shapes = found
+    return found
