@@ -21,6 +21,7 @@ def test_the_wheel_ships_profiles_and_schema_but_no_tests(tmp_path):
     assert "llm_d_lens/hardware/schema.json" in names
     assert {f"llm_d_lens/hardware/profiles/{p}.json" for p in ("nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu", "cpu")} <= set(names)
     assert "llm_d_lens/hardware/registry.py" in names
+    assert "llm_d_lens/evaluate/benchmark_overlays.json" in names  # read by lens evaluate config
     # the console works from the wheel alone: templates, its own assets, and the demo telemetry
     assert {"llm_d_lens/console/templates/overview.html", "llm_d_lens/console/static/console.css",
             "llm_d_lens/console/static/console.js", "llm_d_lens/console/static/icons.svg",

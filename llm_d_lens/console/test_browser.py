@@ -287,3 +287,33 @@ def test_the_plan_form_plans_the_chosen_model_on_the_cluster(lens, visit):
         assert cell.inner_text() == expected
     assert "32,768 tokens" in v.page.locator(".source").inner_text()
     assert v.errors == [] and v.foreign() == []
+
+
+def test_lens_serve_demo_calls_no_busy_device_idle_in_devices_now(visit):
+    """Issue 27: 44 demo devices were "idle", 34 of them above 50 %, while the node table listed their pods."""
+    with lens_serve({}, "--demo") as url:
+        api = get_json(url + "/api/v1/telemetry/devices")["devices"]
+        ratio = {"/".join(p for p in (d["node"] or "-", d["device"], d.get("sub_device") or "") if p): d["utilization_ratio"]
+                 for d in api}
+        v = visit(url)
+        seen: dict[str, tuple[str, str]] = {}  # device -> (utilisation cell, held-by cell), every page of every tab
+        for hardware in sorted({d["hardware"] for d in api}):
+            page = 1
+            while True:
+                v.go(f"/accelerators/{hardware}?dpage={page}")
+                rows = v.page.locator("#device-table tbody tr")
+                for i in range(rows.count()):
+                    cells = rows.nth(i).locator("td")
+                    seen[cells.nth(0).inner_text()] = (cells.nth(1).inner_text(), cells.nth(7).inner_text())
+                if v.page.locator("#device-table").count() == 0 or rows.count() < 50:
+                    break
+                page += 1
+        assert set(seen) == set(ratio)  # every device the API reports was read off the page
+        busy_idle = [(name, util) for name, (util, held) in seen.items() if held == "idle" and (ratio[name] or 0) > 0]
+        assert busy_idle == []
+        # the check has something to bite on: busy devices name their pod, and idle ones exist, all at 0 %
+        busy = [name for name in seen if (ratio[name] or 0) > 0]
+        assert busy and all("/" in seen[name][1] for name in busy)
+        idle = [name for name, (util, held) in seen.items() if held == "idle"]
+        assert idle and {seen[name][0] for name in idle} <= {"0%", "–"}
+        assert v.errors == []

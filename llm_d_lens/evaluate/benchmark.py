@@ -3,9 +3,11 @@
 Everything hardware-specific is read from the profile: the benchmark profile (per mode, or per
 extended resource where the benchmark profile follows the resource), the resource name or DRA
 class, and whether a mode requests accelerators at all. llm-d-benchmark's conventions fix the
-shape: ``accelerator.type``/``profile``; ``resource`` for an extended-resource mode or
-``draDriver`` for a DRA one, never both (a DRA class is not a container resource); a ``dra`` block
-keyed by the type; a per-role accelerator count; ``count: 0`` for a run without accelerators.
+shape: ``accelerator.type``/``profile``; ``resource`` for an extended-resource mode, or
+``draDriver`` for a DRA one with ``resource: ""`` (a DRA class is not a container resource, and
+llm-d-benchmark's defaults carry an extended resource that only an empty string clears: its merge
+skips a null); a ``dra`` block keyed by the type; a per-role accelerator count; ``count: 0`` for a
+run without accelerators. The merge rules relied on are in docs/evaluate.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from llm_d_lens.evaluate.workload import Parallelism, WorkloadProfile
 from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
 
 DEFAULT_GUIDE = "optimized-baseline"
+
+#: ``accelerator.resource`` of a DRA scenario: llm-d-benchmark requests no extended resource for an
+#: empty name, while a missing key (or null, which its merge skips) keeps its default resource.
+NO_EXTENDED_RESOURCE = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class BenchmarkConfig:
         block: dict[str, Any] = {"type": profile, "profile": profile}
         if self.target.mode.request_model == "dra":
             block["draDriver"] = self.target.mode.device_class
+            block["resource"] = NO_EXTENDED_RESOURCE
         else:
             block["resource"] = self.target.resource
         return block
@@ -95,6 +102,13 @@ class BenchmarkConfig:
             entry[role] = self._role(role)
         return {"scenario": [entry]}
 
+    def warnings(self) -> list[dict[str, Any]]:
+        """Scenario values llm-d-benchmark's overlay for this benchmark profile replaces (see overlays.py)."""
+        from llm_d_lens.evaluate.overlays import replaced_values
+
+        entry = self.scenario()["scenario"][0]
+        return replaced_values(entry, entry["accelerator"].get("profile"))
+
     def _role(self, name: str) -> dict[str, Any]:
         role = self.roles.get(name)
         if role is None:
@@ -118,13 +132,14 @@ class BenchmarkConfig:
             "access_mode": self.target.mode_name,
             "request_model": self.target.mode.request_model,
             "benchmark_profile": accelerator.get("profile"),
-            "resource": accelerator.get("resource"),
+            "resource": accelerator.get("resource") or None,
             "dra_driver": accelerator.get("draDriver"),
             "accelerators_per_pod": {name: (r.accelerators if self.target.uses_accelerators else 0)
                                      for name, r in self.roles.items()},
             "accelerator_type": {name: accelerator_type(self.target.hardware, r.node_labels)
                                  for name, r in self.roles.items()},
             "guide": self.guide,
+            "warnings": self.warnings(),
             "evidence": self.evidence,
         }
 
@@ -133,6 +148,7 @@ class BenchmarkConfig:
 
         header = (f"# llm-d-benchmark scenario settings from Lens: hardware {self.target.hardware.id!r}, "
                   f"access mode {self.target.mode_name!r}\n")
+        header += "".join(f"# warning: {w['message']}\n" for w in self.warnings())
         return header + yaml.safe_dump(self.scenario(), sort_keys=False)
 
 

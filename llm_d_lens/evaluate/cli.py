@@ -55,6 +55,8 @@ def config(
                           tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest,
                           manifest_source=str(from_manifest) if from_manifest else "manifest")
     text = result.to_yaml() if output is DocumentFormat.yaml else json.dumps(result.scenario(), indent=2) + "\n"
+    for warning in result.warnings():  # on stderr, so piping the scenario on stdout stays clean
+        typer.echo(f"warning: {warning['message']}", err=True)
     if output_file is None:
         sys.stdout.write(text)
         return

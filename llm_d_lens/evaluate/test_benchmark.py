@@ -2,7 +2,7 @@
 
 Expected values are written out from llm-d-benchmark's own tables (parser/cluster_resource_resolver.py
 at 8bc9f1dd): profiles nvidia, amd, intel-gaudi, google, intel-i915, intel-xe and the DRA-only
-intel-xpu (driver gpu.intel.com); a DRA profile gets ``draDriver`` and no ``resource``; Intel on a
+intel-xpu (driver gpu.intel.com); a DRA profile gets ``draDriver`` and ``resource: ""`` (see test_handoff.py); Intel on a
 device plugin follows the resource (gpu.intel.com/i915 -> intel-i915, gpu.intel.com/xe -> intel-xe);
 a CPU run has accelerator count 0.
 """
@@ -36,14 +36,14 @@ def dra(profile: str, device_class: str, count: int) -> dict:
 # (hardware, mode) -> (accelerator block, dra block or None), for two accelerators per pod
 EXPECTED = {
     ("nvidia", "plugin"): ({"type": "nvidia", "profile": "nvidia", "resource": "nvidia.com/gpu"}, None),
-    ("nvidia", "dra"): ({"type": "nvidia", "profile": "nvidia", "draDriver": "gpu.nvidia.com"},
+    ("nvidia", "dra"): ({"type": "nvidia", "profile": "nvidia", "draDriver": "gpu.nvidia.com", "resource": ""},
                         dra("nvidia", "gpu.nvidia.com", 2)),
     ("amd", "plugin"): ({"type": "amd", "profile": "amd", "resource": "amd.com/gpu"}, None),
-    ("amd", "dra"): ({"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com"}, dra("amd", "gpu.amd.com", 2)),
-    ("intel-xpu", "dra"): ({"type": "intel-xpu", "profile": "intel-xpu", "draDriver": "gpu.intel.com"},
+    ("amd", "dra"): ({"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com", "resource": ""}, dra("amd", "gpu.amd.com", 2)),
+    ("intel-xpu", "dra"): ({"type": "intel-xpu", "profile": "intel-xpu", "draDriver": "gpu.intel.com", "resource": ""},
                            dra("intel-xpu", "gpu.intel.com", 2)),
     ("intel-xpu", "plugin"): ({"type": "intel-xe", "profile": "intel-xe", "resource": "gpu.intel.com/xe"}, None),
-    ("intel-gaudi", "dra"): ({"type": "intel-gaudi", "profile": "intel-gaudi", "draDriver": "gaudi.intel.com"},
+    ("intel-gaudi", "dra"): ({"type": "intel-gaudi", "profile": "intel-gaudi", "draDriver": "gaudi.intel.com", "resource": ""},
                              dra("intel-gaudi", "gaudi.intel.com", 2)),
     ("intel-gaudi", "plugin"): ({"type": "intel-gaudi", "profile": "intel-gaudi", "resource": "habana.ai/gaudi"}, None),
     ("google-tpu", "plugin"): ({"type": "google", "profile": "google", "resource": "google.com/tpu"}, None),
@@ -66,7 +66,8 @@ def test_benchmark_block_for_each_builtin_hardware_and_mode(hardware, mode):
     assert entry.get("dra") == dra_block
     assert entry["decode"]["accelerator"] == {"count": 0 if accelerator == {"count": 0} else 2}
     assert entry["prefill"] == {"enabled": False, "replicas": 0}
-    assert not ("resource" in entry["accelerator"] and "draDriver" in entry["accelerator"])
+    # a DRA scenario names no extended resource: the empty name clears llm-d-benchmark's default one
+    assert "draDriver" not in entry["accelerator"] or entry["accelerator"]["resource"] == ""
 
 
 # hardware -> decode.acceleratorType, as each built-in profile's data gives it: its first
@@ -195,7 +196,7 @@ def test_counts_per_role_come_from_each_pool_and_a_dra_template_leaves_count_to_
 def test_the_workload_profile_can_name_the_hardware_and_mode(tmp_path):
     config = build_config(workload=disaggregated(tmp_path, accelerator="rocm", access_mode="dra"))
     assert config.summary()["hardware"] == "amd"
-    assert config.accelerator() == {"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com"}
+    assert config.accelerator() == {"type": "amd", "profile": "amd", "draDriver": "gpu.amd.com", "resource": ""}
 
 
 def test_naming_the_same_hardware_by_another_alias_keeps_the_profiles_access_mode(tmp_path):
@@ -233,6 +234,33 @@ def test_config_writes_the_scenario_and_never_overwrites_without_force(tmp_path,
 
     assert lens_main(["evaluate", "config", "--hardware", "nvidia", "--output-file", str(out), "--force"]) == 0
     assert yaml.safe_load(out.read_text())["scenario"][0]["accelerator"]["resource"] == "nvidia.com/gpu"
+
+
+def test_config_warns_on_stderr_when_the_benchmarks_overlay_replaces_the_tensor_size(capsys):
+    # llm-d-benchmark's intel-xpu overlay (also applied for intel-xe and intel-i915) sets
+    # decode.parallelism.tensor to 1 after the scenario merge; only a --set survives it
+    assert lens_main(["evaluate", "config", "--hardware", "intel-xpu", "--mode", "plugin", "--tensor-parallel", "4"]) == 0
+    captured = capsys.readouterr()
+    scenario = yaml.safe_load(captured.out)
+    assert scenario["scenario"][0]["decode"]["parallelism"]["tensor"] == 4
+    assert captured.err.startswith("warning: llm-d-benchmark's 'intel-xpu' overlay (applied for benchmark profile "
+                                   "'intel-xe' after the scenario merge")
+    assert "pass '--set decode.parallelism.tensor=4' to llm-d-benchmark to keep it" in captured.err
+    assert captured.out.count("# warning: ") == 1 and "--set decode.parallelism.tensor=4" in captured.out
+
+    for args in (["--hardware", "intel-xpu"], ["--hardware", "amd", "--tensor-parallel", "4"]):
+        assert lens_main(["evaluate", "config", *args]) == 0  # tensor 1 is what the overlay sets; amd has no overlay
+        assert capsys.readouterr().err == ""
+
+
+def test_api_config_lists_the_overlay_warning_in_the_summary():
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    body = client.post("/api/v1/evaluate/config", json={"hardware": "intel-xpu", "tensor_parallel": 2}).json()
+    (warning,) = body["summary"]["warnings"]
+    assert {k: warning[k] for k in ("code", "path", "scenario_value", "overlay_value", "keep_with")} == {
+        "code": "BENCHMARK_OVERLAY_REPLACES", "path": "decode.parallelism.tensor", "scenario_value": 2,
+        "overlay_value": 1, "keep_with": "--set decode.parallelism.tensor=2"}
+    assert body["summary"]["resource"] is None and body["scenario"]["scenario"][0]["accelerator"]["resource"] == ""
 
 
 def test_config_dash_o_is_the_format_and_never_names_a_file(tmp_path, capsys, monkeypatch):

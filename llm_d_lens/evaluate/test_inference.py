@@ -56,7 +56,7 @@ def test_labels_decide_first_and_the_claim_picks_the_dra_mode_and_count():
         "hardware": "intel-xpu", "access_mode": "dra", "request_model": "dra", "benchmark_profile": "intel-xpu",
         "resource": None, "dra_driver": "gpu.intel.com", "accelerators_per_pod": {"decode": 2},
         "accelerator_type": {"decode": {"labelKey": "gpu.intel.com/product", "labelValue": "auto"}},
-        "guide": "optimized-baseline"}
+        "guide": "optimized-baseline", "warnings": []}
 
 
 def test_labels_win_when_the_request_shape_alone_would_not_tell():

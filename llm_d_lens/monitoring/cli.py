@@ -80,7 +80,7 @@ def devices(
     timeout: float = TimeoutOption,
     snapshot: str = typer.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
     scrape: str = typer.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
-    per_part: bool = typer.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for engines whose 'or on(__name__)' differs from Prometheus', e.g. VictoriaMetrics)."),
+    per_part: bool = typer.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for an engine whose matching differs from Prometheus'; VictoriaMetrics needs it no longer)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Every accelerator in common units, with the pod it works for."""

@@ -11,10 +11,14 @@ the selection itself. So the refresh asks for the selections alone, one aggregat
 
 which is, metric by metric, exactly ``max by (<tile labels>) (m1{<matchers>})``: the same groups,
 values and order (a metric's series are a sorted subsequence of the selection's, and groups come
-out in the order they first appear). The metric name tells the rows apart, so these need no tag;
-the inventory, the scrape targets and any selection sharing a metric with another are tagged
-``lens_quantity`` as in :mod:`llm_d_lens.prometheus.combine`, and the parts are joined by
-``or on(__name__, lens_quantity)``, under which no part's series matches another's.
+out in the order they first appear). Each selection's metric name is copied into the plain label
+``lens_metric`` and tells its rows apart, so these need no tag; the inventory, the scrape targets
+and any selection sharing a metric with another are tagged ``lens_quantity`` as in
+:mod:`llm_d_lens.prometheus.combine`, and the parts are joined by
+``or on(lens_metric, lens_quantity)``, under which no part's series matches another's. Joining on
+``__name__`` instead would do the same on Prometheus, but VictoriaMetrics ignores the name there
+and drops quantities; the rows are read by ``lens_metric``, so an engine that keeps or drops
+``__name__`` in answers gives the same parts.
 
 :func:`quantity_rows` then applies each quantity's combination (first present, sum, divide
 skipping zero divisors), unit factor and fallbacks to those rows with PromQL's own rules: vector
@@ -36,13 +40,13 @@ from llm_d_lens.monitoring.accelerator.fold import raw_key
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_query, targets_query
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.prometheus.combine import PART_LABEL, tagged
+from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import label_name, matcher, regex_literal
 
 NAME = "__name__"
-#: what the joined parts match on: the metric name of an untagged selection's rows, the tag of the others'
-_ON = f"{NAME}, {PART_LABEL}"
+#: what the joined parts match on: the metric name (copied) of an untagged selection's rows, the tag of the others'
+_ON = f"{NAME_LABEL}, {PART_LABEL}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def refresh_query(plan: DevicePlan, *, targets: bool = False) -> RefreshQuery:
     owners: dict[str, int] = {}
     tags: dict[str, int | str] = {}
     for index, selection in enumerate(chosen):
-        expression = selection_query(plan, selection)
+        expression = named(selection_query(plan, selection))
         if any(m in owners for m in selection.metrics):  # a metric another untagged selection reads: tag these rows
             tags[f"metrics-{index}"] = index
             expression = tagged(f"metrics-{index}", expression)
@@ -132,24 +136,28 @@ class Answer:
 
 
 def split(query: RefreshQuery, samples: Sequence[Sample]) -> Answer:
-    """Each row to its part, name and tag removed; ``ValueError`` names a row no part of ``query`` can have answered.
+    """Each row to its part, name, copied name and tag removed; ``ValueError`` names a row no part of ``query`` answers.
 
-    The samples are the client's own, fresh from the answer and read by nothing else, so the name
-    and the tag are taken out of their labels in place rather than copied (once per row of the
-    largest answers Lens reads).
+    A selection's rows are told apart by ``lens_metric`` (the name copied), never by ``__name__``,
+    which is dropped whether the engine kept it or not. The samples are the client's own, fresh from
+    the answer and read by nothing else, so these labels are taken out in place rather than copied
+    (once per row of the largest answers Lens reads).
     """
     answer = Answer([{} for _ in query.selections], [], [])
     owners, tags, metrics = query.owners, query.tags, answer.metrics
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
         tag = labels.get(PART_LABEL)
-        part = owners.get(labels.get(NAME)) if tag is None else tags.get(tag)  # type: ignore[arg-type]
-        if part is None or (type(part) is int and NAME not in labels):
+        metric = labels.get(NAME_LABEL)
+        part = owners.get(metric) if tag is None else tags.get(tag)  # type: ignore[arg-type]
+        if part is None or (type(part) is int and metric is None):
             raise ValueError(f"a series that no part of the refresh query answers: {dict(labels)!r}")
         if tag is not None:
             del labels[PART_LABEL]
         if type(part) is int:
-            metrics[part].setdefault(labels.pop(NAME), []).append(sample)
+            del labels[NAME_LABEL]
+            labels.pop(NAME, None)
+            metrics[part].setdefault(metric, []).append(sample)  # type: ignore[arg-type]
         else:
             (answer.inventory if part == "inventory" else answer.targets).append(sample)
     return answer

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 from dataclasses import replace
 from urllib.parse import parse_qs
 
@@ -28,7 +29,7 @@ from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, se
 from llm_d_lens.monitoring.accelerator.test_conformance import BUILT_IN_WITH_SOURCES
 from llm_d_lens.testing.telemetry_pages import needs_prometheus, refresh
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.prometheus.combine import PART_LABEL, query_each
+from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, query_each
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import parse_matcher
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_reason, to_openmetrics
@@ -138,6 +139,10 @@ def test_the_combined_refresh_reports_what_the_separate_queries_report(prometheu
 
 # -- the fake Prometheus --------------------------------------------------------------------------
 
+def tagged_selections(query) -> list[int]:
+    return [part for part in query.tags.values() if type(part) is int]
+
+
 def fake(answer: list[dict], sent: list[str]) -> httpx.MockTransport:
     def handle(request: httpx.Request) -> httpx.Response:
         sent.append(parse_qs(request.content.decode())["query"][0])
@@ -157,6 +162,10 @@ def test_the_refresh_query_reads_each_metric_once_per_matchers_and_aggregation(h
         assert query.promql.count(selection_query(plan, selection)) == 1
     # the inventory and the targets are tagged, and a selection only where another untagged one reads its metric
     assert query.promql.count(f'"{PART_LABEL}"') == len(query.tags)
+    # joined on plain labels: VictoriaMetrics' or on(__name__, ...) ignores the name (test_engines.py)
+    joins = re.findall(r" or on\(([^)]*)\)", query.promql)
+    assert joins == [f"{NAME_LABEL}, {PART_LABEL}"] * (len(chosen) + len(query.tags) - len(tagged_selections(query)) - 1)
+    assert query.promql.count(f'"{NAME_LABEL}"') == len(chosen)
     untagged = [s for i, s in enumerate(chosen) if i not in query.tags.values()]
     names = [m for s in untagged for m in s.metrics]
     assert len(names) == len(set(names)) and set(query.owners) == set(names)
@@ -178,11 +187,12 @@ def test_a_row_no_part_of_the_refresh_query_answers_is_a_coded_error(labels):
     assert sent == [caught.value.details["query"]] == [refresh_query(plan).promql]
 
 
-def test_a_hardware_whose_exporter_labels_include_the_tag_is_read_one_query_per_part():
-    """Combining would overwrite that exporter label, so this hardware keeps one query per part."""
+@pytest.mark.parametrize("label", [PART_LABEL, NAME_LABEL])
+def test_a_hardware_whose_exporter_labels_include_the_tag_is_read_one_query_per_part(label):
+    """Combining would overwrite that exporter label (the part tag or the copied name), so this hardware keeps one query per part."""
     profile = get_registry().get("amd")
     plan = plan_for(profile)
-    clashing = replace(plan, labels={**plan.labels, "serial": (PART_LABEL,)})
+    clashing = replace(plan, labels={**plan.labels, "serial": (label,)})
     assert combinable(plan) and not combinable(clashing)
     sent: list[str] = []
 
