@@ -14,7 +14,7 @@ NUMBER = r"\d+\.\d+"
 
 
 def test_a_tiny_run_prints_cold_and_warm_ratios_and_the_page_weight() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "20", "--pods-per-node", "2", "--repeat", "1"],
+    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "20", "--pods-per-node", "2", "--repeat", "1", "--seconds", "0.5"],
                           capture_output=True, text=True, timeout=300, check=True)
     lines = done.stdout.splitlines()
     assert lines[0] == "snapshot: 20 nodes, 40 pods; 1 fresh server(s) per measurement"
@@ -36,3 +36,12 @@ def test_a_tiny_run_prints_cold_and_warm_ratios_and_the_page_weight() -> None:
         assert abs(sum(map(float, parts.values())) - float(weight.group(1))) < 0.1 * len(parts)
     else:
         assert lines[3] == "page weight: not measured (no browser)"
+    # under load: each page against a bare route serving its bytes, the ratio agreeing with the two rates
+    for line, path in zip(lines[4:6], ("/", "/accelerators/nvidia")):
+        found = re.fullmatch(rf"load {re.escape(path)}: ({NUMBER}) req/s \(p50 {NUMBER} ms, p99 {NUMBER} ms\), bare route "
+                             rf"({NUMBER}) req/s \(p99 {NUMBER} ms\), ratio ({NUMBER}) \(goal >= 0\.5\); {NUMBER} KiB (gzip|identity)", line)
+        assert found, line
+        page, bare, ratio = (float(g) for g in found.groups()[:3])
+        assert page > 0 and bare > 0 and abs(ratio - page / bare) <= 0.0015 + 0.0005 * page / bare, line
+        assert found.group(4) == "gzip"  # the pages come compressed, as a browser asks
+    assert len(lines) == 6

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from llm_d_lens import __version__
@@ -24,6 +25,8 @@ from llm_d_lens.api.query_params import reject_unknown_query
 from llm_d_lens.errors import LensError
 
 log = logging.getLogger("llm_d_lens.api")
+#: smallest answer worth compressing (below it, gzip's header and the CPU cost more than they save)
+GZIP_MINIMUM = 500
 
 #: modules exposing an ``APIRouter`` named ``router``, mounted under /api/v1. A request is matched
 #: against the routes in this order, so the most requested (cluster overview, hardware capabilities)
@@ -49,7 +52,11 @@ def create_app() -> FastAPI:
                   docs_url=None, redoc_url=None)
     app.add_middleware(RepeatedKeyGuard)
     app.add_middleware(BodyLimit, limit=max_body_bytes())  # outside the guard: nothing reads a body over the limit
-    app.add_middleware(SecurityHeaders)
+    # answers over GZIP_MINIMUM bytes are gzipped for clients that take it (level 6: most of level 9's saving
+    # at a fraction of its time); a console page that is already gzipped (console/pages.py) passes through,
+    # a 304 has no body to compress, and the ETag stays (it names the content, not its encoding)
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM, compresslevel=6)
+    app.add_middleware(SecurityHeaders)  # outermost: every answer carries the headers, compressed or not
 
     @app.exception_handler(LensError)
     async def lens_error(_: Request, exc: LensError) -> JSONResponse:

@@ -4,6 +4,11 @@ Every loader returns a :class:`Panel`: the data, or the coded error that kept it
 (no Prometheus configured, Prometheus down, kubectl failing, no llm-d checkout). A panel never
 fails the page: the other panels still render, and the failed one says what went wrong and its
 code. Numbers are never computed here; they are the API's.
+
+A state that is expected (the demo has no DaemonSets, no Prometheus or llm-d checkout was
+configured, a profile declares no telemetry) is an *expected* panel: shown as a neutral note with
+the one thing that enables it, never as a failure. Whether a setting is absent is read from the
+configuration itself, not guessed from an error's wording.
 """
 
 from __future__ import annotations
@@ -31,10 +36,19 @@ class Panel:
     code: str | None = None
     status: int | None = None
     message: str | None = None
+    #: an expected state (not configured, not declared, the demo), not a failure
+    expected: bool = False
+    #: the one thing that enables the panel, for an expected state
+    enable: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.code is None
+
+
+def not_configured(code: str, message: str, enable: str, status: int = 503) -> Panel:
+    """An expected state: what is not there and the one setting that brings it."""
+    return Panel(code=code, status=status, message=message, expected=True, enable=enable)
 
 
 def failed(exc: LensError) -> Panel:
@@ -54,11 +68,27 @@ async def guarded(load: Callable[[], Awaitable[Any]]) -> Panel:
         return Panel(code="INTERNAL_ERROR", status=500, message=f"Lens failed unexpectedly ({type(exc).__name__})")
 
 
-def capabilities() -> dict[str, Any]:
-    """``GET /api/v1/hardware/capabilities``, exactly."""
-    from llm_d_lens.hardware.views import capabilities as document
+_capabilities: tuple[Any, int, dict[str, Any], list[dict[str, Any]]] | None = None
 
-    return document()
+
+def capabilities() -> dict[str, Any]:
+    """``GET /api/v1/hardware/capabilities``, exactly; built once per registry (its profiles are fixed when it is built)."""
+    return registry_state()[0]
+
+
+def registry_state() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the capabilities document, its tabs), rebuilt only when the registry or its failures change."""
+    global _capabilities
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.hardware.views import capabilities_document
+
+    registry = get_registry()
+    known = _capabilities
+    if known is not None and known[0] is registry and known[1] == len(registry.failures):
+        return known[2], known[3]
+    document = capabilities_document(registry)
+    _capabilities = (registry, len(registry.failures), document, tabs(document))
+    return document, _capabilities[3]
 
 
 def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,9 +106,14 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def inventory(cluster: str | None = None) -> Panel:
-    """A configured cluster's inventory (the first without a name), as ``GET /api/v1/clusters/...`` reads it, and when it was read."""
+    """A configured cluster's inventory (the first without a name) as its kept :class:`~.views.InventoryView`, and when it was read.
+
+    An unchanged snapshot's view is found without a worker thread; reading a source and the
+    first walk over an inventory's nodes run in one, so the event loop never waits for them.
+    """
     from llm_d_lens.cluster import served
-    from llm_d_lens.serving.inventories import read_inventory
+    from llm_d_lens.console.views import cached_view, view_of
+    from llm_d_lens.serving.inventories import kept_inventory, read_inventory
     from llm_d_lens.serving.watched import freshness
 
     async def load() -> dict[str, Any]:
@@ -86,8 +121,13 @@ async def inventory(cluster: str | None = None) -> Panel:
             source = served.cluster_source()
         else:
             source = served.served_clusters().get(cluster).source(served.kubectl_timeout())
-        found = await read_inventory(source, served.cluster_runner())
-        return {"overview": found.overview.to_dict(), "read_at": found.read_at, "freshness": freshness(source, found)}
+        runner = served.cluster_runner()
+        found = kept_inventory(source, runner)
+        view = cached_view(found) if found is not None else None
+        if view is None:
+            found = await read_inventory(source, runner)
+            view = cached_view(found) or await run_in_threadpool(view_of, found)
+        return {"view": view, "read_at": found.read_at, "freshness": freshness(source, found)}
 
     return await guarded(load)
 
@@ -126,9 +166,9 @@ async def driver_status(profile_id: str) -> Panel:
     except LensError as exc:
         return failed(exc)
     if not source.live:
-        return Panel(code="LIVE_CLUSTER_NEEDED", status=409,
-                     message="driver status reads the driver DaemonSets of a live cluster; this server reads "
-                             f"{'the demo' if source.demo else 'a snapshot'} (start it with LENS_KUBE_CONTEXT for a live one)")
+        return not_configured("LIVE_CLUSTER_NEEDED", "driver status reads the driver DaemonSets of a live cluster; this "
+                              f"server reads {'the demo' if source.demo else 'a snapshot'}.",
+                              "start the server with LENS_KUBE_CONTEXT naming a live cluster", status=409)
 
     async def load() -> Any:
         from llm_d_lens.hardware.registry import get_registry
@@ -141,30 +181,56 @@ async def driver_status(profile_id: str) -> Panel:
     return await guarded(load)
 
 
-def presence(profile: dict[str, Any], overview: dict[str, Any] | None) -> dict[str, Any]:
-    """The profile's presence rule and the inventory's nodes that carry its labels."""
+def presence(profile: dict[str, Any], view: Any) -> dict[str, Any]:
+    """The profile's presence rule and the inventory's nodes that carry its labels (kept on the view)."""
     block = profile.get("presence") or {}
     selector = block.get("node_label_selector") or profile.get("node_label_selector") or {}
-    nodes = None
-    if overview is not None:
-        nodes = [n["name"] for n in overview.get("nodes", [])
-                 if any(h["profile_id"] == profile["id"] and h.get("present_by_labels") for h in n["hardware"])]
+    nodes = view.present(profile["id"]) if view is not None else None
     return {"selector": selector, "timeout_seconds": block.get("timeout_seconds"), "nodes": nodes}
 
 
+#: (registry, profile id) -> its scenario panel: the document depends on the profile only
+_benchmarks: dict[tuple[int, str], tuple[Any, Panel]] = {}
+
+
 async def benchmark(profile_id: str) -> Panel:
-    """``POST /api/v1/evaluate/config`` for the hardware: the llm-d-benchmark scenario block."""
+    """``POST /api/v1/evaluate/config`` for the hardware: the llm-d-benchmark scenario block, built once per registry."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = get_registry()
+    known = _benchmarks.get((id(registry), profile_id))
+    if known is not None and known[0] is registry:
+        return known[1]
 
     async def load() -> Any:
         from llm_d_lens.evaluate.service import scenario_document
 
         return await run_in_threadpool(lambda: scenario_document(hardware=profile_id))
 
-    return await guarded(load)
+    panel = await guarded(load)
+    if panel.ok:
+        if len(_benchmarks) > 64:
+            _benchmarks.clear()
+        _benchmarks[(id(registry), profile_id)] = (registry, panel)
+    return panel
+
+
+def llm_d_root_configured() -> bool:
+    """Whether the server was started with an llm-d checkout (either of the two settings)."""
+    import os
+
+    from llm_d_lens.deploy.source import LEGACY_ROOT_ENV, ROOT_ENV
+
+    return any((os.environ.get(name) or "").strip() for name in (ROOT_ENV, LEGACY_ROOT_ENV))
 
 
 async def overlays(profile_id: str) -> Panel:
     """``GET /api/v1/deploy/guides?hardware=ID`` from the server's llm-d checkout, grouped by guide."""
+    if not llm_d_root_configured():
+        from llm_d_lens.deploy.source import ROOT_ENV
+
+        return not_configured("SERVER_NOT_CONFIGURED", "this server was started without an llm-d checkout, so it has no "
+                              "overlays to list.", f"start the server with {ROOT_ENV} set to an llm-d checkout")
 
     async def load() -> Any:
         from llm_d_lens.deploy.service import describe_guides, server_source_errors
@@ -189,6 +255,24 @@ class TelemetryRequest:
     minutes: int
     node: str | None
     namespace: str | None
+
+
+def telemetry_settings() -> tuple[bool, bool]:
+    """(a Prometheus is configured, the demo telemetry is on), read from the server's settings; a bad setting reads as configured so its error is shown."""
+    from llm_d_lens.monitoring.settings import TelemetrySettings
+
+    try:
+        settings = TelemetrySettings.from_env()
+    except LensError:
+        return True, False
+    return bool(settings.prometheus_url), bool(settings.demo)
+
+
+PROMETHEUS_HINT = "start the server with LENS_PROMETHEUS_URL set to a Prometheus that scrapes the exporters"
+
+
+def telemetry_not_configured(what: str) -> Panel:
+    return not_configured("SERVER_NOT_CONFIGURED", f"this server has no Prometheus, so {what} cannot be read.", PROMETHEUS_HINT)
 
 
 async def series(profile_id: str, request: TelemetryRequest) -> Panel:

@@ -12,11 +12,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from llm_d_lens import __version__
-from llm_d_lens.console import data
+from llm_d_lens.console import data, pages
 from llm_d_lens.console.charts import capacity_bars, line_chart, stacked_bars
 from llm_d_lens.console.format import clock, gib, moment, number, quantity
 from llm_d_lens.console.tables import paginate
@@ -61,11 +61,19 @@ def link(path: str, params: dict[str, Any], **changes: Any) -> str:
 _env = None
 
 
-def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+def render_text(name: str, **context: Any) -> str:
     global _env
     if _env is None:
         _env = _templates()
-    return HTMLResponse(_env.get_template(name).render(**context), status_code=status_code)
+    return _env.get_template(name).render(**context)
+
+
+def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render_text(name, **context), status_code=status_code)
+
+
+#: pages rendered without an inventory to keep them beside (the doctor, a tab that is not registered, failures)
+_loose: dict[Any, pages.Rendered] = {}
 
 
 def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
@@ -73,30 +81,59 @@ def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.
     from llm_d_lens.serving.readiness import problems
 
     try:
-        document = data.capabilities()
+        document, tabs = data.registry_state()
         found = problems()  # exactly what /readyz reports
     except LensError as exc:
         return [], [], data.failed(exc)
-    return data.tabs(document), found, data.Panel(document)
+    return tabs, found, data.Panel(document)
+
+
+def _state_key(failures: list[dict[str, Any]], registry: data.Panel) -> Any:
+    """What the shared frame (banners, tabs) shows, as a key: the same key is the same frame."""
+    import json
+
+    return (json.dumps(failures, sort_keys=True, default=str), id(registry.data), registry.code, registry.message)
+
+
+def _freshness_key(found: data.Panel) -> Any:
+    f = (found.data or {}).get("freshness") or {} if found.ok else {}
+    return (f.get("mode"), f.get("state"), f.get("observed_at"), found.data.get("read_at") if found.ok else None)
+
+
+def _panel_key(panel: data.Panel) -> Any:
+    """A small panel (driver status, an expected state) as a key; a kept panel (the benchmark's) by identity."""
+    import json
+
+    if not panel.ok:
+        return (panel.code, panel.status, panel.message, panel.expected, panel.enable)
+    return json.dumps(panel.data, sort_keys=True, default=str)
 
 
 @router.get("/", response_class=HTMLResponse)
-async def overview_page(cluster: str | None = Query(None)) -> HTMLResponse:
+async def overview_page(request: Request, cluster: str | None = Query(None)) -> Response:
     tabs, failures, registry = _registry_state()
     inventory = await data.inventory(cluster or None)
     clusters = data.cluster_choices()
-    cards, bars, chart = [], [], None
-    if inventory.ok:
-        buckets = {v["profile_id"]: v for v in inventory.data["overview"]["vendors"]}
-        for tab in tabs:
-            bucket = buckets.get(tab["id"])
-            cards.append({"tab": tab, "bucket": bucket})
-            if bucket and bucket["allocatable"]:
-                bars.append((tab["name"], bucket["allocated"], max(bucket["allocatable"] - bucket["allocated"], 0)))
-        chart = capacity_bars(bars) if bars else None
-    return render("overview.html", page="overview", tabs=tabs, failures=failures, registry=registry,
-                  inventory=inventory, cards=cards, chart=chart, clusters=clusters,
-                  cluster=cluster or (clusters[0]["name"] if clusters else None))
+    chosen = cluster or (clusters[0]["name"] if clusters else None)
+
+    def build() -> pages.Rendered:
+        cards, bars, chart = [], [], None
+        view = inventory.data["view"] if inventory.ok else None
+        if view is not None:
+            for tab in tabs:
+                bucket = view.bucket(tab["id"])
+                cards.append({"tab": tab, "bucket": bucket})
+                if bucket and bucket["allocatable"]:
+                    bars.append((tab["name"], bucket["allocated"], max(bucket["allocatable"] - bucket["allocated"], 0)))
+            chart = capacity_bars(bars) if bars else None
+        return pages.rendered(render_text(
+            "overview.html", page="overview", tabs=tabs, failures=failures, registry=registry, inventory=inventory,
+            view=view, cards=cards, chart=chart, clusters=clusters, cluster=chosen))
+
+    store = inventory.data["view"].pages if inventory.ok else _loose
+    key = ("overview", chosen, tuple((c["name"], c["label"]) for c in clusters), _state_key(failures, registry),
+           _freshness_key(inventory), None if inventory.ok else (inventory.code, inventory.message))
+    return pages.respond(request, pages.kept(store, key, build))
 
 
 @router.get("/fleet", response_class=HTMLResponse)
@@ -120,23 +157,12 @@ NODE_COLUMNS = {
 }
 
 
-def _node_rows(overview: dict[str, Any], profile_id: str) -> list[dict[str, Any]]:
-    rows = []
-    for n in overview.get("nodes", []):
-        for held in n["hardware"]:
-            if held["profile_id"] != profile_id:
-                continue
-            status = "Ready" if n["ready"] else "NotReady"
-            if n["cordoned"]:
-                status += ", cordoned"
-            rows.append({
-                "name": n["name"], "status": status, "devices": held["devices"], "partitions": held["partitions"],
-                "allocatable": held["allocatable"], "allocated": held["allocated"], "available": held["available"],
-                "vram": held["vram"]["total_bytes"], "products": held["products"],
-                "holders": [f"{h['holder']} ({h['count']})" for h in held.get("holders", [])],
-                "notes": held.get("notes", []) + n.get("notes", []),
-            })
-    return rows
+def _node_page(view: Any, profile_id: str, sort: str, descending: bool, query: str, page: int) -> Any:
+    """One page of the hardware's nodes: sorted once per column and kept on the view, filtered only when asked."""
+    column = sort if sort in NODE_COLUMNS else next(iter(NODE_COLUMNS))
+    rows = view.sorted_rows(profile_id, column, NODE_COLUMNS[column], descending) if view is not None else []
+    return paginate(rows, columns=NODE_COLUMNS, sort=column, descending=descending, query=query, page=page, presorted=True,
+                    searchable=lambda r: " ".join([r["name"], r["status"], *r["products"], *r["holders"]]))
 
 
 DEVICE_COLUMNS = {
@@ -173,6 +199,7 @@ def _charts(profile: dict[str, Any], report: dict[str, Any], first: str, minutes
 
 @router.get("/accelerators/{key}", response_class=HTMLResponse)
 async def accelerator_page(
+    request: Request,
     key: str,
     q: str = Query("", max_length=200, description="Filter nodes: every word must appear."),
     sort: str = Query("node", max_length=40),
@@ -186,7 +213,7 @@ async def accelerator_page(
     quantity_: str | None = Query(None, alias="quantity", max_length=40),
     node: str | None = Query(None, max_length=253, description="Chart and devices of this node only."),
     namespace: str | None = Query(None, max_length=63, description="Serving pods in this namespace."),
-) -> HTMLResponse:
+) -> Response:
     tabs, failures, registry = _registry_state()
     tab = next((t for t in tabs if t["id"] == key or key in t["profile"].get("aliases", [])), None)
     if tab is None:
@@ -203,32 +230,51 @@ async def accelerator_page(
 
     inventory, drivers, benchmark, overlays = await asyncio.gather(
         data.inventory(), data.driver_status(profile["id"]), data.benchmark(profile["id"]), data.overlays(profile["id"]))
-    if has_telemetry:
-        request = data.TelemetryRequest(first, minutes, node, namespace)
-        series, devices, pods = await asyncio.gather(
-            data.series(profile["id"], request), data.devices(profile["id"], node), data.pods(profile["id"], namespace))
+    prometheus, demo = data.telemetry_settings()
+    if not has_telemetry:
+        series = devices = pods = data.not_configured(
+            "TELEMETRY_NOT_DECLARED", f"{profile['id']} declares no telemetry, so Lens reads no device metrics for it.",
+            "declare telemetry.device_metric_sources in its profile (docs/telemetry.md)", status=422)
+    elif not prometheus and not demo:
+        series = data.telemetry_not_configured("the charts")
+        devices = data.telemetry_not_configured("the devices' figures")
+        pods = data.telemetry_not_configured("the serving pods' figures")
     else:
-        series = devices = pods = data.Panel(code="TELEMETRY_NOT_DECLARED", status=422,
-                                            message=f"{profile['id']} declares no telemetry.device_metric_sources")
-    overview = inventory.data["overview"] if inventory.ok else None
-    nodes = paginate(_node_rows(overview, profile["id"]) if overview else [], columns=NODE_COLUMNS, sort=sort,
-                     descending=desc, query=q, page=page,
-                     searchable=lambda r: " ".join([r["name"], r["status"], *r["products"], *r["holders"]]))
-    bucket = next((v for v in overview["vendors"] if v["profile_id"] == profile["id"]), None) if overview else None
-    device_page = paginate(_device_rows(devices.data) if devices.ok else [], columns=DEVICE_COLUMNS, sort=dsort,
-                           descending=ddesc, query=dq, page=dpage,
-                           searchable=lambda r: " ".join(str(r.get(k) or "") for k in ("name", "model", "holder")))
-    charts = _charts(profile, series.data, first, minutes) if series.ok else []
-    chart_nodes = sorted({d["node"] for d in devices.data.get("devices", []) if d["node"]}) if devices.ok else []
-    params = {"q": q, "sort": nodes.sort, "desc": desc, "dq": dq, "dsort": device_page.sort, "ddesc": ddesc,
+        request_ = data.TelemetryRequest(first, minutes, node, namespace)
+        if prometheus:
+            series, devices, pods = await asyncio.gather(
+                data.series(profile["id"], request_), data.devices(profile["id"], node), data.pods(profile["id"], namespace))
+        else:  # the demo telemetry has device figures only
+            series, devices = await asyncio.gather(data.series(profile["id"], request_), data.devices(profile["id"], node))
+            pods = data.not_configured("SERVER_NOT_CONFIGURED", "the demo telemetry has device metrics only; serving "
+                                       "pods' figures come from vLLM's metrics in a Prometheus.", data.PROMETHEUS_HINT)
+    view = inventory.data["view"] if inventory.ok else None
+    params = {"q": q, "sort": sort if sort in NODE_COLUMNS else "node", "desc": desc, "dq": dq,
+              "dsort": dsort if dsort in DEVICE_COLUMNS else "device", "ddesc": ddesc,
               "minutes": minutes, "quantity": first, "node": node or "", "namespace": namespace or ""}
-    return render(
-        "accelerator.html", page="accelerators", tabs=tabs, failures=failures, registry=registry, tab=tab,
-        profile=profile, inventory=inventory, bucket=bucket, nodes=nodes, drivers=drivers,
-        presence=data.presence(profile, overview), benchmark=benchmark, overlays=overlays, series=series,
-        devices=devices, device_page=device_page, pods=pods, charts=charts, ranges=ranges, chart_nodes=chart_nodes,
-        params=params, quantities=data.TITLES, has_telemetry=has_telemetry,
-    )
+
+    def build() -> pages.Rendered:
+        nodes = _node_page(view, profile["id"], sort, desc, q, page)
+        device_page = paginate(_device_rows(devices.data) if devices.ok else [], columns=DEVICE_COLUMNS, sort=dsort,
+                               descending=ddesc, query=dq, page=dpage,
+                               searchable=lambda r: " ".join(str(r.get(k) or "") for k in ("name", "model", "holder")))
+        charts = _charts(profile, series.data, first, minutes) if series.ok else []
+        chart_nodes = sorted({d["node"] for d in devices.data.get("devices", []) if d["node"]}) if devices.ok else []
+        return pages.rendered(render_text(
+            "accelerator.html", page="accelerators", tabs=tabs, failures=failures, registry=registry, tab=tab,
+            profile=profile, inventory=inventory, view=view, bucket=view.bucket(profile["id"]) if view else None,
+            nodes=nodes, drivers=drivers, presence=data.presence(profile, view), benchmark=benchmark, overlays=overlays,
+            series=series, devices=devices, device_page=device_page, pods=pods, charts=charts, ranges=ranges,
+            chart_nodes=chart_nodes, params=params, quantities=data.TITLES, has_telemetry=has_telemetry,
+        ))
+
+    if view is None or series.ok or devices.ok or pods.ok:
+        return pages.respond(request, build())  # live figures: rendered for this request only
+    key_ = ("accelerator", profile["id"], q, sort, desc, page, dq, dsort, ddesc, dpage, minutes, first, node, namespace,
+            _state_key(failures, registry), _freshness_key(inventory), _panel_key(drivers), id(benchmark),
+            _panel_key(benchmark) if not benchmark.ok else None, _panel_key(overlays),
+            *(_panel_key(p) for p in (series, devices, pods)))
+    return pages.respond(request, pages.kept(view.pages, key_, build))
 
 
 @router.get("/plan", response_class=HTMLResponse)

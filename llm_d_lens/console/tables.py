@@ -39,16 +39,23 @@ def paginate(
     page: int,
     searchable: Callable[[dict[str, Any]], str],
     page_size: int = PAGE_SIZE,
+    presorted: bool = False,
 ) -> Page:
     """Rows whose ``searchable`` text holds every word of ``query``, sorted by a known column, one page of them.
 
-    An unknown sort column falls back to the first; a page past the end shows the last one.
+    An unknown sort column falls back to the first; a page past the end shows the last one. With
+    ``presorted`` the rows already are in that order (kept sorted, see console/views.py): without a
+    query nothing but the page shown is touched.
     """
     words = [w for w in query.lower().split() if w]
-    kept = [r for r in rows if all(w in searchable(r).lower() for w in words)]
     column = sort if sort in columns else next(iter(columns))
-    key = columns[column]
-    kept.sort(key=lambda r: _sortable(key(r)), reverse=descending)
+    if words:
+        kept = [r for r in rows if all(w in searchable(r).lower() for w in words)]
+    else:
+        kept = rows if presorted else list(rows)
+    if not presorted:
+        key = columns[column]
+        kept.sort(key=lambda r: _sortable(key(r)), reverse=descending)
     pages = max(math.ceil(len(kept) / page_size), 1)
     page = min(max(page, 1), pages)
     return Page(kept[(page - 1) * page_size: page * page_size], len(kept), page, pages, column, descending, query)

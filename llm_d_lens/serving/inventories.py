@@ -136,6 +136,17 @@ def encoded_if_kept(source: ClusterSource, nodes: bool = True) -> Encoded | None
     return kept._encoded.get(nodes) if kept is not None else None
 
 
+def kept_inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory | None:
+    """The kept inventory of an unchanged file-backed source, or None (read it with :func:`read_inventory`).
+
+    Costs one ``stat``: the console's pages answer an unchanged snapshot without a worker thread.
+    """
+    if source.live or runner is not None:
+        return None
+    key = _file_key(source)
+    return _lookup(key) if key is not None else None
+
+
 def inventory(source: ClusterSource, runner: Runner | None = None) -> Inventory:
     """The source's overview and when it was read; a file-backed source's is reused while the file is unchanged."""
     from llm_d_lens.cluster.service import inspect
