@@ -87,9 +87,16 @@ def validate(
     files: list[Path] = typer.Argument(..., metavar="FILE...", help="Profile JSON files."),
     output: OutputFormat = OutputOption,
 ) -> None:
-    """Check profile files against the contract and the registered hardware; every error at once."""
+    """Check profile files against the contract and the registered hardware; every error at once.
+
+    Warnings (valid but probably wrong: an unknown benchmark profile, an arch that is not the
+    overlay directory) are printed under each file and carried in ``-o json``; they never fail it.
+    """
+    from llm_d_lens.hardware.benchmark_profiles import known_profiles
+
     together: list[Any] = []  # the valid profiles of earlier files: a plugin's profiles must not clash either
-    results = [_validate_one(path, together) for path in files]
+    known = known_profiles()
+    results = [_validate_one(path, together, known) for path in files]
 
     def table(results: list[dict[str, Any]]) -> Any:
         from rich.console import Group
@@ -104,6 +111,9 @@ def validate(
                 for issue in r["issues"]:
                     value = f" (value: {issue['shown']})" if "shown" in issue else ""
                     parts.append(Text(f"    {issue['path']}: {issue['message']}{value}"))
+            for warning in r["warnings"]:
+                value = f" (value: {warning['shown']})" if "shown" in warning else ""
+                parts.append(Text(f"    warning: {warning['path']}: {warning['message']}{value}", style="yellow"))
         return Group(*parts)
 
     emit(results, output, table)
@@ -111,7 +121,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
+def _validate_one(path: Path, together: list[Any], known: Any) -> dict[str, Any]:
     from llm_d_lens.hardware.errors import render_value
     from llm_d_lens.hardware.loader import load_profile_file
 
@@ -121,15 +131,19 @@ def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
             out["shown"] = render_value(issue.value)
         return out
 
+    from llm_d_lens.hardware import rules
+
     try:
         profile = load_profile_file(path)
     except ProfileInvalid as exc:
-        return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues]}
+        return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues],
+                "warnings": []}
+    warnings = [issue_dict(w) for w in rules.advise(profile, known)]
     conflicts = _conflicts_with_registered(profile, path, together)
     if conflicts:
         issues = [{"path": path_of, "message": c.message, "value": c.details.get("value")} for path_of, c in conflicts]
-        return {"file": str(path), "valid": False, "id": profile.id, "issues": issues}
-    return {"file": str(path), "valid": True, "id": profile.id, "issues": []}
+        return {"file": str(path), "valid": False, "id": profile.id, "issues": issues, "warnings": warnings}
+    return {"file": str(path), "valid": True, "id": profile.id, "issues": [], "warnings": warnings}
 
 
 def _conflicts_with_registered(profile: Any, path: Path, together: list[Any]) -> list[tuple[str, RegistrationConflict]]:

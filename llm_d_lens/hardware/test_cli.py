@@ -80,7 +80,9 @@ def test_validate_reports_all_errors_and_exits_1(tmp_path, capsys):
     code, out, _ = run(capsys, "hardware", "validate", str(good), str(bad), "-o", "json")
     results = json.loads(out)
     assert code == 1
-    assert results[0] == {"file": str(good), "valid": True, "id": "myvendor", "issues": []}
+    # valid, with the one warning a new vendor gets: llm-d-benchmark does not know its profile yet
+    assert {k: v for k, v in results[0].items() if k != "warnings"} == {"file": str(good), "valid": True, "id": "myvendor", "issues": []}
+    assert [(w["path"], w["value"]) for w in results[0]["warnings"]] == [("$.benchmark_profile", "myvendor")]
     assert [i["path"] for i in results[1]["issues"]] == ["$.colour", "$.request_model"]
 
 
@@ -104,6 +106,23 @@ def test_validate_catches_files_that_conflict_with_each_other(tmp_path, capsys):
     assert [(r["id"], r["valid"]) for r in results] == [("acme", True), ("acme", True), ("acme-next", False)]
     message = results[2]["issues"][0]["message"]
     assert message.startswith("registration conflict: device class") and f"'acme' ({first}" in message
+
+
+def test_validate_prints_warnings_and_json_carries_them_without_failing(tmp_path, capsys):
+    payload = minimal_profile("acme", benchmark_profile="nvidai", evaluation_profile=None)
+    payload["deployment"] = dict(payload["deployment"], arch="acme-gpu")  # not the overlay directory acme-npu
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(payload))
+    code, out, _ = run(capsys, "hardware", "validate", str(path), "-o", "json")
+    [result] = json.loads(out)
+    assert code == 0 and result["valid"] is True
+    found = {w["path"]: w for w in result["warnings"]}
+    assert set(found) == {"$.benchmark_profile", "$.deployment.arch"}
+    assert found["$.benchmark_profile"]["value"] == "nvidai" and "nearest: nvidia" in found["$.benchmark_profile"]["message"]
+    assert found["$.deployment.arch"]["value"] == "acme-gpu"
+    code, out, _ = run(capsys, "hardware", "validate", str(path))
+    assert code == 0
+    assert 'warning: $.deployment.arch: differs from upstream_variant' in out and '(value: "acme-gpu")' in out
 
 
 def test_validate_a_missing_file(tmp_path, capsys):
