@@ -52,12 +52,22 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
 
 @app.command("show")
 def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
-    """One profile, by id or any alias (accelerator key, benchmark profile)."""
+    """One profile, by id or any alias (accelerator key, benchmark profile), and the provider serving it.
+
+    ``-o json`` is the profile plus ``served_by``: the provider's class, its status (serving,
+    default, failed), where it comes from, and any rival provider entry point refused for this id.
+    """
+    from llm_d_lens.hardware.errors import PluginLoadFailed
     from llm_d_lens.hardware.registry import get_registry
 
     registry = get_registry()
     profile = registry.get(key)
-    data = profile.model_dump(mode="json")
+    try:
+        registry.provider(profile.id)  # import it now: "serving" must mean it loaded
+    except PluginLoadFailed:
+        pass  # reported as status "failed" with the reason
+    served = registry.provider_status(profile.id)
+    data = {**profile.model_dump(mode="json"), "served_by": served}
 
     def table(data: dict[str, Any]) -> Any:
         from rich.table import Table
@@ -74,6 +84,10 @@ def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFo
         t.add_row("resource prefixes", ", ".join(profile.resource_prefixes) or "-")
         t.add_row("node labels", ", ".join(f"{k}={v}" for k, v in profile.node_label_selector.items()) or "-")
         t.add_row("overlay root", profile.deployment.overlay_root)
+        status = "" if served["status"] == "serving" else f" ({served['status']})"
+        t.add_row("provider", f"{served['provider'] or '-'}{status} from {served['from']}")
+        for refused in served["refused"]:
+            t.add_row("refused provider", f"{refused['distribution']}: {refused['reason']}")
         if profile.driver:
             t.add_row("drivers", ", ".join(f"{m}: {d.manifest_ref} {d.chart_version or ''}".strip()
                                           for m, d in profile.driver.modes.items()))
@@ -253,6 +267,15 @@ def new(
     emit(result, output, table)
 
 
+def _provider_cell(row: dict[str, Any]) -> str:
+    """The provider that serves a hardware, marked when it failed to import or is the default one."""
+    if row["provider_status"] == "failed":
+        return "[red]failed[/red]"
+    if row["provider_status"] == "default":
+        return f"{row['provider']} (default)"
+    return str(row["provider"])
+
+
 @app.command("doctor")
 def doctor(output: OutputFormat = OutputOption) -> None:
     """Load every plugin afresh (no cache), import every provider, and report what failed and why.
@@ -270,10 +293,15 @@ def doctor(output: OutputFormat = OutputOption) -> None:
         from llm_d_lens.terminal.output import Column, columns_table
 
         parts: list[Any] = []
-        columns = [Column("ID"), Column("PROVIDER"), Column("FROM")]
-        t = columns_table(columns, [[p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"])]
+        columns = [Column("ID"), Column("PROVIDER"), Column("PROVIDER FROM"), Column("PROFILE FROM")]
+        t = columns_table(columns, [[p["id"], _provider_cell(p), p["provider_from"], "\n".join(p["origins"])]
                                     for p in report["profiles"]], title=f"{len(report['profiles'])} hardware profiles registered")
         parts.append(t)
+        for d in report["distributions"]:
+            serves = ", ".join(f"{s['id']} ({s['provider']})" for s in d["serves"]) or "-"
+            parts.append(Text(f"{d['distribution']}: hardware {', '.join(d['profiles']) or '-'}; serves providers for {serves}"))
+            for r in d["refused"]:
+                parts.append(Text(f"    refused provider {r['id']!r}: {r['reason']}", style="yellow"))
         for f in report["failures"]:
             parts.append(Text(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
         for s in report["skipped"]:
