@@ -247,7 +247,7 @@ def new(
     output: OutputFormat = OutputOption,
 ) -> None:
     """Write an installable external plugin package for a new hardware (profile, entry points, tests)."""
-    from llm_d_lens.hardware.scaffold import ScaffoldRequest, write
+    from llm_d_lens.hardware.scaffold import ScaffoldRequest, pip_path, write
 
     if request_model not in ("extended-resource", "dra"):
         raise typer.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
@@ -255,13 +255,15 @@ def new(
     req = ScaffoldRequest(profile_id, vendor, display_name or profile_id.replace("-", " ").title(), request_model,
                           resource_name, device_class, (key, value), provider, directory or Path(f"{profile_id}-lens"))
     written = write(req)
-    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written]}
+    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written],
+              "install": f"pip install {pip_path(req.directory)}"}
 
     def table(result: dict[str, Any]) -> Any:
         from rich.text import Text
 
         lines = [f"wrote {result['distribution']} in {result['directory']}:"] + [f"  {f}" for f in result["files"]]
-        lines.append(f"next: pip install {result['directory']} && lens hardware show {profile_id}")
+        where = pip_path(Path(result["directory"]))
+        lines.append(f"next: pip install {where} && lens hardware show {profile_id} && pytest {where}")
         return Text("\n".join(lines))
 
     emit(result, output, table)
