@@ -52,12 +52,22 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
 
 @app.command("show")
 def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
-    """One profile, by id or any alias (accelerator key, benchmark profile)."""
+    """One profile, by id or any alias (accelerator key, benchmark profile), and the provider serving it.
+
+    ``-o json`` is the profile plus ``served_by``: the provider's class, its status (serving,
+    default, failed), where it comes from, and any rival provider entry point refused for this id.
+    """
+    from llm_d_lens.hardware.errors import PluginLoadFailed
     from llm_d_lens.hardware.registry import get_registry
 
     registry = get_registry()
     profile = registry.get(key)
-    data = profile.model_dump(mode="json")
+    try:
+        registry.provider(profile.id)  # import it now: "serving" must mean it loaded
+    except PluginLoadFailed:
+        pass  # reported as status "failed" with the reason
+    served = registry.provider_status(profile.id)
+    data = {**profile.model_dump(mode="json"), "served_by": served}
 
     def table(data: dict[str, Any]) -> Any:
         from rich.table import Table
@@ -74,6 +84,10 @@ def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFo
         t.add_row("resource prefixes", ", ".join(profile.resource_prefixes) or "-")
         t.add_row("node labels", ", ".join(f"{k}={v}" for k, v in profile.node_label_selector.items()) or "-")
         t.add_row("overlay root", profile.deployment.overlay_root)
+        status = "" if served["status"] == "serving" else f" ({served['status']})"
+        t.add_row("provider", f"{served['provider'] or '-'}{status} from {served['from']}")
+        for refused in served["refused"]:
+            t.add_row("refused provider", f"{refused['distribution']}: {refused['reason']}")
         if profile.driver:
             t.add_row("drivers", ", ".join(f"{m}: {d.manifest_ref} {d.chart_version or ''}".strip()
                                           for m, d in profile.driver.modes.items()))
@@ -87,9 +101,16 @@ def validate(
     files: list[Path] = typer.Argument(..., metavar="FILE...", help="Profile JSON files."),
     output: OutputFormat = OutputOption,
 ) -> None:
-    """Check profile files against the contract and the registered hardware; every error at once."""
+    """Check profile files against the contract and the registered hardware; every error at once.
+
+    Warnings (valid but probably wrong: an unknown benchmark profile, an arch that is not the
+    overlay directory) are printed under each file and carried in ``-o json``; they never fail it.
+    """
+    from llm_d_lens.hardware.benchmark_profiles import known_profiles
+
     together: list[Any] = []  # the valid profiles of earlier files: a plugin's profiles must not clash either
-    results = [_validate_one(path, together) for path in files]
+    known = known_profiles()
+    results = [_validate_one(path, together, known) for path in files]
 
     def table(results: list[dict[str, Any]]) -> Any:
         from rich.console import Group
@@ -104,6 +125,9 @@ def validate(
                 for issue in r["issues"]:
                     value = f" (value: {issue['shown']})" if "shown" in issue else ""
                     parts.append(Text(f"    {issue['path']}: {issue['message']}{value}"))
+            for warning in r["warnings"]:
+                value = f" (value: {warning['shown']})" if "shown" in warning else ""
+                parts.append(Text(f"    warning: {warning['path']}: {warning['message']}{value}", style="yellow"))
         return Group(*parts)
 
     emit(results, output, table)
@@ -111,7 +135,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
+def _validate_one(path: Path, together: list[Any], known: Any) -> dict[str, Any]:
     from llm_d_lens.hardware.errors import render_value
     from llm_d_lens.hardware.loader import load_profile_file
 
@@ -121,15 +145,19 @@ def _validate_one(path: Path, together: list[Any]) -> dict[str, Any]:
             out["shown"] = render_value(issue.value)
         return out
 
+    from llm_d_lens.hardware import rules
+
     try:
         profile = load_profile_file(path)
     except ProfileInvalid as exc:
-        return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues]}
+        return {"file": str(path), "valid": False, "id": exc.profile_id, "issues": [issue_dict(i) for i in exc.issues],
+                "warnings": []}
+    warnings = [issue_dict(w) for w in rules.advise(profile, known)]
     conflicts = _conflicts_with_registered(profile, path, together)
     if conflicts:
         issues = [{"path": path_of, "message": c.message, "value": c.details.get("value")} for path_of, c in conflicts]
-        return {"file": str(path), "valid": False, "id": profile.id, "issues": issues}
-    return {"file": str(path), "valid": True, "id": profile.id, "issues": []}
+        return {"file": str(path), "valid": False, "id": profile.id, "issues": issues, "warnings": warnings}
+    return {"file": str(path), "valid": True, "id": profile.id, "issues": [], "warnings": warnings}
 
 
 def _conflicts_with_registered(profile: Any, path: Path, together: list[Any]) -> list[tuple[str, RegistrationConflict]]:
@@ -219,7 +247,7 @@ def new(
     output: OutputFormat = OutputOption,
 ) -> None:
     """Write an installable external plugin package for a new hardware (profile, entry points, tests)."""
-    from llm_d_lens.hardware.scaffold import ScaffoldRequest, write
+    from llm_d_lens.hardware.scaffold import ScaffoldRequest, pip_path, write
 
     if request_model not in ("extended-resource", "dra"):
         raise typer.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
@@ -227,16 +255,27 @@ def new(
     req = ScaffoldRequest(profile_id, vendor, display_name or profile_id.replace("-", " ").title(), request_model,
                           resource_name, device_class, (key, value), provider, directory or Path(f"{profile_id}-lens"))
     written = write(req)
-    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written]}
+    result = {"directory": str(req.directory), "distribution": req.distribution, "files": [str(p) for p in written],
+              "install": f"pip install {pip_path(req.directory)}"}
 
     def table(result: dict[str, Any]) -> Any:
         from rich.text import Text
 
         lines = [f"wrote {result['distribution']} in {result['directory']}:"] + [f"  {f}" for f in result["files"]]
-        lines.append(f"next: pip install {result['directory']} && lens hardware show {profile_id}")
+        where = pip_path(Path(result["directory"]))
+        lines.append(f"next: pip install {where} && lens hardware show {profile_id} && pytest {where}")
         return Text("\n".join(lines))
 
     emit(result, output, table)
+
+
+def _provider_cell(row: dict[str, Any]) -> str:
+    """The provider that serves a hardware, marked when it failed to import or is the default one."""
+    if row["provider_status"] == "failed":
+        return "[red]failed[/red]"
+    if row["provider_status"] == "default":
+        return f"{row['provider']} (default)"
+    return str(row["provider"])
 
 
 @app.command("doctor")
@@ -256,10 +295,15 @@ def doctor(output: OutputFormat = OutputOption) -> None:
         from llm_d_lens.terminal.output import Column, columns_table
 
         parts: list[Any] = []
-        columns = [Column("ID"), Column("PROVIDER"), Column("FROM")]
-        t = columns_table(columns, [[p["id"], p["provider"] or "[red]failed[/red]", "\n".join(p["origins"])]
+        columns = [Column("ID"), Column("PROVIDER"), Column("PROVIDER FROM"), Column("PROFILE FROM")]
+        t = columns_table(columns, [[p["id"], _provider_cell(p), p["provider_from"], "\n".join(p["origins"])]
                                     for p in report["profiles"]], title=f"{len(report['profiles'])} hardware profiles registered")
         parts.append(t)
+        for d in report["distributions"]:
+            serves = ", ".join(f"{s['id']} ({s['provider']})" for s in d["serves"]) or "-"
+            parts.append(Text(f"{d['distribution']}: hardware {', '.join(d['profiles']) or '-'}; serves providers for {serves}"))
+            for r in d["refused"]:
+                parts.append(Text(f"    refused provider {r['id']!r}: {r['reason']}", style="yellow"))
         for f in report["failures"]:
             parts.append(Text(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
         for s in report["skipped"]:

@@ -34,9 +34,12 @@ def doctor_report(environ: Mapping[str, str] | None = None, telemetry_providers:
                                            "allow": sorted(settings.allow) if settings.allow is not None else None,
                                            "block": sorted(settings.block)}}
     for p in registry.profiles():
-        provider = registry.provider(p.id) if not _failed(registry, p.id) else None
+        served = registry.provider_status(p.id)
         report["profiles"].append({"id": p.id, "origins": [str(o) for o in registry.origins(p.id)],
-                                   "provider": type(provider).__name__ if provider is not None else None})
+                                   "provider": served["provider"], "provider_status": served["status"],
+                                   "provider_from": served["from"], "provider_distribution": served["distribution"],
+                                   "refused_providers": served["refused"]})
+    report["distributions"] = _by_distribution(registry, report["profiles"])
     report["version_hash"] = registry.version_hash()
     report["failures"] = [f.to_dict() for f in registry.failures]
     providers = telemetry_providers if telemetry_providers is not None else registered_ids()
@@ -53,5 +56,40 @@ def doctor_report(environ: Mapping[str, str] | None = None, telemetry_providers:
     return report
 
 
-def _failed(registry: Any, profile_id: str) -> bool:
-    return any(f.profile_id == profile_id and f.group.endswith("providers") for f in registry.failures)
+def _by_distribution(registry: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per distribution: the hardware it declares, the providers it serves and the provider entry
+    points of it that were refused, with why. Bundled files count as Lens's own distribution, Lens first."""
+    from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
+
+    lens = _lens_label()
+    found: dict[str, dict[str, Any]] = {}
+
+    def of(name: str) -> dict[str, Any]:
+        return found.setdefault(name, {"distribution": name, "profiles": [], "serves": [], "refused": [], "failed": []})
+
+    for row in rows:
+        for origin in registry.origins(row["id"]):
+            name = origin.location if origin.kind == "entry-point" else lens
+            if row["id"] not in of(name)["profiles"]:
+                of(name)["profiles"].append(row["id"])
+        source = row["provider_distribution"]
+        if source is not None:
+            of(source)["failed" if row["provider_status"] == "failed" else "serves"].append(
+                {"id": row["id"], "provider": row["provider"]})
+    for f in registry.failures:
+        if f.group == PROVIDERS_GROUP and f.kind == "provider" and not any(
+                f.distribution == d and f.name == r["id"] for d, entry in found.items() for r in entry["failed"]):
+            of(f.distribution)["refused"].append({"id": f.name, "reason": f.reason})
+    return sorted(found.values(), key=lambda d: (d["distribution"] != lens, d["distribution"]))
+
+
+def _lens_label() -> str:
+    """Lens's own distribution as discovery names an entry point's: ``name version``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from llm_d_lens.hardware.settings import OWN_DISTRIBUTION
+
+    try:
+        return f"{OWN_DISTRIBUTION} {version(OWN_DISTRIBUTION)}"
+    except PackageNotFoundError:  # run from a source tree never installed
+        return f"{OWN_DISTRIBUTION} (source tree)"

@@ -309,8 +309,6 @@ class Allocation(Contract):
     serial_attributes: list[str] = Field(
         default_factory=list, description="DRA device attributes carrying the value of the exporter's serial label."
     )
-    node_labels: list[str] = Field(default_factory=list)
-    device_name_pattern: str | None = None
     resource_id_pattern: str | None = Field(default=None, description="Regular expression with a named group 'pci'.")
 
 
@@ -331,7 +329,6 @@ class Exporter(Contract):
         min_length=1, description="Label sets that identify the exporter's pods; a pod carrying every label of any one set is an exporter pod."
     )
     port: int = Field(ge=1, le=65535, description="The port its /metrics page is served on.")
-    port_name: str | None = Field(default=None, description="The Service or container port name a monitor selects.")
     monitor: Literal["ServiceMonitor", "PodMonitor"] | None = Field(
         default=None, description="The Prometheus Operator object its scrape needs (the chart's option, or the user's)."
     )
@@ -361,8 +358,20 @@ class Sentinel(Contract):
 
 class Telemetry(Contract):
     provider_id: str = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _guide_forms(cls, data: Any) -> Any:
+        """The guide's short forms (a bare ``device_metrics`` name, ``pod_metrics.gpu_cache_usage``) read as Lens reads them."""
+        from llm_d_lens.hardware.guide_forms import read_guide_forms
+
+        return read_guide_forms(data)
+
     exporter: Exporter | None = Field(default=None, description="The exporter that publishes this hardware's device metrics.")
-    device_metrics: dict[str, str] = Field(default_factory=dict, description="Quantity -> PromQL expression.")
+    device_metrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="Quantity -> PromQL expression. One bare metric name (the guide's template) is also read as "
+        "that quantity's device_metric_sources entry, utilization in percent, any other in its common unit.")
     device_metric_sources: dict[Quantity, MetricSource] = Field(default_factory=dict)
     sentinels: list[Sentinel] = Field(
         default_factory=list,
@@ -377,7 +386,10 @@ class Telemetry(Contract):
     scrape_path: str | None = Field(
         default=None, description="Path of the exporter's exposition page, for direct snapshots without Prometheus."
     )
-    pod_metrics: dict[str, str | list[str]] = Field(default_factory=dict)
+    pod_metrics: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="Serving-engine metric key -> metric name(s), first present wins; gpu_cache_usage (the guide's) "
+        "is read as kv_cache_usage.")
     modes: dict[str, AllocationJoin] = Field(default_factory=dict, description="Access mode -> allocation join.")
 
 

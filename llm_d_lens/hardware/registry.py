@@ -54,6 +54,10 @@ class Registry:
         self.skipped: list[LoadFailure] = list(skipped)
         self._provider_refs: dict[str, ProviderRef] = dict(providers or {})
         self._providers: dict[str, Any] = {}
+        #: profile id -> the provider entry point that failed to import (the default provider serves then)
+        self._provider_load_failures: dict[str, LoadFailure] = {}
+        #: profile id -> where its declared provider comes from, kept after the reference is used up
+        self._provider_origins: dict[str, ProfileOrigin] = {ref.profile_id: ref.origin for ref in self._provider_refs.values()}
         self._lock = threading.RLock()
         for entry in discovered:
             self._add(entry)
@@ -206,9 +210,44 @@ class Registry:
             failure = LoadFailure("llm_d_lens.hardware.providers", ref.profile_id, ref.origin.location,
                                   str(exc), ref.profile_id, kind="provider")
             self.failures.append(failure)
+            self._provider_load_failures[ref.profile_id] = failure
             self._provider_refs.pop(ref.profile_id, None)
             raise PluginLoadFailed(f"provider of {ref.profile_id!r} failed to load: {failure}", details=failure.to_dict()) from None
         return provider
+
+    def provider_status(self, profile_id: str) -> dict[str, Any]:
+        """Which provider serves a hardware, from where, and which rival entry points were refused.
+
+        ``status`` is ``serving`` (its declared provider loaded, or registered in code), ``default``
+        (it declares none: the profile alone drives it), ``failed`` (its declared provider did not
+        import) or ``not-loaded`` (declared, not imported yet; :meth:`load_all_providers` imports).
+        A provider refused at discovery (another distribution claiming this id) never changes the
+        status of the one that serves: it is listed under ``refused``.
+        """
+        from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
+        from llm_d_lens.hardware.providers.base import ProfileProvider
+
+        profile = self.get(profile_id)
+        with self._lock:
+            loaded = self._providers.get(profile.id)
+            failed = self._provider_load_failures.get(profile.id)
+            origin = self._provider_origins.get(profile.id)
+        refused = [{"distribution": f.distribution, "entry_point": f.name, "reason": f.reason}
+                   for f in self.failures
+                   if f.group == PROVIDERS_GROUP and f.kind == "provider" and f is not failed
+                   and (f.profile_id or f.name).lower() == profile.id]
+        distribution = origin.location if origin is not None and origin.kind == "entry-point" else None
+        if failed is not None:
+            status, name, source = "failed", None, str(origin) if origin else failed.distribution
+        elif origin is not None:
+            status = "serving" if loaded is not None else "not-loaded"
+            name, source = (type(loaded).__name__ if loaded is not None else None), str(origin)
+        elif loaded is not None and type(loaded) is not ProfileProvider:
+            status, name, source = "serving", type(loaded).__name__, "registered in code (register_provider)"
+        else:
+            status, name, source = "default", "ProfileProvider", "the profile alone (no provider declared)"
+        return {"provider": name, "status": status, "from": source, "distribution": distribution, "refused": refused,
+                **({"reason": failed.reason} if failed is not None else {})}
 
     def load_all_providers(self) -> list[LoadFailure]:
         """Import every declared provider now (``lens hardware doctor``); returns new failures."""

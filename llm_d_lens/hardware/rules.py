@@ -79,6 +79,9 @@ def advise(profile: HardwareProfile, known: KnownProfiles | None = None) -> list
             found.append(ProfileIssue(path, f"is not an llm-d-benchmark accelerator profile Lens knows "
                                       f"({known.describe()}){hint}. A newer llm-d-benchmark may know it: add it "
                                       "with LENS_BENCHMARK_PROFILES, or add the profile to llm-d-benchmark first", name))
+    from llm_d_lens.hardware.guide_forms import notes
+
+    found += notes(profile)
     if profile.deployment.arch != profile.upstream_variant:
         found.append(ProfileIssue("$.deployment.arch", f"differs from upstream_variant {profile.upstream_variant!r}; "
                                   "the overlay directory is upstream_variant (the guide's 'wrong arch' error), "
@@ -339,8 +342,6 @@ def _kubernetes_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
         if problem := k8s_names.qualified_name_problem(toleration.key):
             yield ProfileIssue(f"$.deployment.tolerations[{i}].key", f"is not a taint key: {problem}", toleration.key)
     keys = [("$.inventory.product_labels", p.inventory.product_labels), ("$.inventory.count_labels", p.inventory.count_labels)]
-    if allocation:
-        keys.append(("$.telemetry.allocation.node_labels", allocation.node_labels))
     for base, names in keys:
         for i, key in enumerate(names):
             if problem := k8s_names.qualified_name_problem(key):
@@ -377,8 +378,6 @@ def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
     for i, pattern in enumerate(p.inventory.non_device_resource_patterns):
         yield f"$.inventory.non_device_resource_patterns[{i}]", pattern
     allocation = p.telemetry.allocation if p.telemetry else None
-    if allocation and allocation.device_name_pattern is not None:
-        yield "$.telemetry.allocation.device_name_pattern", allocation.device_name_pattern
     if allocation and allocation.resource_id_pattern is not None:
         yield "$.telemetry.allocation.resource_id_pattern", allocation.resource_id_pattern
 
@@ -486,6 +485,8 @@ def _device_metrics(p: HardwareProfile) -> Iterator[ProfileIssue]:
         return  # a profile without sources (the guide's minimal template) has nothing to check against
     for quantity, expression in t.device_metrics.items():
         own = t.device_metric_sources.get(quantity)  # type: ignore[call-overload]
+        if own is not None and own.metrics == [expression.strip()] and not own.matchers:
+            continue  # the guide's short form, read as this very source (guide_forms): nothing can disagree
         if own is not None:
             # one rule per quantity: the refresh and the dashboard PromQL are both generated from the source
             yield ProfileIssue(

@@ -70,7 +70,23 @@ def profile_payload(req: ScaffoldRequest) -> dict[str, Any]:
         "access_modes": [mode],
         "deployment": deployment,
         "presence": {"node_label_selector": {key: value}, "timeout_seconds": 60},
+        # the console's tab: the vendor as given, the device kind from the resource or class name (npu, gpu...)
+        "ui": {"icon": "Chip", "labels": {"vendor": req.vendor.title(), "metric_group": _device_kind(req)}},
     }
+
+
+def _device_kind(req: ScaffoldRequest) -> str:
+    """``vendor.com/npu`` -> ``NPU``, ``npu.vendor.com`` -> ``NPU``; ``Accelerator`` when neither says."""
+    name = req.device_class.split(".", 1)[0] if req.request_model == "dra" and req.device_class else (
+        (req.resource_name or "").rsplit("/", 1)[-1])
+    word = re.sub(r"[^a-z0-9]", "", name.lower())
+    return word.upper() if 2 <= len(word) <= 4 else "Accelerator"
+
+
+def pip_path(directory: Path) -> str:
+    """The folder as pip reads a path, never as a package name: ``acme-lens`` -> ``./acme-lens``."""
+    text = directory.as_posix()
+    return text if directory.is_absolute() or text.startswith(("./", "../")) else f"./{text}"
 
 
 def _pyproject(req: ScaffoldRequest) -> str:
@@ -91,15 +107,22 @@ description = "Lens hardware plugin: {req.display_name}"
 requires-python = ">=3.11"
 dependencies = ["llm-d-lens"]
 
+[project.optional-dependencies]
+test = ["pytest>=8"]
+
 [project.entry-points."llm_d_lens.hardware.profiles"]
 {req.profile_id} = "{req.package}:load_profiles"
 
 {provider}
 [tool.setuptools]
-packages = ["{req.package}"]
+# the profiles folder holds data only; listed as a package of its own so setuptools ships it
+packages = ["{req.package}", "{req.package}.profiles"]
 
 [tool.setuptools.package-data]
-{req.package} = ["profiles/*.json"]
+"{req.package}.profiles" = ["*.json"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
 '''
 
 
@@ -137,7 +160,8 @@ class Provider(ProfileProvider):
 def _tests(req: ScaffoldRequest) -> str:
     return f'''"""The plugin's own tests: Lens's contract kit checks the installed distribution.
 
-Run after ``pip install .``:  python -m pytest -p llm_d_lens.testing.contract tests
+Run after ``pip install .``: ``pytest`` (Lens registers its contract kit as a pytest plugin, so the
+``lens_contract`` fixture is there without any option).
 """
 
 
@@ -159,7 +183,7 @@ A Lens hardware plugin for {req.display_name}, made by `lens hardware new`.
 ```sh
 pip install .
 lens hardware show {req.profile_id}
-python -m pytest -p llm_d_lens.testing.contract tests
+pytest
 ```
 '''
 
@@ -189,13 +213,44 @@ def check(req: ScaffoldRequest) -> None:
     if req.request_model == "extended-resource" and not req.resource_name:
         raise ScaffoldRefused("--request-model extended-resource needs --resource-name (for example vendor.com/npu)")
     try:
-        validate_payload(profile_payload(req), "the profile lens hardware new would write")
+        profile = validate_payload(profile_payload(req), "the profile lens hardware new would write")
     except ProfileInvalid as exc:
         raise ScaffoldRefused(exc.message, details=exc.details) from None
+    _refuse_owned_identity(profile)
     target = req.directory
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ScaffoldRefused(f"--dir {target}: exists and is not an empty directory; Lens never writes into it",
                               details={"value": str(target)})
+
+
+def _refuse_owned_identity(profile: Any) -> None:
+    """A new hardware must not take an id, alias, device class, resource prefix or label pair a registered
+    profile owns: installed, it would lose the registration conflict (or shadow the other)."""
+    from llm_d_lens.errors import LensError
+    from llm_d_lens.hardware.conflicts import all_clashes
+    from llm_d_lens.hardware.discovery import DiscoveredProfile, canonical
+    from llm_d_lens.hardware.registry import get_registry
+
+    try:
+        registry = get_registry()
+    except LensError:
+        return  # the installed set cannot be read; validate and doctor say why
+    where = ", ".join(str(o) for o in registry.origins(profile.id)) if profile.id in registry.ids() else None
+    if where is not None:
+        raise ScaffoldRefused(f"ID {profile.id!r} is registered already ({where}); choose another id",
+                              details={"field": "id", "value": profile.id, "owner": profile.id})
+    others = [DiscoveredProfile(p, canonical(p.model_dump(mode="json")), registry.origins(p.id)) for p in registry.profiles()]
+    clashes = all_clashes(DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), []), others)
+    if clashes:
+        first = clashes[0]
+        value = list(first.value) if isinstance(first.value, tuple) else first.value
+        owner = first.first.profile.id
+        raise ScaffoldRefused(
+            f"{first.field} {value!r} belongs to the registered profile {owner!r} "
+            f"({', '.join(str(o) for o in first.first.origins)}); give this hardware its own "
+            "(--resource-name, --device-class, --vendor or the ID)",
+            details={"field": first.field, "value": value, "owner": owner,
+                     "all": [{"field": c.field, "owner": c.first.profile.id} for c in clashes]})
 
 
 def write(req: ScaffoldRequest) -> list[Path]:

@@ -71,9 +71,13 @@ def _issues_from(error: Any) -> list[ProfileIssue]:
     path = list(error.absolute_path)
     kind, instance, rule = error.validator, error.instance, error.validator_value
     if kind == "additionalProperties" and isinstance(instance, dict):
+        from llm_d_lens.hardware.guide_forms import REMOVED_FIELDS
+
         allowed = set(error.schema.get("properties", {}))
+        parent = tuple(str(part) for part in path)
         return [
-            _issue([*path, key], "unknown key", instance[key])
+            _issue([*path, key], f"unknown key: {REMOVED_FIELDS[(parent, key)]}" if (parent, key) in REMOVED_FIELDS
+                   else "unknown key", instance[key])
             for key in instance
             if key not in allowed
         ]

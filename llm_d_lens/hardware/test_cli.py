@@ -80,7 +80,9 @@ def test_validate_reports_all_errors_and_exits_1(tmp_path, capsys):
     code, out, _ = run(capsys, "hardware", "validate", str(good), str(bad), "-o", "json")
     results = json.loads(out)
     assert code == 1
-    assert results[0] == {"file": str(good), "valid": True, "id": "myvendor", "issues": []}
+    # valid, with the one warning a new vendor gets: llm-d-benchmark does not know its profile yet
+    assert {k: v for k, v in results[0].items() if k != "warnings"} == {"file": str(good), "valid": True, "id": "myvendor", "issues": []}
+    assert [(w["path"], w["value"]) for w in results[0]["warnings"]] == [("$.benchmark_profile", "myvendor")]
     assert [i["path"] for i in results[1]["issues"]] == ["$.colour", "$.request_model"]
 
 
@@ -106,6 +108,23 @@ def test_validate_catches_files_that_conflict_with_each_other(tmp_path, capsys):
     assert message.startswith("registration conflict: device class") and f"'acme' ({first}" in message
 
 
+def test_validate_prints_warnings_and_json_carries_them_without_failing(tmp_path, capsys):
+    payload = minimal_profile("acme", benchmark_profile="nvidai", evaluation_profile=None)
+    payload["deployment"] = dict(payload["deployment"], arch="acme-gpu")  # not the overlay directory acme-npu
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(payload))
+    code, out, _ = run(capsys, "hardware", "validate", str(path), "-o", "json")
+    [result] = json.loads(out)
+    assert code == 0 and result["valid"] is True
+    found = {w["path"]: w for w in result["warnings"]}
+    assert set(found) == {"$.benchmark_profile", "$.deployment.arch"}
+    assert found["$.benchmark_profile"]["value"] == "nvidai" and "nearest: nvidia" in found["$.benchmark_profile"]["message"]
+    assert found["$.deployment.arch"]["value"] == "acme-gpu"
+    code, out, _ = run(capsys, "hardware", "validate", str(path))
+    assert code == 0
+    assert 'warning: $.deployment.arch: differs from upstream_variant' in out and '(value: "acme-gpu")' in out
+
+
 def test_validate_a_missing_file(tmp_path, capsys):
     code, out, _ = run(capsys, "hardware", "validate", str(tmp_path / "nope.json"))
     assert code == 1 and "cannot read the file" in out
@@ -125,6 +144,56 @@ def test_doctor_shows_a_broken_plugin_and_exits_1(plugins, capsys):
     code, out, _ = run(capsys, "hardware", "doctor")
     assert code == 1
     assert "broken" in out and "broken-lens 0.0.1" in out and "no profiles today" in out
+
+
+HIJACK = "class Provider:\n    def profile(self): ...\n"
+
+
+def test_doctor_keeps_the_built_in_provider_serving_when_a_rival_one_is_refused(plugins, capsys):
+    plugins.make("hijack-lens", provider_entry_points={"nvidia": "hijack_lens_lens:Provider"}, module_source=HIJACK)
+    code, out, _ = run(capsys, "hardware", "doctor", "-o", "json")
+    report = json.loads(out)
+    assert code == 1  # a refused plugin is still a problem to fix
+    nvidia = next(p for p in report["profiles"] if p["id"] == "nvidia")
+    assert (nvidia["provider"], nvidia["provider_status"]) == ("NvidiaProvider", "serving")
+    assert nvidia["provider_distribution"].startswith("llm-d-lens ")
+    [refused] = nvidia["refused_providers"]
+    assert refused["distribution"] == "hijack-lens 1.0.0" and "declared by Lens itself" in refused["reason"]
+    by_dist = {d["distribution"]: d for d in report["distributions"]}
+    assert [r["id"] for r in by_dist["hijack-lens 1.0.0"]["refused"]] == ["nvidia"]
+    assert by_dist["hijack-lens 1.0.0"]["serves"] == [] and by_dist["hijack-lens 1.0.0"]["profiles"] == []
+    lens_itself = by_dist[nvidia["provider_distribution"]]
+    assert {"id": "nvidia", "provider": "NvidiaProvider"} in lens_itself["serves"] and "amd" in lens_itself["profiles"]
+    code, out, _ = run(capsys, "hardware", "doctor")
+    nvidia_line = next(line for line in out.splitlines() if line.startswith("│ nvidia"))
+    assert "NvidiaProvider" in nvidia_line and "failed" not in nvidia_line
+    assert "refused provider 'nvidia'" in out
+
+
+def test_show_names_the_serving_provider_and_the_refused_rival(plugins, capsys):
+    plugins.make("hijack-lens", provider_entry_points={"nvidia": "hijack_lens_lens:Provider"}, module_source=HIJACK)
+    code, out, _ = run(capsys, "hardware", "show", "cuda", "-o", "json")
+    served = json.loads(out)["served_by"]
+    assert code == 0
+    assert (served["provider"], served["status"]) == ("NvidiaProvider", "serving")
+    assert [r["distribution"] for r in served["refused"]] == ["hijack-lens 1.0.0"]
+    code, out, _ = run(capsys, "hardware", "show", "amd", "-o", "json")
+    assert json.loads(out)["served_by"]["status"] == "default"
+    code, out, _ = run(capsys, "hardware", "show", "nvidia")
+    assert "NvidiaProvider from entry point 'nvidia' of llm-d-lens" in out
+
+
+def test_a_provider_that_fails_to_import_is_shown_failed(plugins, capsys):
+    plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]},
+                 provider_entry_points={"acme": "acme_lens_lens:missing"})
+    code, out, _ = run(capsys, "hardware", "doctor", "-o", "json")
+    acme = next(p for p in json.loads(out)["profiles"] if p["id"] == "acme")
+    assert code == 1 and acme["provider"] is None and acme["provider_status"] == "failed"
+    acme_dist = next(d for d in json.loads(out)["distributions"] if d["distribution"] == "acme-lens 1.0.0")
+    assert acme_dist["failed"] == [{"id": "acme", "provider": None}] and acme_dist["refused"] == []
+    code, out, _ = run(capsys, "hardware", "show", "acme", "-o", "json")
+    served = json.loads(out)["served_by"]
+    assert code == 0 and served["status"] == "failed" and "missing" in served["reason"]
 
 
 def test_hardware_commands_never_import_the_web_server_or_http_or_kubernetes_clients():

@@ -116,8 +116,8 @@ for label, pattern in BAD_REGEXES.items():
         CASES.append((f"regex {label} in {field_name}", "nvidia", field, [pattern], path, "regular expression" if label == "does not compile" else "refused"))
 
 for label, pattern in BAD_REGEXES.items():
-    CASES.append((f"regex {label} in device_name_pattern", "intel-xpu", ("telemetry", "allocation", "device_name_pattern"),
-                  pattern, "$.telemetry.allocation.device_name_pattern", "regular expression" if label == "does not compile" else "refused"))
+    CASES.append((f"regex {label} in resource_id_pattern", "intel-xpu", ("telemetry", "allocation", "resource_id_pattern"),
+                  pattern, "$.telemetry.allocation.resource_id_pattern", "regular expression" if label == "does not compile" else "refused"))
 for label, key in {"trailing newline": "gfd.enabled\n", "space": "gfd enabled", "index": "gfd[0]", "empty part": "gfd..x",
                    "unicode": "gfd.énabled"}.items():
     CASES.append((f"helm option key {label}", "full", ("driver", "modes", "plugin", "options"), {key: True},
@@ -237,8 +237,15 @@ KUBE_NAMES = [
      "$.deployment.tolerations[0].key", "taint key"),
     ("product label key empty after the slash", "nvidia", ("inventory", "product_labels"), ["nvidia.com/"],
      "$.inventory.product_labels[0]", "empty name"),
-    ("telemetry node label key with a space", "nvidia", ("telemetry", "allocation", "node_labels"), ["nvidia.com/gpu product"],
-     "$.telemetry.allocation.node_labels[0]", "label key"),
+    ("count label key with a space", "nvidia", ("inventory", "count_labels"), ["nvidia.com/gpu count"],
+     "$.inventory.count_labels[0]", "label key"),
+    # fields the guide lists but nothing read (issue 26): removed, and a profile carrying one is told why
+    ("telemetry allocation node_labels, read by nothing", "nvidia", ("telemetry", "allocation", "node_labels"),
+     ["nvidia.com/gpu.product"], "$.telemetry.allocation.node_labels", "no longer reads it"),
+    ("telemetry allocation device_name_pattern, read by nothing", "nvidia", ("telemetry", "allocation", "device_name_pattern"),
+     "^gpu-\\d+$", "$.telemetry.allocation.device_name_pattern", "no longer reads it"),
+    ("telemetry exporter port_name, read by nothing", "nvidia", ("telemetry", "exporter", "port_name"), "metrics",
+     "$.telemetry.exporter.port_name", "no longer reads it"),
 ]
 CASES += CROSS_TALK + DUPLICATES + SIZES + KUBE_NAMES
 CASES += [(f"overlay root {label}", "full", ("deployment", "overlay_root"), root, "$.deployment.overlay_root", "relative path")

@@ -1,8 +1,9 @@
 """The contract-test kit for hardware plugin authors: a pytest plugin shipped with Lens.
 
-Enable it in your plugin's tests with ``-p llm_d_lens.testing.contract`` (or
-``pytest_plugins = ["llm_d_lens.testing.contract"]`` in a ``conftest.py``) and check your
-*installed* distribution the way the guide's section 7 asks::
+Lens registers it as a ``pytest11`` plugin, so wherever Lens is installed plain ``pytest`` has the
+``lens_contract`` fixture (with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with
+``-p llm_d_lens.testing.contract``). Check your *installed* distribution the way the guide's
+section 7 asks::
 
     def test_my_plugin_honours_the_lens_contract(lens_contract):
         lens_contract.assert_ok("acme-lens")

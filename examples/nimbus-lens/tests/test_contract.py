@@ -1,6 +1,6 @@
 """The plugin's own tests: Lens's contract kit checks the installed distribution.
 
-Run with ``python -m pytest -p llm_d_lens.testing.contract tests`` after ``pip install .``.
+Run with ``python -m pytest tests`` after ``pip install .``.
 """
 
 

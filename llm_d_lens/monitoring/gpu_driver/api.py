@@ -95,6 +95,8 @@ class PreflightRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     hardware: list[str] = Field(min_length=1)
     timeout_seconds: float | None = Field(default=None, ge=0, le=MAX_WAIT_SECONDS)
+    #: the access mode whose min_kubernetes_version is checked; None: the one install picks
+    mode: str | None = None
     cluster: str | None = None
     context: str | None = None
 
@@ -160,5 +162,5 @@ async def preflight(
     from llm_d_lens.monitoring.gpu_driver import service
 
     view = choose_view(request.cluster, request.context, views, named)
-    reports = await service.preflight(_registry(), request.hardware, view, wait, request.timeout_seconds)
+    reports = await service.preflight(_registry(), request.hardware, view, wait, request.timeout_seconds, request.mode)
     return {"reports": [r.to_dict() for r in reports]}

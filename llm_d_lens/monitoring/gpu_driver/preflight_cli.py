@@ -21,13 +21,16 @@ app = typer.Typer(no_args_is_help=True)
 def preflight(
     hardware: list[str] = typer.Option(..., "--hardware", help="Hardware id or alias; repeat for several."),
     timeout: float | None = typer.Option(None, "--timeout", min=0, help="Seconds to wait (default: presence.timeout_seconds)."),
+    mode: str | None = typer.Option(None, "--mode", help="Access mode whose min_kubernetes_version is checked "
+                                    "(default: the one driver install picks, the first access mode)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,
 ) -> None:
-    """Apply the hardware's NFD rules, then wait (bounded) for a node carrying its labels."""
+    """Check the mode's minimum Kubernetes version, apply the hardware's NFD rules, then wait (bounded) for a node
+    carrying its labels."""
     from llm_d_lens.monitoring.gpu_driver import service
     from llm_d_lens.monitoring.gpu_driver.clock import SystemClock
     from llm_d_lens.terminal.progress import progress
@@ -40,7 +43,7 @@ def preflight(
         for key in hardware:  # one at a time, as service.preflight does, so the line names what is awaited
             with progress(f"preflight {key}: reading the cluster's nodes", for_people=output.is_table) as shown:
                 clock = WaitClock(SystemClock(), shown, _awaited(hardware_registry, key, timeout))
-                reports += await service.preflight(hardware_registry, [key], view, clock, timeout)
+                reports += await service.preflight(hardware_registry, [key], view, clock, timeout, mode)
         return reports
 
     reports = asyncio.run(wait_for_each())
@@ -86,8 +89,13 @@ def table(rows: list[dict[str, Any]]) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    return Group(*[
-        Text(f"✓ {r['hardware']}: {len(r['matched_nodes'])} of {r['nodes_checked']} node(s) carry "
-             f"{', '.join(f'{k}={v}' for k, v in r['selector'].items())}: {', '.join(r['matched_nodes'])}", style="green")
-        for r in rows
-    ])
+    lines = []
+    for r in rows:
+        k8s = r.get("kubernetes") or {}
+        if k8s.get("minimum"):
+            lines.append(Text(f"✓ {r['hardware']} mode {k8s['mode']}: Kubernetes {k8s['server_version']} "
+                              f"(needs {k8s['minimum']} or newer)", style="green"))
+        lines.append(Text(f"✓ {r['hardware']}: {len(r['matched_nodes'])} of {r['nodes_checked']} node(s) carry "
+                          f"{', '.join(f'{k}={v}' for k, v in r['selector'].items())}: {', '.join(r['matched_nodes'])}",
+                          style="green"))
+    return Group(*lines)

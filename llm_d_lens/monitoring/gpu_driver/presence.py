@@ -17,8 +17,10 @@ from llm_d_lens.hardware.resolution import selector_matches
 from llm_d_lens.k8s.objects import labels_of, name_of
 from llm_d_lens.monitoring.gpu_driver.clock import Clock
 from llm_d_lens.monitoring.gpu_driver.commands import ensure_ref_argv
+from llm_d_lens.k8s.version import format_version, parse_version
 from llm_d_lens.monitoring.gpu_driver.errors import (
     HardwareNotPresent,
+    KubernetesTooOld,
     PresenceNotDeclared,
     PresenceTimedOut,
     PresenceTimeoutInvalid,
@@ -38,6 +40,8 @@ class PresenceReport:
     ensured: list[str] = field(default_factory=list)
     attempts: int = 0
     waited_seconds: float = 0.0
+    #: the access mode preflight checked and its Kubernetes minimum against the server's version
+    kubernetes: dict[str, Any] | None = None
 
     @property
     def present(self) -> bool:
@@ -46,7 +50,38 @@ class PresenceReport:
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "present": self.present, "selector": self.selector,
                 "matched_nodes": self.matched_nodes, "nodes_checked": self.nodes_checked,
-                "ensured": self.ensured, "attempts": self.attempts, "waited_seconds": self.waited_seconds}
+                "ensured": self.ensured, "attempts": self.attempts, "waited_seconds": self.waited_seconds,
+                "kubernetes": self.kubernetes}
+
+
+async def check_kubernetes(profile: HardwareProfile, mode_name: str | None, view: ClusterView) -> dict[str, Any]:
+    """The mode's ``min_kubernetes_version`` (its chart's and its prerequisites', the highest) against the
+    server, before presence applies anything: the guide's order is preflight, then install, and install
+    would refuse this cluster. ``mode_name`` None is the mode install picks (the first access mode).
+    A mode Lens installs nothing for, or that names no minimum, reads nothing from the cluster.
+    """
+    from llm_d_lens.monitoring.gpu_driver.target import resolve_mode_name
+
+    name = resolve_mode_name(profile, mode_name)
+    mode = profile.driver.modes.get(name) if profile.driver is not None else None
+    needed = [(parse_version(r.min_kubernetes_version), r) for r in ([mode, *mode.prerequisites] if mode else [])
+              if r.min_kubernetes_version]
+    needed = [(version, r) for version, r in needed if version is not None]
+    if not needed:
+        return {"mode": name, "minimum": None, "server_version": None}
+    minimum, release = max(needed, key=lambda item: item[0])
+    wanted = release.min_kubernetes_version or format_version(minimum)
+    version, shown = await view.server_version()
+    if version < minimum:
+        others = [m for m in profile.access_modes if m != name]
+        hint = f"; or check another mode (--mode {' / '.join(others)})" if others else ""
+        raise KubernetesTooOld(
+            f"hardware {profile.id!r} mode {name!r} needs Kubernetes {wanted} or newer ({release.manifest_ref}"
+            f"{' ' + release.chart_version if release.chart_version else ''}); the cluster runs {shown}. "
+            f"Preflight stopped before applying anything. Next step: upgrade the cluster to {wanted}{hint}.",
+            details={"hardware": profile.id, "mode": name, "minimum": wanted, "server_version": shown},
+        )
+    return {"mode": name, "minimum": wanted, "server_version": shown}
 
 
 def selector_text(selector: dict[str, str]) -> str:

@@ -86,9 +86,15 @@ async def status(registry: Registry, keys: Sequence[str], mode: str | None, view
 
 
 async def preflight(registry: Registry, keys: Sequence[str], view: ClusterView, clock: Clock,
-                    timeout_seconds: float | None = None) -> list[PresenceReport]:
+                    timeout_seconds: float | None = None, mode: str | None = None) -> list[PresenceReport]:
+    """Per hardware: the mode's Kubernetes minimum first (``mode`` None: the one install picks), then presence."""
+    from llm_d_lens.monitoring.gpu_driver.presence import check_kubernetes
+
     reports = []
     for key in keys:
+        kubernetes = await check_kubernetes(registry.get(key), mode, view)
         provider = provider_for(registry, key)
-        reports.append(await provider.ensure_presence(view=view, clock=clock, timeout_seconds=timeout_seconds))
+        report = await provider.ensure_presence(view=view, clock=clock, timeout_seconds=timeout_seconds)
+        report.kubernetes = kubernetes
+        reports.append(report)
     return reports

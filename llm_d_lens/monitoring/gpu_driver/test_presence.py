@@ -10,11 +10,18 @@ import pytest
 
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.monitoring.gpu_driver import service
-from llm_d_lens.monitoring.gpu_driver.conftest import node, node_list, shared_root
-from llm_d_lens.monitoring.gpu_driver.errors import HardwareNotPresent, PresenceNotDeclared, PresenceTimedOut
+from llm_d_lens.monitoring.gpu_driver.conftest import kube_version, node, node_list, shared_root
+from llm_d_lens.monitoring.gpu_driver.errors import (
+    AccessModeUnknown,
+    HardwareNotPresent,
+    KubernetesTooOld,
+    PresenceNotDeclared,
+    PresenceTimedOut,
+)
 from llm_d_lens.monitoring.gpu_driver.presence import ensure_presence
 
 NODES = ["kubectl", "get", "nodes", "-o", "json"]
+VERSION = ["kubectl", "version", "-o", "json"]
 GAUDI = {"intel.feature.node.kubernetes.io/gaudi": "true"}
 RULES = "https://raw.githubusercontent.com/intel/intel-resource-drivers-for-kubernetes/gaudi-v0.7.0/deployments/gaudi/nfd-rules.yaml"
 
@@ -33,13 +40,14 @@ async def test_passes_when_a_node_carries_the_labels(registry: Any, fake: Any, v
 
 
 async def test_fails_at_once_without_anything_to_ensure(registry: Any, fake: Any, view: Any, clock: Any) -> None:
+    fake.reply(VERSION, json_body=kube_version("v1.34.1"))  # Gaudi's first mode (dra) needs 1.34.0: read first
     fake.reply(NODES, json_body=node_list(node("cp-1"), node("cpu-1"), node("cpu-2")))
     with pytest.raises(HardwareNotPresent) as caught:
         await service.preflight(registry, ["gaudi"], view, clock)
     message = caught.value.message
     assert "intel.feature.node.kubernetes.io/gaudi=true" in message and "3 node(s) checked" in message
     assert "Next step" in message
-    assert clock.sleeps == [] and fake.argvs() == [NODES]
+    assert clock.sleeps == [] and fake.argvs() == [VERSION, NODES]
 
 
 async def test_waits_at_most_the_timeout_after_ensuring(registry: Any, fake: Any, view: Any, clock: Any) -> None:
@@ -90,6 +98,7 @@ async def test_no_selector_at_all_is_an_error(registry: Any, view: Any, clock: A
 async def test_conformance_heterogeneous_snapshot(registry: Any, fake: Any, view: Any, clock: Any) -> None:
     snapshot = json.loads((shared_root() / "clusters" / "heterogeneous-small.json").read_text())  # type: ignore[operator]
     nodes = [i for i in snapshot["items"] if i["kind"] == "Node"]
+    fake.reply(VERSION, json_body=kube_version("v1.34.2"))
     fake.reply(NODES, json_body={"kind": "List", "items": nodes})
     reports = await service.preflight(registry, ["nvidia", "amd"], view, clock)
     assert [r.matched_nodes for r in reports] == [["gpu-h100-01", "gpu-h100-02"], ["gpu-mi300x-01"]]
@@ -156,6 +165,7 @@ async def test_each_vendor_is_found_by_nfd_alone_and_no_trap_label_matches(regis
     nodes = cluster_nodes()
     if len(nodes) == 1:
         pytest.skip("the shared heterogeneous cluster is not on this machine")
+    fake.reply(VERSION, json_body=kube_version("v1.34.2"))
     fake.reply(NODES, json_body=node_list(*nodes))
     [report] = await service.preflight(registry, [hardware], view, clock)
     assert report.matched_nodes == expected  # cp-01's QEMU VGA, the ASPEED BMCs, cpu-01's pci-8086 match nothing
@@ -163,6 +173,7 @@ async def test_each_vendor_is_found_by_nfd_alone_and_no_trap_label_matches(regis
 
 async def test_intel_xpu_is_not_claimed_by_a_bare_pci_8086_label(registry: Any, fake: Any, view: Any, clock: Any) -> None:
     # 8086 is also every Intel NIC and QAT card: only a display-class Intel device (03xx) is an Intel GPU
+    fake.reply(VERSION, json_body=kube_version("v1.34.2"))
     fake.reply(NODES, json_body=node_list(node("cpu-01", {"feature.node.kubernetes.io/pci-8086.present": "true"}),
                                           node("xpu-1", {"feature.node.kubernetes.io/pci-0380_8086.present": "true"})))
     [report] = await service.preflight(registry, ["intel-xpu"], view, clock)
@@ -181,3 +192,59 @@ def test_lens_preflight_nvidia_passes_on_a_node_with_only_nfd_labels(monkeypatch
     fake.reply(NODES, json_body=node_list(node("gpu-h100-01", NFD_NODE)))
     assert main(["preflight", "--hardware", "nvidia"]) == 0
     assert "gpu-h100-01" in capsys.readouterr().out
+
+
+# -- issue 26: preflight checks the mode's min_kubernetes_version ---------------------------------------
+
+async def test_preflight_refuses_a_cluster_older_than_the_mode_needs_naming_both(registry: Any, fake: Any, view: Any,
+                                                                                clock: Any) -> None:
+    fake.reply(VERSION, json_body=kube_version("v1.33.5-eks-3025e55"))  # a managed cluster's decorated version
+    fake.reply(NODES, json_body=node_list(node("gpu-1", {"nvidia.com/gpu.present": "true"})))
+    with pytest.raises(KubernetesTooOld) as caught:
+        await service.preflight(registry, ["nvidia"], view, clock, mode="dra")
+    error = caught.value
+    assert error.code == "KUBERNETES_TOO_OLD"
+    assert "needs Kubernetes 1.34.2 or newer" in error.message and "the cluster runs v1.33.5-eks-3025e55" in error.message
+    assert "--mode plugin" in error.message
+    assert error.details == {"hardware": "nvidia", "mode": "dra", "minimum": "1.34.2", "server_version": "v1.33.5-eks-3025e55"}
+    assert fake.argvs() == [VERSION]  # refused before listing nodes or applying anything
+
+
+async def test_preflight_passes_a_new_enough_cluster_and_reports_the_check(registry: Any, fake: Any, view: Any,
+                                                                          clock: Any) -> None:
+    fake.reply(VERSION, json_body=kube_version("v1.34.2"))
+    fake.reply(NODES, json_body=node_list(node("gpu-1", {"nvidia.com/gpu.present": "true"})))
+    [report] = await service.preflight(registry, ["nvidia"], view, clock, mode="dra")
+    assert report.to_dict()["kubernetes"] == {"mode": "dra", "minimum": "1.34.2", "server_version": "v1.34.2"}
+
+
+async def test_preflight_of_a_mode_without_a_minimum_reads_no_version(registry: Any, fake: Any, view: Any, clock: Any) -> None:
+    fake.reply(NODES, json_body=node_list(node("gpu-1", {"nvidia.com/gpu.present": "true"})))
+    [report] = await service.preflight(registry, ["nvidia"], view, clock)  # default: plugin, the first access mode
+    assert report.kubernetes == {"mode": "plugin", "minimum": None, "server_version": None}
+    assert fake.argvs() == [NODES]
+
+
+async def test_preflight_of_an_unknown_mode_is_refused_naming_the_modes(registry: Any, fake: Any, view: Any, clock: Any) -> None:
+    with pytest.raises(AccessModeUnknown) as caught:
+        await service.preflight(registry, ["nvidia"], view, clock, mode="mig")
+    assert "its access modes are: plugin, dra" in caught.value.message and fake.argvs() == []
+
+
+def test_lens_preflight_mode_on_an_old_cluster_exits_1_with_the_code(monkeypatch: pytest.MonkeyPatch, fake: Any,
+                                                                     capsys: Any) -> None:
+    from llm_d_lens.cli.app import main
+    from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
+    from llm_d_lens.monitoring.gpu_driver.clock import FakeClock
+    from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
+
+    monkeypatch.setattr(driver_cli, "make_view", lambda context, kubeconfig: ClusterView(fake))
+    monkeypatch.setattr("llm_d_lens.monitoring.gpu_driver.clock.SystemClock", FakeClock)
+    fake.reply(VERSION, json_body=kube_version("v1.33.5"))
+    fake.reply(NODES, json_body=node_list(node("amd-1", {"feature.node.kubernetes.io/amd-gpu": "true"})))
+    assert main(["preflight", "--hardware", "amd", "--mode", "dra"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: KUBERNETES_TOO_OLD") and "1.34.0" in err and "v1.33.5" in err and "Traceback" not in err
+    fake.reply(VERSION, json_body=kube_version("v1.35.0"))
+    assert main(["preflight", "--hardware", "amd", "--mode", "dra"]) == 0
+    assert "Kubernetes v1.35.0 (needs 1.34.0 or newer)" in capsys.readouterr().out
