@@ -8,7 +8,7 @@ import pytest
 
 from llm_d_lens.hardware import rules
 from llm_d_lens.hardware.benchmark_profiles import known_profiles
-from llm_d_lens.hardware.conftest import bundled, deep
+from llm_d_lens.testing.plugins import bundled, deep
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.guide_forms import POD_METRIC_KEYS
 from llm_d_lens.hardware.loader import validate_payload
@@ -92,7 +92,7 @@ def test_the_fields_nothing_read_are_refused_saying_why(where, key, value):
 
 
 def test_no_bundled_profile_or_schema_carries_the_removed_fields():
-    from llm_d_lens.hardware.conftest import PROFILES_DIR
+    from llm_d_lens.testing.plugins import PROFILES_DIR
 
     text = "".join(p.read_text() for p in PROFILES_DIR.glob("*.json"))
     schema = json.dumps(json.loads((PROFILES_DIR.parent / "schema.json").read_text()))
