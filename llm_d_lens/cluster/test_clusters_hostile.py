@@ -83,3 +83,24 @@ def test_a_few_aliases_as_people_use_them_still_load(tmp_path: Path) -> None:
                     "  - {name: b, context: b, labels: *prod}\n", encoding="utf-8")
     clusters = load_file(path)
     assert [c.labels for c in clusters.clusters] == [{"env": "prod", "region": "us"}] * 2
+
+
+def test_hostile_names_from_a_clusters_file_are_printed_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "x\x1b]0;owned\x07[bold]"
+    folder.mkdir()
+    path = folder / "clusters.yaml"
+    path.write_text('clusters:\n  - name: demo\n    demo: true\n    display_name: "\\e[2J[link=https://evil.example]Demo[/link]"\n'
+                    '    labels: {team: "\\e]8;;https://evil.example\\e\\\\x"}\n', encoding="utf-8")
+    assert main(["cluster", "list", "--clusters", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[link=https://evil.example]Demo[/link]" in out and "\\x1b[2J" in out and "[bold]" in out
+
+
+def test_an_error_naming_a_hostile_file_prints_it_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c\x1b[2J\x9b.yaml"
+    path.write_text("clusters: 3\n", encoding="utf-8")
+    assert main(["cluster", "list", "--clusters", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x9b" not in err and "c\\x1b[2J\\x9b.yaml" in err
+    assert err.startswith("error: CLUSTERS_FILE_INVALID:") and len(err.strip().splitlines()) == 1
