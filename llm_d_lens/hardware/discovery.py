@@ -75,6 +75,8 @@ class ProviderRef:
     profile_id: str
     entry_point: EntryPoint
     origin: ProfileOrigin
+    #: Lens's own provider (trusted code): loaded without the child-process trial
+    own: bool = False
 
 
 @dataclass
@@ -266,7 +268,7 @@ def _admit_providers(found: Discovery, provider_entry_points: list[EntryPoint], 
             first = found.providers[ep.name].origin
             refuse(f"provider for {ep.name!r} already registered by {first}")
             continue
-        found.providers[ep.name] = ProviderRef(ep.name, ep, origin)
+        found.providers[ep.name] = ProviderRef(ep.name, ep, origin, own=own)
 
 
 class _PluginError(Exception):
