@@ -7,6 +7,7 @@ the edges (CLI, API) render them once, as a message with a non-zero exit code or
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -33,37 +34,67 @@ def clip(text: str, limit: int = MAX_ECHO) -> str:
 
 def echo(value: Any, limit: int = MAX_ECHO, depth: int = 8) -> Any:
     """``value`` made safe to echo in JSON: strings clipped and valid UTF-8, lists and objects cut to
-    :data:`MAX_REPORTED` entries, non-finite floats as text, nesting bounded.
+    :data:`MAX_REPORTED` entries, non-finite floats as text, nesting bounded, and at most
+    :data:`MAX_ECHO_VALUES` values in all.
 
     Whatever a caller sent, the error about it stays small and encodable: an answer that echoed a
     NaN or a lone surrogate could not be written at all (a 500), and one echoing a 16 MB value three
-    times is a 48 MB answer.
+    times is a 48 MB answer. The work is bounded as well as the answer: nothing is serialised or
+    copied whole before it is cut, so a value that shares one list a billion times over (YAML
+    aliases) costs the same as a small one.
     """
+    return _echo(value, limit, depth, [MAX_ECHO_VALUES])
+
+
+#: values one echo shows in all, however they nest; the rest are "..."
+MAX_ECHO_VALUES = 500
+
+
+def _echo(value: Any, limit: int, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
     if isinstance(value, str):
+        value = clip(value, limit)  # cut before any work on it
         if not value.isascii():
             value = value.encode("utf-8", "backslashreplace").decode("utf-8")
-        return clip(value, limit)
+        return value
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
         return value if value.bit_length() <= 64 else f"(an integer of {value.bit_length()} bits)"
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if depth <= 0:
+    if depth <= 0 or budget[0] <= 0:
         return "..."
     if isinstance(value, dict):
-        items = list(value.items())
-        out = {echo(str(k), limit): echo(v, limit, depth - 1) for k, v in items[:MAX_REPORTED]}
-        if len(items) > MAX_REPORTED:
-            out["..."] = f"{len(items) - MAX_REPORTED} more entries"
+        out: dict[str, Any] = {}
+        for key, item in itertools.islice(value.items(), MAX_REPORTED):
+            if budget[0] <= 0:
+                break
+            out[_echo(key if isinstance(key, str) else _short_repr(key, limit), limit, 1, budget)] = \
+                _echo(item, limit, depth - 1, budget)
+        if len(value) > len(out):
+            out["..."] = f"{len(value) - len(out)} more entries"
         return out
     if isinstance(value, (list, tuple, set, frozenset)):
-        entries = list(value)
-        out_list = [echo(v, limit, depth - 1) for v in entries[:MAX_REPORTED]]
-        if len(entries) > MAX_REPORTED:
-            out_list.append(f"... and {len(entries) - MAX_REPORTED} more")
+        out_list: list[Any] = []
+        for item in itertools.islice(value, MAX_REPORTED):
+            if budget[0] <= 0:
+                break
+            out_list.append(_echo(item, limit, depth - 1, budget))
+        if len(value) > len(out_list):
+            out_list.append(f"... and {len(value) - len(out_list)} more")
         return out_list
-    return clip(repr(value), limit)
+    return _short_repr(value, limit)
+
+
+def _short_repr(value: Any, limit: int) -> str:
+    """``repr`` that never renders more than it shows (:mod:`reprlib` cuts containers as it goes)."""
+    import reprlib
+
+    shorter = reprlib.Repr()
+    shorter.maxstring = shorter.maxother = limit
+    shorter.maxlevel = 3
+    return clip(shorter.repr(value), limit)
 
 
 class LensError(Exception):

@@ -208,9 +208,11 @@ def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) ->
 def _report(exc: LensError) -> None:
     import typer
 
-    from llm_d_lens.errors import MAX_MESSAGE, echo
+    from llm_d_lens.errors import MAX_MESSAGE
+    from llm_d_lens.terminal.printable import printable
 
-    text = echo(exc.message, MAX_MESSAGE)  # bounded and printable, whatever value the message quotes
+    # bounded, and every control character escaped: a message quotes file names and plugin text
+    text = printable(exc.message, MAX_MESSAGE, lines=True)
     message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
     typer.echo(f"error: {message}", err=True)
 

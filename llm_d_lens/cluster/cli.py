@@ -136,13 +136,16 @@ def _names(data: dict[str, object]) -> list[str]:
 def _list_table(data: dict[str, object]) -> object:
     from rich.table import Table
 
-    table = Table(box=None, pad_edge=False, title=f"clusters from {data['origin']}", title_justify="left")
+    from llm_d_lens.terminal.printable import cell
+
+    table = Table(box=None, pad_edge=False, title=f"clusters from {cell(data['origin'])}", title_justify="left")
     for column in ("NAME", "KIND", "LABELS", "REACHABLE"):
         table.add_column(column, overflow="fold")
     for row in data["clusters"]:  # type: ignore[attr-defined]
-        labels = ",".join(f"{k}={v}" for k, v in row["labels"].items()) or "-"
-        name = row["name"] if row["display_name"] == row["name"] else f"{row['name']}\n[dim]{row['display_name']}[/dim]"
-        state = ("[green]yes[/green] " if row["reachable"] else "[red]no[/red] ") + row["detail"]
+        labels = cell(",".join(f"{k}={v}" for k, v in row["labels"].items())) or "-"
+        name = cell(row["name"]) if row["display_name"] == row["name"] else \
+            f"{cell(row['name'])}\n[dim]{cell(row['display_name'])}[/dim]"
+        state = ("[green]yes[/green] " if row["reachable"] else "[red]no[/red] ") + cell(row["detail"])
         table.add_row(name, row["kind"], labels, state)
     return table
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from llm_d_lens.cluster.errors import ClustersFileInvalid, ClusterUnknown, show_value
 from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.errors import clip
 from llm_d_lens.runner import DEFAULT_TIMEOUT, Runner
 
 CLUSTERS_ENV = "LENS_CLUSTERS"
@@ -177,16 +178,29 @@ def _read_yaml(path: Path) -> Any:
 
     from llm_d_lens import yamlread
 
+    def refused(problem: str) -> ClustersFileInvalid:
+        return ClustersFileInvalid(f"{path}: {problem}", details={"file": str(path), "path": "", "problem": problem})
+
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(yamlread.MAX_BYTES + 1)  # never more than the bound, whatever the file's size
     except OSError as exc:
-        raise ClustersFileInvalid(f"{path}: cannot be read: {exc.strerror}", details={"file": str(path), "path": ""}) from None
+        raise refused(f"cannot be read: {exc.strerror}") from None
+    if len(raw) > yamlread.MAX_BYTES:
+        raise refused(f"is larger than {yamlread.MAX_BYTES} bytes; a clusters file names a few clusters") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise refused(f"is not UTF-8 text (byte {exc.start} is {raw[exc.start:exc.start + 1]!r}); "
+                      "save it as UTF-8") from None
     try:
         return yamlread.load(text)
     except yamlread.DuplicateKey as exc:
         raise _invalid(path, exc.path, None, "appears twice in one mapping; the second would silently replace the first") from None
+    except yamlread.YamlRefused as exc:
+        raise refused(f"refused before reading: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ClustersFileInvalid(f"{path}: is not valid YAML: {exc}", details={"file": str(path), "path": ""}) from None
+        raise refused(f"is not valid YAML: {clip(str(exc), 1000)}") from None
 
 
 def _invalid(path: Path, where: str, value: Any, problem: str) -> ClustersFileInvalid:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm_d_lens.errors import LensError
+from llm_d_lens.errors import LensError, clip, echo
 
 
 def show_value(value: Any, limit: int = 60) -> str:
     """An offending value as it appears in JSON, shortened for a one-line message."""
-    try:
-        text = json.dumps(value, sort_keys=True)
+    try:  # bounded first (echo), serialised after: a value of a billion shared strings is never walked whole
+        text = json.dumps(echo(value, limit, depth=4), sort_keys=True)
     except (TypeError, ValueError):
-        text = repr(value)
+        text = clip(repr(echo(value, limit, depth=4)), limit)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -12,6 +12,7 @@ from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
 from llm_d_lens.hardware.views import list_names, registered_rows, summary
 from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_output_option
+from llm_d_lens.terminal.printable import cell, printable
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -44,7 +45,7 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
         t = columns_table(LIST_COLUMNS, list_cells(rows), wide=wide, title=list_title(len(registry), registry.version_hash()))
         parts: list[Any] = [t]
         for f in failed:
-            parts.append(Text(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}", style="red"))
+            parts.append(Text(printable(f"✗ {f['id']} ({f['status']}) from {f['distribution']}: {f['reason']}"), style="red"))
         return Group(*parts)
 
     emit([*rows, *failed], output, table, names=list_names)
@@ -296,18 +297,20 @@ def doctor(output: OutputFormat = OutputOption) -> None:
 
         parts: list[Any] = []
         columns = [Column("ID"), Column("PROVIDER"), Column("PROVIDER FROM"), Column("PROFILE FROM")]
-        t = columns_table(columns, [[p["id"], _provider_cell(p), p["provider_from"], "\n".join(p["origins"])]
+        t = columns_table(columns, [[cell(p["id"]), _provider_cell(p), cell(p["provider_from"] or ""),
+                                     "\n".join(cell(o) for o in p["origins"])]
                                     for p in report["profiles"]], title=f"{len(report['profiles'])} hardware profiles registered")
         parts.append(t)
         for d in report["distributions"]:
             serves = ", ".join(f"{s['id']} ({s['provider']})" for s in d["serves"]) or "-"
-            parts.append(Text(f"{d['distribution']}: hardware {', '.join(d['profiles']) or '-'}; serves providers for {serves}"))
+            parts.append(Text(printable(f"{d['distribution']}: hardware {', '.join(d['profiles']) or '-'}; "
+                                        f"serves providers for {serves}")))
             for r in d["refused"]:
-                parts.append(Text(f"    refused provider {r['id']!r}: {r['reason']}", style="yellow"))
+                parts.append(Text(printable(f"    refused provider {r['id']!r}: {r['reason']}"), style="yellow"))
         for f in report["failures"]:
-            parts.append(Text(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}", style="red"))
+            parts.append(Text(printable(f"✗ {f['kind']}: {f['name']!r} from {f['distribution']}: {f['reason']}"), style="red"))
         for s in report["skipped"]:
-            parts.append(Text(f"- skipped {s['name']!r} from {s['distribution']}: {s['reason']}", style="yellow"))
+            parts.append(Text(printable(f"- skipped {s['name']!r} from {s['distribution']}: {s['reason']}"), style="yellow"))
         if report["ok"]:
             parts.append(Text("✓ no problems found", style="green bold"))
         return Group(*parts)

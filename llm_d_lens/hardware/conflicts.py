@@ -106,7 +106,6 @@ def _index(entries: list[DiscoveredProfile]) -> tuple[dict[tuple[str, Any], Disc
 def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
            ) -> tuple[list[DiscoveredProfile], list[LoadFailure]]:
     """The third-party profiles that may be registered beside the built-ins, and a report per skip."""
-
     by_id = {entry.profile.id: entry for entry in builtins}
     owners, prefixes = _index(builtins)
     failures: list[LoadFailure] = []
@@ -127,10 +126,10 @@ def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
         holders.setdefault(("id", entry.profile.id), []).append(i)
         for claim in claims[i]:
             holders.setdefault(claim, []).append(i)
-    by_domain: dict[str, list[tuple[str, int]]] = {}
+    by_prefix = PrefixIndex()
     for i, entry in enumerate(contenders):
         for prefix in entry.profile.resource_prefixes:
-            by_domain.setdefault(prefix.split("/", 1)[0], []).append((prefix, i))
+            by_prefix.add(prefix, i)
     clashes: dict[int, Clash] = {}
     for i, entry in enumerate(contenders):
         for claim in [("id", entry.profile.id), *claims[i]]:
@@ -142,8 +141,8 @@ def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
         if i in clashes:
             continue
         for prefix in entry.profile.resource_prefixes:
-            for other, j in by_domain[prefix.split("/", 1)[0]]:
-                if j != i and contenders[j].profile.id != entry.profile.id and prefixes_overlap(prefix, other):
+            for other, j in by_prefix.overlapping(prefix):
+                if j != i and contenders[j].profile.id != entry.profile.id:
                     clashes[i] = Clash("resource prefix", [other, prefix] if other != prefix else prefix, contenders[j], entry)
                     break
             if i in clashes:
@@ -151,6 +150,37 @@ def settle(builtins: list[DiscoveredProfile], others: list[DiscoveredProfile]
     admitted = [entry for i, entry in enumerate(contenders) if i not in clashes]
     failures += [_report(clashes[i], contenders[i], builtin_wins=False) for i in sorted(clashes)]
     return admitted, failures
+
+
+class PrefixIndex:
+    """Resource prefixes and who holds each, answering which overlap a given one without comparing
+    it with every other: those it starts with are its own prefixes (one lookup per length), those
+    starting with it sit together in sorted order. Ten thousand prefixes in one domain cost
+    milliseconds, not 10⁸ comparisons."""
+
+    def __init__(self) -> None:
+        self._holders: dict[str, list[int]] = {}
+        self._sorted: list[str] | None = None
+
+    def add(self, prefix: str, holder: int) -> None:
+        self._holders.setdefault(prefix, []).append(holder)
+        self._sorted = None
+
+    def overlapping(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """(prefix, holder) for every held prefix that starts ``prefix`` or that ``prefix`` starts."""
+        import bisect
+
+        if self._sorted is None:
+            self._sorted = sorted(self._holders)
+        for end in range(1, len(prefix)):
+            for holder in self._holders.get(prefix[:end], ()):
+                yield prefix[:end], holder
+        keys = self._sorted
+        at = bisect.bisect_left(keys, prefix)
+        while at < len(keys) and keys[at].startswith(prefix):
+            for holder in self._holders[keys[at]]:
+                yield keys[at], holder
+            at += 1
 
 
 def _where(entry: DiscoveredProfile) -> str:

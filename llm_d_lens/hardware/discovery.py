@@ -25,6 +25,10 @@ from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_ow
 
 PROFILES_GROUP = "llm_d_lens.hardware.profiles"
 PROVIDERS_GROUP = "llm_d_lens.hardware.providers"
+#: profiles one plugin may return; a distribution ships a handful (the largest upstream family, a dozen)
+MAX_PROFILES_PER_PLUGIN = 1000
+#: third-party profiles in all; past it, further plugins are refused before their payloads are checked
+MAX_PROFILES = 10_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class ProviderRef:
     profile_id: str
     entry_point: EntryPoint
     origin: ProfileOrigin
+    #: Lens's own provider (trusted code): loaded without the child-process trial
+    own: bool = False
 
 
 @dataclass
@@ -134,23 +140,30 @@ def discover(
     others: list[DiscoveredProfile] = []
     validated: dict[str, HardwareProfile] = {}  # canonical payload -> profile: a built-in's entry
     # point returns its bundled JSON again, and checking it twice would double the startup cost
+    texts: dict[int, tuple[Any, str]] = {}  # id(payload) -> (payload, kept alive so the id stays its own; its canonical text)
+    # (id, canonical text) -> the profile admitted with it: a lookup, not a comparison with every
+    # profile so far (10,000 profiles from one plugin took 49 s that way)
+    admitted: dict[tuple[str, str], tuple[DiscoveredProfile, bool]] = {}
 
     def check(payload: Any, source: str) -> HardwareProfile:
-        key = canonical(payload)
+        key = texts.setdefault(id(payload), (payload, canonical(payload)))[1]
         if key not in validated:
             validated[key] = validate_payload(payload, source)
         return validated[key]
 
     def admit(into: list[DiscoveredProfile], profile: HardwareProfile, payload: Any, origin: ProfileOrigin,
               dist: str | None) -> None:
-        text = canonical(payload)
-        for seen in (*builtins, *others):
-            if seen.profile.id == profile.id and seen.canonical == text:
-                seen.origins.append(origin)  # the same payload seen twice is one profile
-                if dist and seen in others:
-                    seen.distributions.add(dist)
-                return
-        into.append(DiscoveredProfile(profile, text, [origin], {dist} if dist else set()))
+        text = texts[id(payload)][1] if id(payload) in texts else canonical(payload)
+        seen = admitted.get((profile.id, text))
+        if seen is not None:
+            entry, third_party = seen
+            entry.origins.append(origin)  # the same payload seen twice is one profile
+            if dist and third_party:
+                entry.distributions.add(dist)
+            return
+        entry = DiscoveredProfile(profile, text, [origin], {dist} if dist else set())
+        admitted[(profile.id, text)] = (entry, into is others)
+        into.append(entry)
 
     if include_bundled:
         for name, text, origin in _bundled_payloads():
@@ -192,12 +205,18 @@ def discover(
 
     from llm_d_lens.hardware.isolation import load_entry_points
 
+    total = 0
     for ep, outcome in zip(third_party, load_entry_points(third_party, use_cache=use_cache)):
         origin = ProfileOrigin("entry-point", _dist_label(ep), ep.name)
         try:
             if outcome.error is not None:
                 raise _PluginError(outcome.error, outcome.kind or "load")
+            count = len(outcome.payloads) if isinstance(outcome.payloads, (list, tuple)) else 1
+            if total + count > MAX_PROFILES:
+                raise _PluginError(f"{ep.value}() returned {count} profiles, which would take the third-party "
+                                   f"profiles past {MAX_PROFILES}; refused unchecked", "payload")
             loaded = _accept(ep, outcome.payloads, str(origin), check)
+            total += count
         except _PluginError as exc:
             found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name, kind=exc.kind))
             continue
@@ -249,7 +268,7 @@ def _admit_providers(found: Discovery, provider_entry_points: list[EntryPoint], 
             first = found.providers[ep.name].origin
             refuse(f"provider for {ep.name!r} already registered by {first}")
             continue
-        found.providers[ep.name] = ProviderRef(ep.name, ep, origin)
+        found.providers[ep.name] = ProviderRef(ep.name, ep, origin, own=own)
 
 
 class _PluginError(Exception):
@@ -280,6 +299,9 @@ def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, st
     if not isinstance(payloads, (list, tuple)) or not payloads:
         raise _PluginError(f"{ep.value}() must return a non-empty list of profile objects, got {type(payloads).__name__}",
                            "payload")
+    if len(payloads) > MAX_PROFILES_PER_PLUGIN:
+        raise _PluginError(f"{ep.value}() returned {len(payloads)} profiles, more than the {MAX_PROFILES_PER_PLUGIN} "
+                           "one plugin may register; refused unchecked", "payload")
     loaded = []
     for payload in payloads:
         try:

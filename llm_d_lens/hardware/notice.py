@@ -14,7 +14,9 @@ shown = False
 
 
 def summary(failures: list) -> str:
-    names = [f"{f.distribution.split(' ')[0]} ({f.name}: {f.kind})" for f in failures]
+    from llm_d_lens.terminal.printable import printable
+
+    names = [printable(f"{f.distribution.split(' ')[0]} ({f.name}: {f.kind})", 200) for f in failures]
     return (f"warning: {len(failures)} hardware plugin problem{'s' if len(failures) != 1 else ''}, skipped: "
             f"{', '.join(names)}; run 'lens hardware doctor' for the reasons")
 

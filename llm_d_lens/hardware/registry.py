@@ -198,13 +198,15 @@ class Registry:
             return self._providers.setdefault(profile.id, provider)
 
     def _load_provider(self, ref: ProviderRef) -> Any:
-        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
+        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, probe_provider, timeout_from_env
 
         def load() -> Any:
             target = ref.entry_point.load()
             return target() if isinstance(target, type) else target
 
         try:
+            if not ref.own:  # built in a child first: one that exits or crashes there never loads here
+                probe_provider(ref.entry_point, timeout=timeout_from_env())
             provider = call_guarded(load, timeout=timeout_from_env())
         except GuardedFailure as exc:  # a provider may do anything on import; report it, named
             failure = LoadFailure("llm_d_lens.hardware.providers", ref.profile_id, ref.origin.location,

@@ -41,8 +41,12 @@ def registered_rows(registry: Any) -> list[dict[str, Any]]:
 
 def list_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     """One table row per registered profile of ``hardware list``'s rows (failures are printed below it)."""
-    return [[r["id"], r["display_name"], ", ".join(r["access_modes"]), ", ".join(dict.fromkeys(r["access_modes"].values())),
-             ", ".join(r["upstream"]), r["benchmark_profile"] or "[dim]none[/dim]", "\n".join(r["sources"])]
+    from llm_d_lens.terminal.printable import cell
+
+    return [[cell(r["id"]), cell(r["display_name"]), ", ".join(r["access_modes"]),
+             ", ".join(dict.fromkeys(r["access_modes"].values())), cell(", ".join(r["upstream"])),
+             cell(r["benchmark_profile"]) if r["benchmark_profile"] else "[dim]none[/dim]",
+             "\n".join(cell(source) for source in r["sources"])]
             for r in rows if r["status"] == "registered"]
 
 

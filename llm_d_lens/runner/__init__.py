@@ -18,6 +18,7 @@ from llm_d_lens.runner.errors import (
     CommandFailed,
     CommandNotFound,
     CommandOutputInvalid,
+    CommandOutputTooLarge,
     CommandTimedOut,
     InvalidCommand,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "CommandFailed",
     "CommandNotFound",
     "CommandOutputInvalid",
+    "CommandOutputTooLarge",
     "CommandResult",
     "CommandRunner",
     "CommandStream",

@@ -108,6 +108,21 @@ class CommandOutputInvalid(CommandError):
         super().__init__(f"`{format_command(argv)}` did not print valid JSON ({reason})", argv=argv)
 
 
+class CommandOutputTooLarge(CommandError):
+    """The tool printed one line longer than the caller's bound: refused unread, not held in memory.
+
+    A watch reads one JSON event a line; a 200 MB line would otherwise be buffered whole before
+    anything could look at it.
+    """
+
+    code = "COMMAND_OUTPUT_TOO_LARGE"
+
+    def __init__(self, argv: Sequence[str], limit: int):
+        super().__init__(f"`{format_command(argv)}` printed a line longer than {limit} bytes; it was refused "
+                         "unread and the command stopped", argv=argv, details={"max_line_bytes": limit})
+        self.limit = limit
+
+
 def _describe_exit(returncode: int) -> str:
     if returncode < 0:
         return f"was killed by signal {-returncode}"

@@ -23,6 +23,7 @@ from llm_d_lens.runner.errors import (
     CommandError,
     CommandFailed,
     CommandNotFound,
+    CommandOutputTooLarge,
     CommandTimedOut,
     InvalidCommand,
 )
@@ -106,17 +107,21 @@ class RunnerBase:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         idle_timeout: float | None = None,
+        max_line: int | None = None,
     ) -> CommandStream:
         """Start a long-running command and read its output as it comes (see :class:`CommandStream`).
 
         There is no overall timeout (a watch runs until stopped); ``idle_timeout`` bounds the
-        silence instead, so a connection that hangs without closing is noticed.
+        silence instead, so a connection that hangs without closing is noticed, and ``max_line``
+        the memory one line may take.
         """
         call = self._prepare(argv, input=None, env=env, cwd=cwd,
                              timeout=float("inf") if idle_timeout is None else idle_timeout, check=True)
         executable = self._resolve(call)
         with self._translate_errors(call):
-            return self._open_stream(call, executable)
+            stream = self._open_stream(call, executable)
+        stream.max_line = max_line
+        return stream
 
     # -- the part subclasses provide
 
@@ -301,12 +306,17 @@ class _ProcessStream(CommandStream):
                     chunk = os.read(stdout.fileno(), 1 << 16)
                     if not chunk:
                         break
+                    scan = len(pending)  # what is pending holds no newline: look in the new chunk only
                     pending += chunk
                     start = 0
-                    while (end := pending.find(b"\n", start)) >= 0:
+                    while (end := pending.find(b"\n", scan)) >= 0:
+                        if self.max_line is not None and end - start > self.max_line:
+                            raise CommandOutputTooLarge(self.argv, self.max_line)
                         yield pending[start:end].decode("utf-8", errors="replace")
-                        start = end + 1
+                        start = scan = end + 1
                     del pending[:start]
+                    if self.max_line is not None and len(pending) > self.max_line:
+                        raise CommandOutputTooLarge(self.argv, self.max_line)  # never buffered past the bound
             if pending:
                 yield pending.decode("utf-8", errors="replace")
             returncode = self._process.wait()

@@ -89,6 +89,7 @@ class Runner(Protocol):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         idle_timeout: float | None = None,
+        max_line: int | None = None,
     ) -> CommandStream: ...
 
     def which(self, binary: str) -> str | None: ...
@@ -101,13 +102,16 @@ class CommandStream:
     raises :class:`CommandFailed` when it exits non-zero, :class:`CommandTimedOut` when it printed
     nothing for ``idle_timeout`` seconds. :meth:`close` may be called from any thread: it stops
     the tool (a watch never ends on its own) and ends the iteration without an error, which is how
-    a server shuts its watches down.
+    a server shuts its watches down. With ``max_line`` set, a line longer than that many bytes
+    stops the tool and raises :class:`CommandOutputTooLarge` before it is held whole.
     """
 
     def __init__(self, call: RecordedCall):
         self.call = call
         self.argv = call.argv
         self.closed = False
+        #: the longest line (in bytes, without its newline) the reader accepts; None: no bound
+        self.max_line: int | None = None
 
     def __iter__(self) -> Iterator[str]:
         raise NotImplementedError

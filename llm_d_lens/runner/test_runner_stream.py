@@ -109,3 +109,43 @@ def test_the_fake_stream_runs_a_generator_lazily_and_stops_at_close() -> None:
         if line == "1":
             stream.close()
     assert read == ["0", "1"] and produced == [0, 1, 2]  # the generator ran one line ahead, then stopped
+
+
+def test_a_line_longer_than_max_line_is_refused_before_it_is_held_whole(tmp_path: Path) -> None:
+    # 8 MiB without a newline, then a marker the tool writes only if it was not stopped
+    marker = tmp_path / "survived"
+    code = ("import sys, time, pathlib\nprint('short', flush=True)\nchunk = b'x' * (1 << 20)\n"
+            "for _ in range(8):\n    sys.stdout.buffer.write(chunk); sys.stdout.buffer.flush()\n"
+            f"time.sleep(1.0)\npathlib.Path({str(marker)!r}).write_text('x')")
+    from llm_d_lens.runner import CommandOutputTooLarge
+
+    got: list[str] = []
+    with pytest.raises(CommandOutputTooLarge) as caught, CommandRunner().stream(py(code), max_line=256 * 1024) as stream:
+        for line in stream:
+            got.append(line)
+    assert got == ["short"]
+    assert caught.value.code == "COMMAND_OUTPUT_TOO_LARGE" and caught.value.details["max_line_bytes"] == 256 * 1024
+    time.sleep(1.2)
+    assert not marker.exists(), "the tool printing the oversized line kept running"
+
+
+def test_a_complete_line_over_the_bound_is_refused_too_and_one_at_the_bound_passes() -> None:
+    from llm_d_lens.runner import CommandOutputTooLarge
+
+    code = "import sys\nsys.stdout.write('a' * 1000 + '\\n' + 'b' * 1001 + '\\n')"
+    got: list[str] = []
+    with pytest.raises(CommandOutputTooLarge), CommandRunner().stream(py(code), max_line=1000) as stream:
+        for line in stream:
+            got.append(line)
+    assert got == ["a" * 1000]
+
+
+def test_the_fake_stream_refuses_an_oversized_line_like_the_real_one() -> None:
+    from llm_d_lens.runner import CommandOutputTooLarge
+
+    runner = FakeRunner().stream_reply(["kubectl", "get", "--raw", "/w"], ["ok", "x" * 65])
+    got: list[str] = []
+    with pytest.raises(CommandOutputTooLarge), runner.stream(["kubectl", "get", "--raw", "/w"], max_line=64) as stream:
+        for line in stream:
+            got.append(line)
+    assert got == ["ok"]

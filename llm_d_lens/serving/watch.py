@@ -15,10 +15,22 @@ The protocol, as the API server speaks it:
 * An ``ERROR`` event with a ``Status`` of code 410 (``Expired`` / ``Gone``, "too old resource
   version") means the resourceVersion fell out of the server's window: list again. Any other
   ERROR, a non-zero exit, invalid JSON or a silence longer than :data:`IDLE_SECONDS` is a dropped
-  stream: resume from the last resourceVersion after a backoff (1 s doubling to 60 s), without a
-  list, so a flapping connection costs no re-list.
-* Every watch asks the server to end it after :data:`WATCH_SECONDS`; a clean end is a renewal,
-  resumed at once. It also bounds how long a silently dead connection can pass for a live one.
+  stream: resume from the last resourceVersion, without a list, so a flapping connection costs no
+  re-list.
+* Every watch asks the server to end it after :data:`WATCH_SECONDS`; a clean end is a renewal.
+  It also bounds how long a silently dead connection can pass for a live one.
+
+Every restart, whatever its cause (a 410, a drop, a stream that ended clean), counts: the first
+after a working stretch goes at once, each further one in a row waits 1 s doubling to 60 s, less
+up to :data:`JITTER` of it so that many watches do not hammer an API server in step. A stream
+open :data:`HEALTHY_SECONDS` is a working stretch and starts the count afresh. A server that
+answers 410 to every watch, or ends every stream at once, thus costs a list a minute, not six a
+second; and after :data:`UNSTABLE_AFTER` restarts in a row the kind is one of ``/readyz``'s
+problems even while each stream opens fine.
+
+What arrives is checked before it is kept: one line is at most :data:`MAX_EVENT_BYTES`
+(``LENS_WATCH_MAX_EVENT_BYTES``; read in chunks, a longer line is refused unread), and an object
+of another kind than the one watched is refused (the kind's watch is broken, the others serve on).
 
 Pods are listed and watched with a field selector that drops finished pods: they hold nothing,
 and on a busy cluster they are most of the pods.
@@ -27,6 +39,7 @@ and on a busy cluster they are most of the pods.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from llm_d_lens import settings
 from llm_d_lens.cluster.objects import ClusterObjects, Document
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import (
@@ -53,6 +67,15 @@ WATCH_SECONDS = 300
 IDLE_SECONDS = WATCH_SECONDS + 60
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
+#: each backoff is cut by a random share of up to this much of it, so restarts spread out
+JITTER = 0.25
+#: a stream open this long was a working watch: the next restart is again the first in a row
+HEALTHY_SECONDS = 30.0
+#: restarts in a row after which the kind is a /readyz problem even while its streams open
+UNSTABLE_AFTER = 3
+#: the longest watch event line read (bytes); a longer one is refused before it is held whole
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_EVENT_ENV = "LENS_WATCH_MAX_EVENT_BYTES"
 #: how often a cluster without the DRA API is asked again whether it serves it now
 ABSENT_RECHECK_SECONDS = 300.0
 #: what kubectl prints for a group or path the server does not serve
@@ -118,6 +141,29 @@ class WatchFailed(LensError):
     http_status = 502
 
 
+class WatchWrongKind(WatchFailed):
+    """A watch of one kind delivered an object of another: the stream is not what was asked for."""
+
+    code = "CLUSTER_WATCH_WRONG_KIND"
+
+
+def max_event_bytes(env: dict[str, str] | None = None) -> int:
+    """:data:`MAX_EVENT_BYTES`, or ``LENS_WATCH_MAX_EVENT_BYTES`` when set to a positive integer."""
+    raw = settings.text(MAX_EVENT_ENV, env) or ""
+    if not raw:
+        return MAX_EVENT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        from llm_d_lens.errors import ServerNotConfigured, clip
+
+        raise ServerNotConfigured(f"{MAX_EVENT_ENV}={clip(raw, 40)!r} is not a positive number of bytes",
+                                  details={"variable": MAX_EVENT_ENV})
+    return value
+
+
 def _parse_list(argv: tuple[str, ...], text: str) -> Any:
     """A list's JSON as the one-shot read parses it (collector paused, finite numbers only)."""
     from llm_d_lens.cluster.snapshot import parse_json, refused_values
@@ -133,7 +179,16 @@ def _parse_list(argv: tuple[str, ...], text: str) -> Any:
 
 def backoff(failures: int) -> float:
     """Seconds to wait after ``failures`` failures in a row: 1, 2, 4, ... up to a minute."""
-    return min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, failures - 1))
+    return min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** min(64, max(0, failures - 1)))
+
+
+def restart_delay(restarts: int, rng: random.Random) -> float:
+    """Seconds before the ``restarts``-th restart in a row: none for the first, then :func:`backoff`
+    of the ones before it, less up to :data:`JITTER` of that."""
+    if restarts <= 1:
+        return 0.0
+    delay = backoff(restarts - 1)
+    return delay * (1.0 - JITTER * rng.random())
 
 
 def _key(item: dict[str, Any]) -> tuple[str, str]:
@@ -157,7 +212,8 @@ class KindWatch:
 
     def __init__(self, kind: WatchKind, runner: Runner, lock: threading.RLock, on_change: Callable[[], None],
                  version_of: Callable[[WatchKind], str | None], *, clock: Callable[[], float] = time.time,
-                 stopped: threading.Event | None = None):
+                 stopped: threading.Event | None = None, wait: Callable[[float], object] | None = None,
+                 rng: random.Random | None = None, max_line: int = MAX_EVENT_BYTES):
         self.kind = kind
         self.runner = runner
         self.lock = lock
@@ -176,33 +232,62 @@ class KindWatch:
         self.current_at: float | None = None
         self.last_event_at: float | None = None
         self.lists = self.events = self.resumes = 0
+        #: restarts since the last working stretch (see the module); /readyz reads it
+        self.restarts = 0
+        self.last_restart: str | None = None
+        #: objects the inventory could not read, dropped from the kept ones: how many, and the latest few
+        self.dropped = 0
+        self.dropped_notes: list[dict[str, Any]] = []
+        self.max_line = max_line
         self._stream: CommandStream | None = None
         #: set to end the loop; a cluster shares one among its kinds
         self._stopped = stopped or threading.Event()
+        #: how the loop waits (the stop event's wait; tests pass a simulated clock's)
+        self._wait = wait or self._stopped.wait
+        self._rng = rng or random.Random()
 
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """List, watch, resume or re-list until stopped; never raises (failures are state)."""
+        """List, watch, resume or re-list until stopped; never raises (failures are state).
+
+        Every way a stream ends is a restart, and restarts in a row back off (see the module).
+        """
         stop = self._stopped
-        failures = 0
         while not stop.is_set():
+            began = self.clock()
             try:
                 if self.resource_version is None and not self.list():
-                    stop.wait(ABSENT_RECHECK_SECONDS)
+                    self._wait(ABSENT_RECHECK_SECONDS)
                     continue
-                if self.watch_once():
-                    failures = 0
+                self.watch_once()
+                cause = "the stream ended"
             except WatchGone:
                 with self.lock:
-                    self.resource_version = None  # list again, at once: the cache is still served meanwhile
-                continue
+                    self.resource_version = None  # list again: the cache is still served meanwhile
+                cause = "the resourceVersion expired (410); listing again"
             except LensError as exc:
                 if stop.is_set():
                     break
-                failures += 1
                 self._broken(exc)
-                stop.wait(backoff(failures))
+                cause = exc.message
+            if stop.is_set():
+                break
+            self._wait(self._restart(cause, healthy=self.clock() - began >= HEALTHY_SECONDS))
+
+    def _restart(self, cause: str, *, healthy: bool) -> float:
+        """Count one restart (a working stretch before it starts the count afresh); the seconds to wait."""
+        with self.lock:
+            if healthy:
+                self.restarts = 0
+            self.restarts += 1
+            self.last_restart = cause
+            return restart_delay(self.restarts, self._rng)
+
+    @property
+    def unstable(self) -> bool:
+        """Restarting over and over: each stream may open, but none stays open."""
+        return self.restarts >= UNSTABLE_AFTER
 
     def stop(self) -> None:
         """End the loop and the stream it reads (from any thread)."""
@@ -251,7 +336,7 @@ class KindWatch:
         assert self.resource_version is not None and self.version is not None
         argv = self.kind.watch_argv(self.version, self.resource_version)
         delivered = False
-        stream = self.runner.stream(argv, idle_timeout=IDLE_SECONDS)
+        stream = self.runner.stream(argv, idle_timeout=IDLE_SECONDS, max_line=self.max_line)
         self._stream = stream
         try:
             if self._stopped.is_set():
@@ -309,6 +394,14 @@ class KindWatch:
             metadata = item.get("metadata")
             if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
                 raise WatchFailed(f"a {self.kind.kind} {kind} event holds an object without metadata.name")
+            given = item.get("kind")
+            if given is not None and given != self.kind.kind:
+                from llm_d_lens.errors import clip
+
+                shown = clip(given, 60) if isinstance(given, str) else type(given).__name__
+                raise WatchWrongKind(f"the {self.kind.plural} watch delivered a {shown!r} object "
+                                     f"({clip(metadata['name'], 60)!r}); refused, and this kind's watch restarts",
+                                     details={"resource": self.kind.kind, "kind": shown})
             item.setdefault("kind", self.kind.kind)  # watch events of typed collections may leave it off
             if kind in ("ADDED", "MODIFIED"):
                 self.objects[_key(item)] = item
@@ -347,7 +440,10 @@ class KindWatch:
                 "state": self.state, "objects": len(self.objects), "resource_version": self.resource_version,
                 "observed_at": current, "age_seconds": None if current is None else round(max(0.0, now - current), 3),
                 "last_event_at": self.last_event_at, "lists": self.lists, "events": self.events,
+                "restarts": self.restarts,
             }
+            if self.dropped:
+                found["dropped"] = {"count": self.dropped, "latest": list(self.dropped_notes)}
             if self.error is not None:
                 found["error"] = {"code": self.error.code, "message": self.error.message}
                 found["broken_since"] = self.broken_since

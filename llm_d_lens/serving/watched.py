@@ -18,7 +18,14 @@ builds on demand instead, once per change.
 Every answer says how fresh it is (:func:`freshness`): a watched cluster is ``watching`` (current
 now), ``syncing`` (its first lists are under way) or ``broken`` (the last known state, and since
 when); a one-shot read says when it was read; a snapshot or the demo is ``static``. A broken watch
-is also one of ``/readyz``'s problems (:func:`problems`), which the console shows as a banner.
+is also one of ``/readyz``'s problems (:func:`problems`), which the console shows as a banner; so
+is one that keeps restarting (see :mod:`.watch`), and one whose objects were dropped.
+
+One object the inventory cannot read (a node whose capacity is not a quantity) must not turn every
+overview of the cluster into that error: the build drops it from the kept objects, counts it in
+its kind's status (``dropped``, with the latest reasons), names it in ``/readyz``, and builds
+again without it. Past :data:`MAX_DROPPED` such objects in one build the error stands: then the
+cluster is not what Lens can read, and a one-shot read says the same.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 
 from llm_d_lens import settings
 from llm_d_lens.cluster.clusters import Cluster
+from llm_d_lens.cluster.errors import ObjectInvalid, describe_object
 from llm_d_lens.cluster.fleet import read_freshness
 from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
 from llm_d_lens.cluster.objects import ClusterObjects
@@ -45,6 +53,7 @@ from llm_d_lens.serving.watch import (
     NOT_FOUND,
     KindWatch,
     WatchKind,
+    max_event_bytes,
 )
 
 WATCH_ENV = "LENS_CLUSTER_WATCH"
@@ -54,6 +63,10 @@ FIRST_SYNC_SECONDS = 30.0
 JOIN_SECONDS = 5.0
 #: changes arriving within this long of each other are built into one inventory
 SETTLE_SECONDS = 0.2
+#: unreadable objects one build drops before their error is the answer
+MAX_DROPPED = 100
+#: the reasons a kind keeps for its latest dropped objects
+DROPPED_NOTES = 5
 
 
 class WatchNotSynced(LensError):
@@ -75,7 +88,8 @@ class WatchedCluster:
     """One live cluster's objects kept current, and the inventory built from them."""
 
     def __init__(self, name: str, source: ClusterSource, runner: Runner, *, kinds: Iterable[WatchKind] = KINDS,
-                 clock: Callable[[], float] = time.time, first_sync: float = FIRST_SYNC_SECONDS):
+                 clock: Callable[[], float] = time.time, first_sync: float = FIRST_SYNC_SECONDS,
+                 max_line: int | None = None):
         self.name = name
         self.source = source
         self.runner = runner
@@ -92,8 +106,9 @@ class WatchedCluster:
         self._builder: threading.Thread | None = None
         self._dra_version: str | None = None
         self._dra_known = False
+        max_line = max_event_bytes() if max_line is None else max_line
         self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, clock=clock,
-                                           stopped=self.stopped) for kind in kinds}
+                                           stopped=self.stopped, max_line=max_line) for kind in kinds}
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -195,16 +210,45 @@ class WatchedCluster:
                     return built
                 objects = self.objects()
                 read_at = self.clock()
-            try:
-                found = WatchedInventory(_build(objects, self.source), read_at, watch=self, generation=generation)
-            except LensError as exc:  # an object the inventory cannot read: the answer is that error
-                with self.lock:
-                    self._failed = (generation, exc)
-                raise
+            drops = 0
+            while True:
+                try:
+                    found = WatchedInventory(_build(objects, self.source), read_at, watch=self, generation=generation)
+                    break
+                except ObjectInvalid as exc:  # one unreadable object: dropped, counted, built again without it
+                    if drops < MAX_DROPPED and self._drop(exc):
+                        drops += 1
+                        with self.lock:
+                            objects, generation, read_at = self.objects(), self.generation, self.clock()
+                        continue
+                    with self.lock:
+                        self._failed = (generation, exc)
+                    raise
+                except LensError as exc:  # the answer is that error
+                    with self.lock:
+                        self._failed = (generation, exc)
+                    raise
             with self.lock:
                 if self._built is None or self._built.generation < generation:
                     self._built, self._failed = found, None
             return found
+
+    def _drop(self, exc: ObjectInvalid) -> bool:
+        """Forget the kept object ``exc`` is about, with a note; False when it is not a kept one."""
+        from llm_d_lens.errors import clip
+
+        with self.lock:
+            for watch in self.kinds.values():
+                key = next((key for key, item in watch.objects.items() if item is exc.item), None)
+                if key is None:
+                    continue
+                del watch.objects[key]  # the next event or list about it brings it back, checked again
+                watch.dropped += 1
+                watch.dropped_notes = [*watch.dropped_notes, {"object": clip(describe_object(exc.item), 300),
+                                                              "code": exc.code, "reason": clip(exc.message, 500)}
+                                       ][-DROPPED_NOTES:]
+                return True
+        return False
 
     def _build_loop(self) -> None:
         """The builder: after each burst of changes, one build, so requests never wait for one."""
@@ -250,15 +294,25 @@ class WatchedCluster:
                 "since": self.started_at, "kinds": kinds}
 
     def problems(self) -> list[dict[str, Any]]:
-        """A broken kind as a /readyz problem."""
+        """A broken kind, one that keeps restarting, and one with dropped objects, as /readyz problems."""
         found = []
         for kind, watch in self.kinds.items():
             with self.lock:
-                if watch.state != "broken" or watch.error is None:
-                    continue
-                error, since = watch.error, watch.broken_since
-            found.append({"kind": "cluster-watch", "name": self.name, "resource": kind, "code": error.code,
-                          "reason": error.message, "broken_since": since})
+                error, since, state = watch.error, watch.broken_since, watch.state
+                restarts, cause, unstable = watch.restarts, watch.last_restart, watch.unstable
+                dropped, notes = watch.dropped, list(watch.dropped_notes)
+            if state == "broken" and error is not None:
+                found.append({"kind": "cluster-watch", "name": self.name, "resource": kind, "code": error.code,
+                              "reason": error.message, "broken_since": since})
+            elif unstable:
+                found.append({"kind": "cluster-watch", "name": self.name, "resource": kind,
+                              "code": "CLUSTER_WATCH_UNSTABLE", "restarts": restarts,
+                              "reason": f"restarted {restarts} times in a row, backing off (last: {cause})"})
+            if dropped:
+                found.append({"kind": "cluster-watch", "name": self.name, "resource": kind,
+                              "code": "CLUSTER_WATCH_DROPPED", "dropped": dropped, "latest": notes,
+                              "reason": f"{dropped} object{'s' if dropped != 1 else ''} the inventory cannot read "
+                                        f"left out of the answers (latest: {notes[-1]['reason'] if notes else '?'})"})
         return found
 
 

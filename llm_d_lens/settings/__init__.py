@@ -46,6 +46,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LENS_KUBE_CONTEXT", "cluster", "a server's cluster: this kubeconfig context", "kubectl's current one"),
     Setting("LENS_KUBECONFIG", "cluster", "a server's kubeconfig file", "kubectl's"),
     Setting("LENS_KUBECTL_TIMEOUT", "cluster", "seconds one kubectl call may take", "60"),
+    Setting("LENS_WATCH_MAX_EVENT_BYTES", "cluster", "the longest watch event line a server reads (longer is refused)",
+            "16777216"),
     Setting("LENS_CLUSTER_WATCH", "cluster", "on: a server keeps live clusters in memory by a watch (lens serve sets it)", "off"),
     Setting("LENS_PROMETHEUS_URL", "telemetry", "the Prometheus telemetry is read from"),
     Setting("LENS_PROMETHEUS_TIMEOUT", "telemetry", "seconds per Prometheus query", "10"),

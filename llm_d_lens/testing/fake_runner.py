@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any, Union
 
-from llm_d_lens.runner.errors import CommandFailed
+from llm_d_lens.runner.errors import CommandFailed, CommandOutputTooLarge
 from llm_d_lens.runner.process import RunnerBase
 from llm_d_lens.runner.protocol import DEFAULT_TIMEOUT, CommandStream, RecordedCall
 
@@ -197,7 +197,10 @@ class _FakeStream(CommandStream):
                 return
             if isinstance(line, BaseException):
                 raise line  # e.g. CommandTimedOut, as the real stream raises after a silence
-            yield line if isinstance(line, str) else json.dumps(line)
+            text = line if isinstance(line, str) else json.dumps(line)
+            if self.max_line is not None and len(text.encode("utf-8", "surrogatepass")) > self.max_line:
+                raise CommandOutputTooLarge(self.argv, self.max_line)  # as the real reader refuses it
+            yield text
         if self._reply.returncode != 0 and not self.closed:
             raise CommandFailed(self.argv, self._reply.returncode, "", self._reply.stderr, secrets=self._secrets)
 
