@@ -54,6 +54,7 @@ class FitOptions:
     runtime_classes: tuple[RuntimeClassRef, ...] | None = None  # None: not known
     resource_name: str | None = None  # one of the mode's resource_names; default the first
     image_policy: str = "keep"  # "keep": upstream's pins stay; "profile": the profile's runtime_image replaces managed ones
+    engine_sized: bool = False  # Lens set the engine's sizes (--tensor-parallel): the count is theirs, not a mismatch
 
 
 @dataclass
@@ -243,7 +244,7 @@ class Fitter:
             self._note(pod, "asks for no accelerator (access mode has request model none)")
         else:
             count, source = self._count(pod, targets)
-            if self.options.count is not None:
+            if self.options.count is not None and not self.options.engine_sized:
                 self.result.warnings += engine_size(pod, targets, count, self._overlay_count(pod, targets)[0])
             self.result.counts[pod.display] = count
             self.result.count_sources[pod.display] = source
@@ -276,7 +277,7 @@ class Fitter:
 
     def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
         if self.options.count is not None:
-            return self.options.count, "--count"
+            return self.options.count, "the engine's sizes Lens set" if self.options.engine_sized else "--count"
         return self._overlay_count(pod, targets)
 
     def _overlay_count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
