@@ -50,6 +50,8 @@ SPELLINGS: dict[str, dict[str, str]] = {
 #: the kinds whose ``spec.replicas`` counts model-server pods (or, for a LeaderWorkerSet, groups)
 REPLICATED_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9._-]+")
+#: what separates two words of one command in a script: blanks, and line ends escaped with a backslash
+_GAP = r"(?:[ \t]|\\\n)"
 
 
 class EngineArgumentFixed(DeployError):
@@ -252,7 +254,7 @@ class _Container:
 
     def _replace_flag(self, flag: str, written: str, wanted: str) -> None:
         """Every ``flag=written`` / ``flag written`` in the command and args, words and scripts alike."""
-        pattern = re.compile(rf"(?<![\w-]){re.escape(flag)}(=|[ \t]+|[ \t]*\\\n[ \t]*){re.escape(written)}(?![^\s;&|])")
+        pattern = re.compile(rf"(?<![\w-]){re.escape(flag)}(={_GAP}*|{_GAP}+){re.escape(written)}(?![^\s;&|])")
         changed = 0
         for lst in self._lists():
             for i, item in enumerate(lst):
@@ -279,7 +281,7 @@ class _Container:
 
     def _replace(self, matches: Any, before: str, written: str, wanted: str) -> None:
         """Replace the word ``written`` that follows ``before``, as a list item or inside a script."""
-        pattern = re.compile(rf"(?<![\w-]){re.escape(before)}(\s+){re.escape(written)}(?![^\s;&|])")
+        pattern = re.compile(rf"(?<![\w-]){re.escape(before)}({_GAP}+){re.escape(written)}(?![^\s;&|])")
         previous: str | None = None
         for lst in self._lists():
             for i, item in enumerate(lst):

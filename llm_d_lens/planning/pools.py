@@ -59,6 +59,10 @@ class Pool:
         """Pods of ``width`` devices each that fit on schedulable nodes, none spanning two nodes."""
         return sum((n.free_devices if free_only else n.whole_devices) // width for n in self.nodes if n.schedulable)
 
+    def deploy_options(self) -> list[str]:
+        """``lens deploy render`` options that make a pod ask for this pool's devices (none for whole devices)."""
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         memory = self.device_memory_bytes
         return {
