@@ -113,6 +113,11 @@ def image_repository(image: str) -> str:
     return name
 
 
+def is_partition_resource(profile: HardwareProfile, name: str) -> bool:
+    """A partition the profile's inventory counts (a device slice): a plugin mode may request it by ``--resource``."""
+    return any(re.fullmatch(pattern, name) for pattern in profile.inventory.partition_resource_patterns)
+
+
 def parallel_flags(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """``tp``/``pp``/``dp_local`` -> (the flag as written, its value) for the sizes the engine states.
 
@@ -200,9 +205,10 @@ class Fitter:
                 raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")
             return None
         wanted = self.options.resource_name or self.mode.resource_names[0]
-        if wanted not in self.mode.resource_names:
+        if wanted not in self.mode.resource_names and not is_partition_resource(self.profile, wanted):
             raise DeployRequestInvalid(
-                f"access mode {self.mode_name!r} of {self.profile.id!r} requests {', '.join(self.mode.resource_names)}, not {wanted!r}"
+                f"access mode {self.mode_name!r} of {self.profile.id!r} requests {', '.join(self.mode.resource_names)} "
+                f"(or a partition matching inventory.partition_resource_patterns), not {wanted!r}"
             )
         return wanted
 

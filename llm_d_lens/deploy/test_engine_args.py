@@ -200,7 +200,7 @@ def test_the_plans_printed_hand_off_renders_the_planned_model_at_the_planned_siz
     assert model_of_container(container) == "meta-llama/Llama-3.1-70B"
     tp = hand_off["tensor_parallel"]
     assert stated_flags(container).get("tp", ("", "1"))[1] == str(tp)
-    assert f"--max-model-len=8192" in container["args"]
+    assert "--max-model-len=8192" in container["args"]
     assert workload["spec"]["replicas"] == hand_off["replicas"]
 
 
@@ -210,3 +210,29 @@ def test_the_api_takes_the_same_fields_with_bounds():
     with pytest.raises(ValueError, match="model"):
         RenderRequest(guide="g", hardware="h", model="m; rm -rf /")
     assert RenderRequest(guide="g", hardware="h", model="org/m", replicas=0).engine_choice().replicas == 0
+
+
+@needs_tree
+@needs_kustomize
+@pytest.mark.parametrize("hardware, partition, whole", [("nvidia", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu"),
+                                                         ("amd", "amd.com/cpx_nps4", "amd.com/gpu")])
+def test_a_partition_pools_hand_off_renders_one_partition_a_pod(hardware, partition, whole):
+    result = render(RenderRequest(guide="optimized-baseline", hardware=hardware, resource_name=partition,
+                                  model="meta-llama/Llama-3.2-1B", tensor_parallel=1), root=ROOT)
+    limits = engine_container(result)["resources"]["limits"]
+    assert limits[partition] == 1 and whole not in limits
+    assert stated_flags(engine_container(result)) == {"tp": ("--tensor-parallel-size", "1")}  # the overlay's 2, rewritten
+    assert [w for w in result.warnings if w.severity == "error" or w.code == MISMATCH] == []
+
+
+def test_a_resource_that_is_neither_the_modes_nor_a_partition_is_refused():
+    from llm_d_lens.deploy.errors import DeployRequestInvalid
+    from llm_d_lens.deploy.shape import FitOptions, Fitter
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.hardware.resolution import Resolver
+
+    registry = get_registry()
+    with pytest.raises(DeployRequestInvalid, match="partition_resource_patterns"):
+        Fitter(registry.get("nvidia"), FitOptions(resource_name="nvidia.com/other"), Resolver(registry))
+    assert Fitter(registry.get("nvidia"), FitOptions(resource_name="nvidia.com/mig-3g.40gb"), Resolver(registry)).resource_name \
+        == "nvidia.com/mig-3g.40gb"

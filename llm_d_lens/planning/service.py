@@ -77,8 +77,8 @@ class PoolPlan:
         if context is not None:
             deploy += ["--max-model-len", str(context)]
         deploy += ["--replicas", str(replicas)]
-        note = (f"renders the {DEFAULT_GUIDE} overlay serving the planned model on {option.width} device(s) a pod, "
-                f"{replicas} replica(s)")
+        unit = f"one {self.pool.partition} partition" if self.pool.partition else f"{option.width} device(s)"
+        note = f"renders the {DEFAULT_GUIDE} overlay serving the planned model on {unit} a pod, {replicas} replica(s)"
         if served is None:
             note += "; the config names no model id (_name_or_path), so add --model with the checkpoint to serve"
         return {
