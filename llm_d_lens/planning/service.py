@@ -211,13 +211,38 @@ def model_spec(model: str | None, config: dict[str, Any] | None, hint: str) -> M
     return spec
 
 
-def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None) -> Plan:
-    """:func:`plan` on the server's cluster: a broken configured snapshot is the server's 503, and AIC's state is told."""
+#: the largest config.json a form may upload: published configs are a few KiB, a multimodal one under 100 KiB
+MAX_UPLOAD_BYTES = 256 * 1024
+
+
+def uploaded_config(raw: bytes, filename: str) -> ModelSpec:
+    """A config.json a user uploaded (the console's plan form), as a model's shape; bounded, strict, coded.
+
+    ``filename`` is the browser's name for it, shown in messages and as the model's source.
+    """
+    from llm_d_lens.planning.architecture import from_config
+    from llm_d_lens.planning.catalogue import parse_json
+    from llm_d_lens.planning.errors import ConfigTooLarge, ModelConfigInvalid
+
+    source = f"upload:{filename or 'config.json'}"
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ConfigTooLarge(source, len(raw), MAX_UPLOAD_BYTES)
+    if not raw.strip():
+        raise ModelConfigInvalid(source, "$", "", "is empty: choose a model's config.json")
+    return from_config(parse_json(raw, source), source)
+
+
+def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:
+    """:func:`plan` on the server's cluster: a broken configured snapshot is the server's 503, and AIC's state is told.
+
+    ``discover`` runs the profiles' discovery tools on nodes of unknown memory, as ``lens plan
+    --discover`` does (a live cluster only; on a snapshot or the demo the plan notes it was skipped).
+    """
     from llm_d_lens.errors import LensError, ServerNotConfigured
     from llm_d_lens.planning.aic import status
 
     try:
-        result = plan(model, request, source, runner)
+        result = plan(model, request, source, runner, discover=discover)
     except LensError as exc:
         if source.snapshot is None:
             raise

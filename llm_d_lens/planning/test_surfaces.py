@@ -194,3 +194,12 @@ def test_the_printed_hand_off_is_never_wrapped_and_names_the_planned_model(capsy
               "--tensor-parallel 4 --max-model-len 100000 --replicas 1")
     assert len(deploy) > 80 and deploy in lines
     assert max(len(line) for line in lines if not line.startswith("lens ")) <= 80
+
+
+def test_the_api_takes_discover_as_the_cli_does(client):
+    answer = client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b", "discover": True})
+    assert answer.status_code == 200
+    assert any("node discovery skipped" in note for note in answer.json()["notes"])  # the demo is no live cluster
+    assert not any("discovery" in note for note in client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b"}).json()["notes"])
+    refused = client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b", "discover": "yes"})
+    assert refused.status_code == 422 and "discover" in refused.text
