@@ -110,7 +110,7 @@ def apply_choice(pods: Iterable[tuple[PodTemplate, list[dict[str, Any]]]], objec
     if not servers and (choice.model or choice.sizes_engine or choice.max_model_len):
         where = ", ".join(pod.display for pod, _ in pods) or "the overlay"
         raise EngineArgumentFixed(f"{where}: no model-server container whose engine Lens knows (vllm serve, sglang, "
-                                  "trtllm-serve), so --model, --tensor-parallel and --max-model-len have nothing to change",
+                                  "trtllm-serve), so the model, the tensor/pipeline sizes and the context length asked have nothing to change",
                                   details={"workloads": [pod.display for pod, _ in pods]})
     old_models: set[str] = set()
     for pod, container in servers:
@@ -216,7 +216,7 @@ class _Container:
                 return old
         raise EngineArgumentFixed(
             f"{self.where}: the engine's command names no model (no {' / '.join(MODEL_FLAGS[:2])} and no word after "
-            "`serve`), so Lens cannot say which to serve; name it in the overlay, or leave out --model",
+            "`serve`), so Lens cannot say which to serve; name it in the overlay, or do not ask for another model",
             details={"workload": self.pod.display, "container": self.container.get("name")})
 
     def _set_value(self, flag: str, written: str, wanted: str, already: Any) -> str:

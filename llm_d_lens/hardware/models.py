@@ -456,7 +456,7 @@ class Planning(Contract):
     engine_memory: EngineMemory | None = Field(default=None, description="A serving engine's measured non-torch and graph memory on this hardware.")
     partition_memory: list[PartitionMemory] = Field(
         default_factory=list, description="Ordered: the first rule whose pattern matches a partition channel gives one "
-                                          "partition's memory; a partition no rule matches is not planned.")
+                                          "partition's memory; a partition no rule matches is a pool of unknown memory.")
 
 
 class MemoryLabel(Contract):
