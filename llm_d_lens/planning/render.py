@@ -52,7 +52,7 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
             lines.append(f"  hand-off: {hand_off['note']}:")
             parts.append(Text("\n".join(lines)))
             # each command on a line of its own, never wrapped, so it copies and pastes whole
-            for command in (hand_off["deploy"], hand_off["evaluate"]):
+            for command in (c for c in (hand_off["deploy"], hand_off["evaluate"]) if c):
                 parts.append(Text(command, no_wrap=True, overflow="ignore"))
             lines = []
         lines.extend(f"  note: {note}" for note in pool["notes"])

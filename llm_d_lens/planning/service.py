@@ -81,8 +81,12 @@ class PoolPlan:
         note = f"renders the {DEFAULT_GUIDE} overlay serving the planned model on {unit} a pod, {replicas} replica(s)"
         if served is None:
             note += "; the config names no model id (_name_or_path), so add --model with the checkpoint to serve"
+        whole_only = bool(self.pool.partition) and self.pool.partition_via != "extended-resource"
+        if whole_only:  # a DRA partition: the render claims the mode's device class, whole devices
+            note += (f"; but {self.pool.partition} partitions are DRA devices, and lens deploy render claims whole "
+                     "devices of the access mode's class: claim the partition in the overlay")
         return {
-            "deploy": shlex.join(deploy),
+            "deploy": None if whole_only else shlex.join(deploy),
             "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
             "engine_args": shlex.join(engine), "guide": DEFAULT_GUIDE,
             "model": served, "replicas": replicas,

@@ -101,3 +101,17 @@ def test_partition_rules_and_their_refusals():
                 {"split_group": "mode", "splits": {"half": 0}}):  # a split of nothing
         with pytest.raises(ValueError):
             PartitionMemory(pattern=r"^x/(?P<gb>\d+)(?P<mode>\w+)$", source="s", **bad)
+
+
+def test_a_dra_partition_pool_hands_off_no_render_that_would_claim_whole_devices():
+    from llm_d_lens.planning.fit import fit_pool
+    from llm_d_lens.planning.pools import Pool, PoolNode
+    from llm_d_lens.planning.service import PoolPlan
+
+    model = catalogue_spec("llama-3.2-1b")
+    pool = Pool("nvidia", "NVIDIA", "nvidia", "NVIDIA-H100-80GB-HBM3", 10 * 10**9, "partition-name:x",
+                [PoolNode("n", 7, 7, 7, True)], partition="gpu.nvidia.com", partition_via="dra")
+    plans = PoolPlan(pool, fit_pool(model, FitRequest(context=8192).checked(model), pool))
+    hand_off = plans.to_dict(model, 8192)["hand_off"]
+    assert hand_off["deploy"] is None and "claim the partition in the overlay" in hand_off["note"]
+    assert hand_off["evaluate"].startswith("lens evaluate config --hardware nvidia")
