@@ -13,6 +13,8 @@ configuration itself, not guessed from an error's wording.
 
 from __future__ import annotations
 
+import functools
+
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -332,19 +334,120 @@ def models() -> list[dict[str, Any]]:
     return models_document()
 
 
-async def plan(params: dict[str, Any]) -> Panel:
-    """``POST /api/v1/planning/plan`` for the form's model, on the server's cluster."""
+async def plan(params: dict[str, Any], upload: tuple[str, bytes] | None = None) -> Panel:
+    """``POST /api/v1/planning/plan`` for the form's model (or its uploaded config.json), on the server's cluster."""
 
     async def load() -> Any:
-        from llm_d_lens.cluster import served
-        from llm_d_lens.planning.errors import ModelUnknown
-        from llm_d_lens.planning.fit import FitRequest
-        from llm_d_lens.planning.service import model_spec, server_plan
-
-        spec = model_spec(params["model"], None, ModelUnknown.API_HINT)
-        fit = FitRequest(params["context"], params["concurrency"], params["dtype"] or None, None)
-        fit.checked(spec)
-        result = await run_in_threadpool(server_plan, spec, fit, served.cluster_source(), served.cluster_runner())
-        return result.to_dict()
+        return await _plan_document(params, upload)
 
     return await guarded(load)
+
+
+async def _plan_document(params: dict[str, Any], upload: tuple[str, bytes] | None) -> dict[str, Any]:
+    from llm_d_lens.cluster import served
+    from llm_d_lens.planning.errors import ModelUnknown
+    from llm_d_lens.planning.fit import FitRequest
+    from llm_d_lens.planning.service import model_spec, server_plan, uploaded_config
+
+    spec = uploaded_config(upload[1], upload[0]) if upload else model_spec(params["model"], None, ModelUnknown.API_HINT)
+    fit = FitRequest(params["context"], params["concurrency"], params["dtype"] or None, None)
+    fit.checked(spec)
+    result = await run_in_threadpool(functools.partial(server_plan, discover=bool(params.get("discover"))), spec, fit,
+                                     served.cluster_source(), served.cluster_runner())
+    return result.to_dict()
+
+
+def upload_limit() -> int:
+    """Bytes a config.json upload may have (the form says it)."""
+    from llm_d_lens.planning.service import MAX_UPLOAD_BYTES
+
+    return MAX_UPLOAD_BYTES
+
+
+#: what the plan form sends besides the file: field -> (default, how it is read)
+PLAN_FIELDS: dict[str, Any] = {"model": "llama-3.1-8b", "context": 8192, "concurrency": 1, "dtype": "", "discover": False}
+#: the form's other fields and multipart framing, beyond the config.json itself
+FORM_OVERHEAD_BYTES = 16 * 1024
+
+
+async def posted_plan(request: Any) -> tuple[dict[str, Any], str | None, Panel]:
+    """The plan form as posted (``multipart/form-data``, a config.json file optional): its fields, the
+    uploaded file's name, and the plan; a form too large or a field out of bounds is the panel's coded error.
+
+    The body is read only up to the upload cap, so an oversize upload is refused without being held.
+    """
+    params = dict(PLAN_FIELDS)
+    names: list[str] = []
+
+    async def load() -> Any:
+        fields, upload = await _read_plan_form(request)
+        params.update(fields)
+        if upload is not None:
+            names.append(upload[0])
+        return await _plan_document(params, upload)
+
+    found = await guarded(load)
+    return params, (names[0] if names else None), found
+
+
+async def _read_plan_form(request: Any) -> tuple[dict[str, Any], tuple[str, bytes] | None]:
+    from llm_d_lens.planning.errors import ConfigTooLarge, RequestInvalid
+    from llm_d_lens.planning.service import MAX_UPLOAD_BYTES
+
+    limit = MAX_UPLOAD_BYTES + FORM_OVERHEAD_BYTES
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ConfigTooLarge("the plan form", int(declared), MAX_UPLOAD_BYTES)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ConfigTooLarge("the plan form", len(body), MAX_UPLOAD_BYTES)
+    fields, files = _form_parts(request.headers.get("content-type", ""), bytes(body))
+    out: dict[str, Any] = {}
+    for name, (low, high) in (("context", (1, 10**7)), ("concurrency", (1, 10**6))):
+        text = fields.get(name, str(PLAN_FIELDS[name])).strip()
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise RequestInvalid(name, text, f"is not a whole number from {low:,} to {high:,}")
+        out[name] = int(text)
+    for name, longest in (("model", 200), ("dtype", 32)):
+        text = fields.get(name, str(PLAN_FIELDS[name])).strip()
+        if len(text) > longest:
+            raise RequestInvalid(name, text, f"is longer than {longest} characters")
+        out[name] = text
+    out["discover"] = fields.get("discover", "") in ("on", "1", "true")
+    upload = files.get("config")
+    if upload is not None and len(upload[1]) > MAX_UPLOAD_BYTES:
+        raise ConfigTooLarge(f"upload:{upload[0]}", len(upload[1]), MAX_UPLOAD_BYTES)
+    return out, (upload if upload is not None and upload[1] else None)
+
+
+def _form_parts(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    """A posted form's text fields and its files (name -> (filename, bytes)), multipart or urlencoded."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+    from urllib.parse import parse_qs
+
+    from llm_d_lens.planning.errors import RequestInvalid
+
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        query = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        return {k: v[-1] for k, v in query.items()}, {}
+    if not content_type.startswith("multipart/form-data"):
+        raise RequestInvalid("Content-Type", content_type or "none", "is not a form (multipart/form-data)")
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+    fields: dict[str, str] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    if not message.is_multipart():
+        raise RequestInvalid("Content-Type", content_type, "names no boundary the body is split by")
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not isinstance(name, str):
+            continue
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            files[name] = (filename, payload)
+        else:
+            fields[name] = payload.decode("utf-8", "replace")
+    return fields, files

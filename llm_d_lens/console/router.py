@@ -283,19 +283,37 @@ async def plan_page(
     context: int = Query(8192, ge=1, le=10**7),
     concurrency: int = Query(1, ge=1, le=10**6),
     dtype: str = Query("", max_length=32),
+    discover: bool = Query(False),
 ) -> HTMLResponse:
     """``POST /api/v1/planning/plan`` for a catalogue model, as a form and a table."""
+    params = {"model": model, "context": context, "concurrency": concurrency, "dtype": dtype, "discover": discover}
+    return _plan_page(params, None, await data.plan(params))
+
+
+@router.post("/plan", response_class=HTMLResponse)
+async def plan_upload(request: Request) -> HTMLResponse:
+    """The plan form as posted: a catalogue model, or a config.json file (at most 256 KiB) planned instead.
+
+    Planning changes nothing, so the form may post; its answer is the same page as ``GET /plan``.
+    """
+    params, uploaded, found = await data.posted_plan(request)
+    return _plan_page(params, uploaded, found)
+
+
+def _plan_page(params: dict[str, Any], uploaded: str | None, found: Any) -> HTMLResponse:
     tabs, failures, registry = _registry_state()
-    params = {"model": model, "context": context, "concurrency": concurrency, "dtype": dtype}
-    found = await data.plan(params)
     chart = None
     if found.ok:
         fitting = [p for p in found.data["pools"] if p.get("best")]
-        chart = stacked_bars([(p["product"], [
+        chart = stacked_bars([(p["product"] + (f" {p['partition'].rsplit('/', 1)[-1]}" if p.get("partition") else ""), [
             ("weights", p["best"]["weights_gib"]), ("KV cache", p["best"]["kv_cache_gib"]),
             ("overhead", p["best"]["overhead_gib"]), ("headroom", p["best"]["headroom_gib"])]) for p in fitting], "GiB") if fitting else None
-    return render("plan.html", page="plan", tabs=tabs, failures=failures, registry=registry, params=params,
-                  models=data.models(), dtypes=data.DTYPES, plan=found, chart=chart)
+    response = render("plan.html", page="plan", tabs=tabs, failures=failures, registry=registry, params=params,
+                      uploaded=uploaded, models=data.models(), dtypes=data.DTYPES, plan=found, chart=chart,
+                      upload_limit_kib=data.upload_limit() // 1024)
+    if not found.ok and found.code == "PLANNING_CONFIG_TOO_LARGE":
+        response.status_code = 413
+    return response
 
 
 @router.get("/doctor", response_class=HTMLResponse)

@@ -317,3 +317,38 @@ def test_lens_serve_demo_calls_no_busy_device_idle_in_devices_now(visit):
         idle = [name for name, (util, held) in seen.items() if held == "idle"]
         assert idle and {seen[name][0] for name in idle} <= {"0%", "–"}
         assert v.errors == []
+
+
+GPTQ_CONFIG = REPO / "llm_d_lens" / "planning" / "testdata" / "checkpoints" / "llama-2-7b-gptq" / "config.json"
+MIG_POOL = "nvidia/NVIDIA-H100-80GB-HBM3:mig-1g.10gb"
+
+
+def test_the_plan_form_plans_an_uploaded_config_json_on_a_partition_pool(lens, visit, tmp_path):
+    # the demo's MIG node offers 28 nvidia.com/mig-1g.10gb slices; a 4-bit 7B (GPTQ) fits one
+    v = visit(lens)
+    v.go("/plan")
+    v.page.locator('#plan-form input[name="config"]').set_input_files(str(GPTQ_CONFIG))
+    v.page.locator('#plan-form input[name="context"]').fill("4096")
+    with v.page.expect_navigation():
+        v.page.locator("#plan-form button").click()
+    api = json.loads(urllib.request.urlopen(urllib.request.Request(
+        lens + "/api/v1/planning/plan", data=json.dumps({"config": json.loads(GPTQ_CONFIG.read_text()), "context": 4096}).encode(),
+        headers={"Content-Type": "application/json"}), timeout=60).read())
+    assert "From the uploaded config.json: LlamaForCausalLM" in v.page.locator(".source").inner_text()
+    (mig,) = [p for p in api["pools"] if p["pool"] == MIG_POOL]
+    assert mig["best"] is not None
+    row = v.page.locator(f'#plan-table tr[data-pool="{MIG_POOL}"]')
+    assert row.locator('[data-field="partition"]').inner_text() == "partition nvidia.com/mig-1g.10gb"
+    assert row.locator('[data-field="parallelism"]').inner_text() == "1 × 1"
+    assert row.locator('[data-field="headroom"]').inner_text() == f'{mig["best"]["headroom_gib"]:.2f} GiB'
+    assert v.page.locator("#plan-table tbody tr[data-pool]").count() == len(api["pools"])
+    # a file over the cap is refused with its code, and the form is still there to choose another
+    big = tmp_path / "huge.json"
+    big.write_text('{"pad": "' + "x" * (256 * 1024) + '"}')
+    v.page.locator('#plan-form input[name="config"]').set_input_files(str(big))
+    with v.page.expect_navigation():
+        v.page.locator("#plan-form button").click()
+    assert v.page.locator('[data-code="PLANNING_CONFIG_TOO_LARGE"]').count() == 1
+    assert v.page.locator("#plan-form").count() == 1
+    # Chromium logs the 413 answer as a failed resource load; nothing else may be logged
+    assert [e for e in v.errors if "413" not in e] == [] and v.foreign() == []

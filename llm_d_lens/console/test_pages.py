@@ -234,6 +234,43 @@ def test_an_unknown_model_on_the_plan_page_is_its_coded_error(server, monkeypatc
     assert 'data-code="PLANNING_MODEL_UNKNOWN"' in page and "gpt-17" in page
 
 
+GPTQ_CONFIG = Path(__file__).parents[1] / "planning" / "testdata" / "checkpoints" / "llama-2-7b-gptq" / "config.json"
+MIG_POOL = "nvidia/NVIDIA-H100-80GB-HBM3:mig-1g.10gb"
+
+
+def test_the_plan_form_plans_an_uploaded_config_and_a_partition_pool_as_the_api_does(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    config = GPTQ_CONFIG.read_bytes()
+    api = server.post("/api/v1/planning/plan", json={"config": json.loads(config), "context": 4096}).json()
+    answer = server.post("/plan", data={"model": "llama-3.1-8b", "context": "4096", "concurrency": "1", "dtype": ""},
+                         files={"config": ("config.json", config, "application/json")})
+    assert answer.status_code == 200
+    page = answer.text
+    assert "From the uploaded" in text_of(page) and api["model"]["name"] == "LlamaForCausalLM" in text_of(page)
+    (mig,) = [p for p in api["pools"] if p["pool"] == MIG_POOL]
+    assert mig["best"] is not None  # 4-bit 7B fits a 10 GB slice
+    row = page[page.index(f'data-pool="{MIG_POOL}"'):]
+    row = row[:row.index("</tr>")]
+    assert 'data-field="partition">partition nvidia.com/mig-1g.10gb<' in row
+    assert f'data-field="headroom">{mig["best"]["headroom_gib"]:.2f} GiB<' in row
+
+
+def test_the_plan_forms_upload_is_capped_and_its_fields_bounded(server, monkeypatch):
+    monkeypatch.setenv("LENS_CLUSTER_DEMO", "1")
+    big = b'{"pad": "' + b"x" * (256 * 1024) + b'"}'
+    answer = server.post("/plan", data={"context": "4096"}, files={"config": ("huge.json", big, "application/json")})
+    assert answer.status_code == 413 and 'data-code="PLANNING_CONFIG_TOO_LARGE"' in answer.text
+    assert "262,144 bytes" in text_of(answer.text)
+    bad = server.post("/plan", data={"context": "0"}, files={"config": ("", b"", "application/octet-stream")})
+    assert 'data-code="PLANNING_REQUEST_INVALID"' in bad.text and "context" in text_of(bad.text)
+    broken = server.post("/plan", data={"context": "4096"}, files={"config": ("c.json", b"{nope", "application/json")})
+    assert 'data-code="PLANNING_MODEL_CONFIG_INVALID"' in broken.text and "upload:c.json" in text_of(broken.text)
+    # no file chosen: the catalogue model is planned, with discovery asked (skipped on the demo, and said so)
+    plain = server.post("/plan", data={"model": "llama-3.2-1b", "context": "4096", "discover": "on"},
+                        files={"config": ("", b"", "application/octet-stream")})
+    assert "Llama-3.2-1B" in plain.text and "node discovery skipped" in text_of(plain.text)
+
+
 def test_the_cluster_selector_shows_each_served_cluster_by_name(server, monkeypatch, tmp_path: Path):
     for name, gpus in (("east", 8), ("west", 3)):
         (tmp_path / f"{name}.json").write_text(json.dumps(as_list(node(f"{name}-1", resources={"amd.com/gpu": str(gpus)}))))

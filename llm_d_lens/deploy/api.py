@@ -28,7 +28,8 @@ router = APIRouter(tags=["deploy"])
 #: the CLI flags the deploy domain's messages name -> the request fields an API caller sends instead
 REQUEST_FIELDS = {"--pci-allow": "pci_allow", "--count": "count", "--model-server": "model_server",
                   "--overlay": "overlay", "--revision": "revision", "--resource": "resource_name", "--mode": "mode",
-                  "--image-policy": "image_policy"}
+                  "--image-policy": "image_policy", "--tensor-parallel": "tensor_parallel",
+                  "--pipeline-parallel": "pipeline_parallel", "--replicas": "replicas"}
 
 
 class RenderBody(RenderRequest):

@@ -31,9 +31,18 @@ ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (def
 OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
 ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
 CountOption = typer.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
-                           help="Accelerators per pod (default: what the overlay asks for). The engine's "
-                                "--tensor-parallel-size is not rewritten: a count it was not sized for warns on "
-                                "stderr (ENGINE_PARALLELISM_MISMATCH).")
+                           help="Accelerators per pod (default: --tensor-parallel x --pipeline-parallel when given, else "
+                                "what the overlay asks for). Without --tensor-parallel the engine keeps its size: a count "
+                                "it was not sized for warns on stderr (ENGINE_PARALLELISM_MISMATCH).")
+ModelOption = typer.Option(None, "--model", help="Model the engine serves instead of the overlay's (Hugging Face id), "
+                                                 "set where the overlay names it (flag, word after `serve`, $VAR).")
+TensorOption = typer.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
+                            help="The engine's tensor-parallel size, set where the overlay states it (or added to a "
+                                 "plain argv); the pod's count follows.")
+PipelineOption = typer.Option(None, "--pipeline-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
+                              help="The engine's pipeline-parallel size within the pod, as --tensor-parallel.")
+MaxLenOption = typer.Option(None, "--max-model-len", min=1, help="The engine's context length in tokens.")
+ReplicasOption = typer.Option(None, "--replicas", min=0, help="Replicas of each model-server workload (LWS: groups).")
 PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
 ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
 RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
@@ -127,6 +136,11 @@ _RENDER_OPTIONS: list[tuple[str, Any, Any]] = [
     ("overlay", str, OverlayOption),
     ("mode", str, ModeOption),
     ("count", int, CountOption),
+    ("model", str, ModelOption),
+    ("tensor_parallel", int, TensorOption),
+    ("pipeline_parallel", int, PipelineOption),
+    ("max_model_len", int, MaxLenOption),
+    ("replicas", int, ReplicasOption),
     ("pci_allow", list[str], PciOption),
     ("resource", str, ResourceOption),
     ("runtime_classes_from_cluster", bool, RuntimeClassesOption),
@@ -186,6 +200,8 @@ def _render(options: dict[str, Any], *, for_people: bool = True) -> tuple[Any, A
         pci_allow=pci_allow,
         resource_name=options["resource"], runtime_classes=known, revision=options["revision"],
         image_policy=ImagePolicy(options["image_policy"]).value,
+        model=options["model"], tensor_parallel=options["tensor_parallel"], pipeline_parallel=options["pipeline_parallel"],
+        max_model_len=options["max_model_len"], replicas=options["replicas"],
     )
     from llm_d_lens.terminal.progress import progress
 

@@ -6,6 +6,7 @@ profiles; the edges only parse options and print.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_d_lens.deploy.discovery import discover, kustomizations_below, with_engines
+from llm_d_lens.deploy.engine_args import Applied, EngineArgumentFixed, EngineChoice, apply_choice
 from llm_d_lens.deploy.errors import ValidationFailed
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.render import (
@@ -51,6 +53,7 @@ from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
 from llm_d_lens.hardware.registry import Registry, get_registry
 from llm_d_lens.hardware.resolution import Resolver
 from llm_d_lens.k8s.objects import items, name_of
+from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.runner import Runner, format_command
 
 #: Seconds `kubectl apply` may take against a slow API server.
@@ -82,10 +85,21 @@ class RenderRequest(BaseModel):
     image_policy: Literal["keep", "profile"] = Field(
         default="keep", description="keep: upstream's pinned images stay (placeholders get the profile's image); "
                                     "profile: the profile's runtime_image replaces images from repositories it manages.")
+    model: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s'\"$`;&|<>]+$",
+                              description="Model the engine serves instead of the overlay's (a Hugging Face id or path).")
+    tensor_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD,
+                                        description="The engine's tensor-parallel size; the pod's count follows it.")
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD,
+                                          description="The engine's pipeline-parallel size within the pod.")
+    max_model_len: int | None = Field(default=None, ge=1, le=10_000_000, description="The engine's context length in tokens.")
+    replicas: int | None = Field(default=None, ge=0, le=10_000, description="Replicas of each model-server workload.")
 
     def fit_options(self) -> FitOptions:
         known = None if self.runtime_classes is None else tuple(RuntimeClassRef(r.name, r.handler) for r in self.runtime_classes)
         return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name, self.image_policy)
+
+    def engine_choice(self) -> EngineChoice:
+        return EngineChoice(self.model, self.tensor_parallel, self.pipeline_parallel, self.max_model_len, self.replicas)
 
 
 @dataclass
@@ -98,6 +112,7 @@ class RenderResult:
     model: str | None = None
     router_values: list[str] = field(default_factory=list)  # `helm install -f` files of the guide's router, in order
     companions: list[str] = field(default_factory=list)  # manifests, monitoring and helpers to deploy beside it
+    engine_changes: Applied = field(default_factory=Applied)  # what --model, --tensor-parallel, ... changed
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -115,6 +130,7 @@ class RenderResult:
             lines.append(f"router: helm values {', '.join(self.router_values)}")
         if self.companions:
             lines.append(f"deploy beside it: {', '.join(self.companions)}")
+        lines += [f"engine: {note}" for note in self.engine_changes.notes]
         lines.append(f"access mode {self.fitted.mode} ({self.fitted.request_model})")
         lines += self.fitted.notes
         return lines
@@ -132,6 +148,7 @@ class RenderResult:
             "model": self.model,
             "router_values": self.router_values,
             "companions": self.companions,
+            "engine_changes": list(self.engine_changes.notes),
             "explanation": self.explanation(),
             "warnings": [w.to_dict() for w in self.warnings],
         }
@@ -184,6 +201,11 @@ def render(
     mixed = mixed_hardware(rendered, resolver)
     if mixed is not None:
         raise ValidationFailed(where, [mixed])
+    view = DeviceView(resolver, rendered)
+    servers = [(pod, view.targets(pod)) for pod in all_pod_templates(rendered) if view.is_accelerated(pod)]
+    applied = apply_choice(servers, rendered, request.engine_choice())
+    if applied.sizes:
+        fitter = Fitter(profile, _sized_options(request, applied, where), resolver)
     fitted = fitter.fit(rendered)
     issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver) + fitted.warnings
     errors = [i for i in issues if i.severity == "error"]
@@ -191,7 +213,30 @@ def render(
         raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)
     accelerated = [p for p in all_pod_templates(rendered) if DeviceView(resolver, rendered).is_accelerated(p)]
     return RenderResult(choice, fitted, issues, command, engine_of_pods(accelerated), model_of_pods(accelerated),
-                        router, companions)
+                        router, companions, applied)
+
+
+def _sized_options(request: RenderRequest, applied: Applied, where: str) -> FitOptions:
+    """The fit options once Lens set the engine's sizes: the pod's count follows them unless ``--count`` says.
+
+    Lens sized the engine, so the check that ``--count`` outgrew the engine's own size no longer
+    applies; an explicit ``--count`` that differs (a chip of two cores: 4 chips at TP 8) is kept as asked.
+    """
+    options = request.fit_options()
+    sizes = set(applied.sizes.values())
+    count = request.count
+    if count is None:
+        if None in sizes or len(sizes) != 1:
+            shown = ", ".join(f"{k}: {v or 'unknown'}" for k, v in applied.sizes.items())
+            raise EngineArgumentFixed(
+                f"{where}: the engines' devices a pod cannot be told from their flags after the change "
+                f"({shown}); pass --count",
+                details={"sizes": {k: v for k, v in applied.sizes.items()}})
+        count = sizes.pop()
+    elif sizes != {count}:
+        applied.notes.append(f"--count {count} kept as asked beside the engine's size "
+                             f"{', '.join(str(s) for s in sorted(s or 0 for s in sizes))}")
+    return dataclasses.replace(options, count=count, engine_sized=True)
 
 
 def _whole_guide(source: Any, registry: Registry, choice: OverlayChoice) -> tuple[list[str], list[str]]:

@@ -54,6 +54,7 @@ class FitOptions:
     runtime_classes: tuple[RuntimeClassRef, ...] | None = None  # None: not known
     resource_name: str | None = None  # one of the mode's resource_names; default the first
     image_policy: str = "keep"  # "keep": upstream's pins stay; "profile": the profile's runtime_image replaces managed ones
+    engine_sized: bool = False  # Lens set the engine's sizes (--tensor-parallel): the count is theirs, not a mismatch
 
 
 @dataclass
@@ -110,6 +111,11 @@ def image_repository(image: str) -> str:
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
+
+
+def is_partition_resource(profile: HardwareProfile, name: str) -> bool:
+    """A partition the profile's inventory counts (a device slice): a plugin mode may request it by ``--resource``."""
+    return any(re.fullmatch(pattern, name) for pattern in profile.inventory.partition_resource_patterns)
 
 
 def parallel_flags(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -199,9 +205,10 @@ class Fitter:
                 raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")
             return None
         wanted = self.options.resource_name or self.mode.resource_names[0]
-        if wanted not in self.mode.resource_names:
+        if wanted not in self.mode.resource_names and not is_partition_resource(self.profile, wanted):
             raise DeployRequestInvalid(
-                f"access mode {self.mode_name!r} of {self.profile.id!r} requests {', '.join(self.mode.resource_names)}, not {wanted!r}"
+                f"access mode {self.mode_name!r} of {self.profile.id!r} requests {', '.join(self.mode.resource_names)} "
+                f"(or a partition matching inventory.partition_resource_patterns), not {wanted!r}"
             )
         return wanted
 
@@ -243,7 +250,7 @@ class Fitter:
             self._note(pod, "asks for no accelerator (access mode has request model none)")
         else:
             count, source = self._count(pod, targets)
-            if self.options.count is not None:
+            if self.options.count is not None and not self.options.engine_sized:
                 self.result.warnings += engine_size(pod, targets, count, self._overlay_count(pod, targets)[0])
             self.result.counts[pod.display] = count
             self.result.count_sources[pod.display] = source
@@ -276,7 +283,7 @@ class Fitter:
 
     def _count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:
         if self.options.count is not None:
-            return self.options.count, "--count"
+            return self.options.count, "the engine's sizes Lens set" if self.options.engine_sized else "--count"
         return self._overlay_count(pod, targets)
 
     def _overlay_count(self, pod: PodTemplate, targets: list[dict[str, Any]]) -> tuple[int, str]:

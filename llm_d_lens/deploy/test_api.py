@@ -128,3 +128,26 @@ def test_image_policy_is_a_body_field_and_the_answer_lists_the_images(client: Te
     bad = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "rocm", "image_policy": "newest"})
     assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"
     assert "image_policy" in bad.text
+
+
+@needs_kustomize
+def test_the_engine_fields_size_the_engine_and_the_pod_or_are_refused_with_their_code(client: TestClient) -> None:
+    # the demo nvidia overlay runs the vllm/vllm-openai image with args ["Qwen/Qwen3-0.6B"] and no command: a plain argv
+    body = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia",
+                                                      "tensor_parallel": 4, "replicas": 3}).json()
+    assert body["counts"] == {"Deployment/decode": 4} and body["count_sources"] == {"Deployment/decode": "the engine's sizes Lens set"}
+    (deployment,) = [o for o in body["objects"] if o["kind"] == "Deployment"]
+    assert deployment["spec"]["replicas"] == 3
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["Qwen/Qwen3-0.6B", "--tensor-parallel-size=4"]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
+    assert any("added --tensor-parallel-size=4" in line for line in body["engine_changes"])
+    # no command names the model (the image's entrypoint does): Lens does not guess which argument it is
+    refused = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia", "model": "org/other"})
+    assert refused.status_code == 422 and refused.json()["code"] == "DEPLOY_ENGINE_ARGUMENT_FIXED"
+    assert "names no model" in refused.json()["detail"]
+    # an image Lens cannot tell the engine of: nothing to set the size in
+    unknown = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "xpu", "tensor_parallel": 2})
+    assert unknown.status_code == 422 and "no model-server container whose engine Lens knows" in unknown.json()["detail"]
+    typed = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia", "tensor_parallel": "2"})
+    assert typed.status_code == 422 and "tensor_parallel" in typed.text

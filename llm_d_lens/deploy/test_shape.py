@@ -107,7 +107,9 @@ def test_pci_allowlist_becomes_a_cel_selector() -> None:
     ("nvidia", {"mode": "dra", "pci_allow": ("3b:00",)}, "--pci-allow '3b:00' is not a PCI address"),
     ("nvidia", {"mode": "dra", "count": 2, "pci_allow": ("3b:00.0",)}, "--count 2 cannot be met by 1 allowed PCI address"),
     ("nvidia", {"mode": "mig"}, "hardware 'nvidia' has no access mode 'mig'; its modes: plugin, dra"),
-    ("nvidia", {"mode": "plugin", "resource_name": "nvidia.com/mig-1g.10gb"}, "requests nvidia.com/gpu, not 'nvidia.com/mig-1g.10gb'"),
+    # a partition the inventory counts (nvidia.com/mig-1g.10gb) may be requested; another name may not
+    ("nvidia", {"mode": "plugin", "resource_name": "nvidia.com/gpu-shared"}, "requests nvidia.com/gpu "
+     "(or a partition matching inventory.partition_resource_patterns), not 'nvidia.com/gpu-shared'"),
     ("cpu", {"mode": "default", "count": 4}, "access mode 'default' of 'cpu' asks for no accelerator, so it takes no --count"),
 ])
 def test_requests_the_hardware_cannot_take(hardware: str, options: dict[str, Any], message: str) -> None:

@@ -10,6 +10,8 @@ Lens cannot check it, but it is not wrong.
 
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +160,8 @@ def _shape(pod: PodTemplate, requests: list[DeviceRequest], profile: HardwarePro
             issues.append(Issue("error", "UNEXPECTED_RESOURCE_CLAIM", where,
                                 f"container {r.container} asks for {r.describe()}, a claim in an extended-resource render "
                                 f"(access mode {mode_name!r})"))
-        wanted = [r for r in resources if r.key in mode.resource_names]
+        wanted = [r for r in resources if r.key in mode.resource_names
+                  or any(re.fullmatch(p, r.key) for p in profile.inventory.partition_resource_patterns)]
         if not wanted:
             issues.append(Issue("error", "EXTENDED_RESOURCE_MISSING", where,
                                 f"no container asks for {' or '.join(mode.resource_names)}, which access mode {mode_name!r} needs"))

@@ -464,6 +464,34 @@ class EngineCalibration(Contract):
     bandwidth_efficiency: float = Field(gt=0, le=1, strict=False, allow_inf_nan=False,
                                         description="Share of peak memory bandwidth the engine reaches in decode.")
     source: str = Field(min_length=1, max_length=1024, description="Where the measurement comes from.")
+class PartitionMemory(Contract):
+    """How much memory one partition of a device (a slice, a compute partition) holds, so it plans as a pool.
+
+    Either the partition's name carries it (``memory_group``), or the name says into how many equal
+    parts a device is split (``split_group`` and ``splits``), and one part holds the device's memory
+    divided by that.
+    """
+
+    pattern: str = Field(min_length=1, description="Regular expression matched in full against a partition channel's name "
+                                                   "(the extended resource, or the DRA driver).")
+    memory_group: str | None = Field(default=None, min_length=1,
+                                     description="Named group of pattern holding one partition's memory, in memory_unit.")
+    memory_unit: Literal["GB", "GiB", "MiB"] = Field(default="GB", description="Unit of the number memory_group captures.")
+    split_group: str | None = Field(default=None, min_length=1,
+                                    description="Named group of pattern naming the partition mode; splits maps it to parts a device.")
+    splits: dict[str, int] = Field(default_factory=dict, description="Partition mode -> equal parts one device is split into.")
+    source: str = Field(min_length=1, description="Where the rule comes from.")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> PartitionMemory:
+        if (self.memory_group is None) == (self.split_group is None):
+            raise ValueError("give exactly one of memory_group or split_group")
+        group = self.memory_group or self.split_group
+        if f"(?P<{group}>" not in self.pattern:
+            raise ValueError(f"pattern has no group named {group!r}")
+        if self.split_group is not None and (not self.splits or any(v < 1 for v in self.splits.values())):
+            raise ValueError("split_group needs splits: partition mode -> parts a device (at least 1)")
+        return self
 
 
 class Planning(Contract):
@@ -479,6 +507,9 @@ class Planning(Contract):
         default_factory=dict, description="Product name -> published peak FLOP/s, memory and interconnect bandwidth (roofline estimates).")
     calibration: dict[Annotated[str, Field(max_length=NAME_MAX)], EngineCalibration] = Field(
         default_factory=dict, description="Serving engine (vllm, sglang, ...) -> measured efficiency against the roofline.")
+    partition_memory: list[PartitionMemory] = Field(
+        default_factory=list, description="Ordered: the first rule whose pattern matches a partition channel gives one "
+                                          "partition's memory; a partition no rule matches is a pool of unknown memory.")
 
 
 class MemoryLabel(Contract):

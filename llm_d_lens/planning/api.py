@@ -7,6 +7,7 @@ anyone make the server read its own disk.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -49,6 +50,8 @@ class PlanRequest(BaseModel):
     kv_dtype: str | None = Field(default=None, max_length=32, description="KV cache dtype.")
     memory_utilization: float = Field(default=DEFAULT_MEMORY_UTILIZATION, ge=0.05, le=1.0)
     overhead_gib: float = Field(default=DEFAULT_OVERHEAD_GIB, ge=0, le=MAX_OVERHEAD_GIB)
+    discover: bool = Field(default=False, description="Run the profiles' discovery tools on nodes of unknown memory "
+                                                       "(live clusters only; elsewhere the plan notes it was skipped).")
     predict: bool = Field(default=False, description="Start AIC predictions as a job (GET /planning/jobs/{id}).")
     isl: int = Field(default=4000, ge=1, le=1_000_000, description="AIC: input tokens a request has.")
     osl: int = Field(default=1000, ge=1, le=1_000_000, description="AIC: output tokens a request has.")
@@ -100,7 +103,7 @@ async def plan(
         with flags_as_fields(FIELDS):
             shape_targets = Targets(request.isl, request.osl, request.ttft, request.tpot, request.backend).checked()
         prices = Prices(parse_mapping(request.prices or {}, "prices"), "request prices")
-    result = await run_in_threadpool(server_plan, spec, fit, source, runner)
+    result = await run_in_threadpool(functools.partial(server_plan, discover=request.discover), spec, fit, source, runner)
     if request.predict:
         from llm_d_lens.planning.predictions import Targets
 

@@ -49,6 +49,18 @@ class ModelConfigInvalid(PlanningError):
                          details={"source": source, "path": path, "value": show(value, 200), "reason": reason})
 
 
+class ConfigTooLarge(PlanningError):
+    """An uploaded config.json (or the form carrying it) over the upload cap: a config is a few KiB."""
+
+    code = "PLANNING_CONFIG_TOO_LARGE"
+    http_status = 413
+
+    def __init__(self, source: str, size: int, limit: int):
+        super().__init__(f"{source}: {size:,}+ bytes is larger than an uploaded config.json may be ({limit:,} bytes, "
+                         f"{limit // 1024} KiB); upload the model's config.json alone, or plan it with lens plan --model PATH",
+                         details={"source": source, "size": size, "limit": limit})
+
+
 class RequestInvalid(PlanningError):
     """A plan request no deployment could serve: context 0, concurrency 10**12, an unknown dtype."""
 

@@ -64,7 +64,7 @@ ASSUMPTIONS = (
     "non-torch memory; captured graphs come out of the remaining share",
     "quantized checkpoints keep embeddings, LM head, norms, router and ignored modules 16-bit; scales and zeros are counted",
     "every layer keeps a full-length KV cache (sliding-window layers would need less)",
-    "a pod's devices sit on one node; partitions (MIG slices, compute partitions) are not planned",
+    "a pod's devices sit on one node; a partition (MIG slice, compute partition) is a pool of its own, one partition a pod",
 )
 
 

@@ -49,11 +49,10 @@ def plan_renderable(data: dict[str, Any], *, all_options: bool = False) -> Any:
             lines.extend(_prediction_lines(predicted[pool["pool"]]))
         if pool["hand_off"]:
             hand_off = pool["hand_off"]
-            lines.append(f"  hand-off: the {hand_off['guide']} overlay serves its own model; "
-                         "its engine needs the planned arguments:")
+            lines.append(f"  hand-off: {hand_off['note']}:")
             parts.append(Text("\n".join(lines)))
             # each command on a line of its own, never wrapped, so it copies and pastes whole
-            for command in (hand_off["engine_args"], hand_off["deploy"], hand_off["evaluate"]):
+            for command in (c for c in (hand_off["deploy"], hand_off["evaluate"]) if c):
                 parts.append(Text(command, no_wrap=True, overflow="ignore"))
             lines = []
         lines.extend(f"  note: {note}" for note in pool["notes"])

@@ -47,30 +47,51 @@ class PoolPlan:
         return f"nothing fits, because at the widest ({widest.width} devices): {widest.reason}"
 
     def hand_off(self, option: Option, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
-        """The commands that carry the plan on, and the engine arguments the plan assumed.
+        """The commands that carry the plan on: a render serving the planned model at the planned sizes.
 
-        ``lens deploy render`` renders the guide overlay's own model and parallelism; it sizes the
-        pod (``--count``) but does not rewrite the engine's arguments, so the hand-off names the
-        ones the plan needs and says so rather than implying the render serves the planned model.
+        ``lens deploy render`` sets the engine's model, tensor/pipeline sizes and context length where
+        the guide's overlay states them (or refuses, naming what the overlay fixes), and the pod's
+        device count follows the sizes; so the printed command deploys what was planned, not the
+        overlay's own model. Each command is one line, shell-quoted, to copy whole.
         """
+        import shlex
+
         hardware = self.pool.profile_id
         replicas = max(1, option.replicas_free)
+        served = served_model(model)
         engine = []
-        if model is not None:
-            engine += ["--model", model.name]
+        if served is not None:
+            engine += ["--model", served]
         engine += ["--tensor-parallel-size", str(option.tensor_parallel)]
         if option.pipeline_parallel > 1:
             engine += ["--pipeline-parallel-size", str(option.pipeline_parallel)]
         if context is not None:
             engine += ["--max-model-len", str(context)]
+        deploy = ["lens", "deploy", "render", "--guide", DEFAULT_GUIDE, "--hardware", hardware]
+        deploy += self.pool.deploy_options()
+        if served is not None:
+            deploy += ["--model", served]
+        deploy += ["--tensor-parallel", str(option.tensor_parallel)]
+        if option.pipeline_parallel > 1:
+            deploy += ["--pipeline-parallel", str(option.pipeline_parallel)]
+        if context is not None:
+            deploy += ["--max-model-len", str(context)]
+        deploy += ["--replicas", str(replicas)]
+        unit = f"one {self.pool.partition} partition" if self.pool.partition else f"{option.width} device(s)"
+        note = f"renders the {DEFAULT_GUIDE} overlay serving the planned model on {unit} a pod, {replicas} replica(s)"
+        if served is None:
+            note += "; the config names no model id (_name_or_path), so add --model with the checkpoint to serve"
+        whole_only = bool(self.pool.partition) and self.pool.partition_via != "extended-resource"
+        if whole_only:  # a DRA partition: the render claims the mode's device class, whole devices
+            note += (f"; but {self.pool.partition} partitions are DRA devices, and lens deploy render claims whole "
+                     "devices of the access mode's class: claim the partition in the overlay")
         return {
-            "deploy": f"lens deploy render --guide {DEFAULT_GUIDE} --hardware {hardware} --count {option.width}",
+            "deploy": None if whole_only else shlex.join(deploy),
             "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
-            "engine_args": " ".join(engine), "guide": DEFAULT_GUIDE,
-            "model": model.name if model is not None else None,
+            "engine_args": shlex.join(engine), "guide": DEFAULT_GUIDE,
+            "model": served, "replicas": replicas,
             "tensor_parallel": option.tensor_parallel, "pipeline_parallel": option.pipeline_parallel,
-            "note": (f"the {DEFAULT_GUIDE} overlay serves its own model; the render sizes the pod for "
-                     f"{option.width} device(s), and its engine arguments need the plan's: " + " ".join(engine)),
+            "note": note,
         }
 
     def to_dict(self, model: ModelSpec | None = None, context: int | None = None) -> dict[str, Any]:
@@ -106,6 +127,18 @@ class Plan:
             "predictions": self.predictions,
             **({"shapes": self.shapes} if self.shapes is not None else {}),
         }
+
+
+def served_model(model: ModelSpec | None) -> str | None:
+    """The id an engine loads the model by (``org/name`` or a path), or None for a config that names none.
+
+    A config.json without ``_name_or_path`` is named by its architecture class (``LlamaForCausalLM``),
+    which no engine can load: the hand-off then says to add the model rather than print a broken one.
+    """
+    if model is None:
+        return None
+    name = model.name.strip()
+    return name if ("/" in name and not name.endswith(".json")) else None
 
 
 def plan_for_overview(model: ModelSpec, request: FitRequest, overview: Overview) -> Plan:
@@ -184,13 +217,38 @@ def model_spec(model: str | None, config: dict[str, Any] | None, hint: str) -> M
     return spec
 
 
-def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None) -> Plan:
-    """:func:`plan` on the server's cluster: a broken configured snapshot is the server's 503, and AIC's state is told."""
+#: the largest config.json a form may upload: published configs are a few KiB, a multimodal one under 100 KiB
+MAX_UPLOAD_BYTES = 256 * 1024
+
+
+def uploaded_config(raw: bytes, filename: str) -> ModelSpec:
+    """A config.json a user uploaded (the console's plan form), as a model's shape; bounded, strict, coded.
+
+    ``filename`` is the browser's name for it, shown in messages and as the model's source.
+    """
+    from llm_d_lens.planning.architecture import from_config
+    from llm_d_lens.planning.catalogue import parse_json
+    from llm_d_lens.planning.errors import ConfigTooLarge, ModelConfigInvalid
+
+    source = f"upload:{filename or 'config.json'}"
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ConfigTooLarge(source, len(raw), MAX_UPLOAD_BYTES)
+    if not raw.strip():
+        raise ModelConfigInvalid(source, "$", "", "is empty: choose a model's config.json")
+    return from_config(parse_json(raw, source), source)
+
+
+def server_plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:
+    """:func:`plan` on the server's cluster: a broken configured snapshot is the server's 503, and AIC's state is told.
+
+    ``discover`` runs the profiles' discovery tools on nodes of unknown memory, as ``lens plan
+    --discover`` does (a live cluster only; on a snapshot or the demo the plan notes it was skipped).
+    """
     from llm_d_lens.errors import LensError, ServerNotConfigured
     from llm_d_lens.planning.aic import status
 
     try:
-        result = plan(model, request, source, runner)
+        result = plan(model, request, source, runner, discover=discover)
     except LensError as exc:
         if source.snapshot is None:
             raise

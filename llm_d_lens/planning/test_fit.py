@@ -118,7 +118,8 @@ def test_the_demo_cluster_plans_every_vendor_pool():
     assert pools["intel-gaudi/Gaudi3"].pool.memory_source == "memory-model:Gaudi3"
     assert pools["intel-gaudi/Gaudi3"].best.replicas_free == 3  # 6 free Gaudi 3 devices, TP=2
     assert pools["google-tpu/tpu-v6e-slice"].best is None  # 4 x 32 GiB cannot hold 131 GiB of weights
-    assert "--hardware intel-gaudi --count 2" in pools["intel-gaudi/Gaudi3"].to_dict()["hand_off"]["deploy"]
+    assert pools["intel-gaudi/Gaudi3"].to_dict()["hand_off"]["deploy"].endswith(
+        "--hardware intel-gaudi --tensor-parallel 2 --replicas 3")  # the render's count follows the TP
 
 
 def test_a_bad_request_is_refused_before_the_cluster_is_read():

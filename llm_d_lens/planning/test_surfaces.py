@@ -189,8 +189,17 @@ def test_the_printed_hand_off_is_never_wrapped_and_names_the_planned_model(capsy
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["plan", "--model", "llama-3.1-405b", "--demo", "--dtype", "fp8", "--context", "100000", "--no-predict"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    # the engine arguments run past 80 columns; they still sit whole on one line of their own
-    engine = "--model meta-llama/Llama-3.1-405B --tensor-parallel-size 4 --max-model-len 100000"
-    assert len(engine) > 80 and engine in lines
-    assert "lens deploy render --guide optimized-baseline --hardware amd --count 4" in lines
-    assert max(len(line) for line in lines if not line.startswith(("lens ", "--model "))) <= 80
+    # the render command runs past 80 columns; it still sits whole on one line of its own, and carries the plan
+    deploy = ("lens deploy render --guide optimized-baseline --hardware amd --model meta-llama/Llama-3.1-405B "
+              "--tensor-parallel 4 --max-model-len 100000 --replicas 1")
+    assert len(deploy) > 80 and deploy in lines
+    assert max(len(line) for line in lines if not line.startswith("lens ")) <= 80
+
+
+def test_the_api_takes_discover_as_the_cli_does(client):
+    answer = client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b", "discover": True})
+    assert answer.status_code == 200
+    assert any("node discovery skipped" in note for note in answer.json()["notes"])  # the demo is no live cluster
+    assert not any("discovery" in note for note in client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b"}).json()["notes"])
+    refused = client.post("/api/v1/planning/plan", json={"model": "llama-3.2-1b", "discover": "yes"})
+    assert refused.status_code == 422 and "discover" in refused.text
