@@ -191,8 +191,11 @@ def _plain(cell: Any) -> str:
 
 
 def check_readable(name: str, text: str, printed: Printed, width: int) -> None:
-    # one shell word longer than a line (a command's value) cannot break and stays whole to copy
-    too_long = [line for line in text.splitlines() if len(line) > width and len(line.removesuffix(" \\").split()) > 1]
+    # one shell word longer than a line (a command's value) cannot break and stays whole to copy, and
+    # a command to copy (a plan's hand-off: `lens ...`, or the engine arguments it needs) is one line
+    # however long, since a wrapped one breaks when pasted
+    too_long = [line for line in text.splitlines() if len(line) > width and len(line.removesuffix(" \\").split()) > 1
+                and not line.lstrip().startswith(("lens ", "--"))]
     assert not too_long, f"{name}: lines wider than {width}:\n" + "\n".join(too_long[:3])
     assert "…" not in text, f"{name}: an ellipsis at {width} columns hides a value:\n{text}"
     tokens = set(TOKEN.findall(text))
