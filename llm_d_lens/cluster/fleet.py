@@ -129,17 +129,27 @@ def _member_dict(member: Member) -> dict[str, Any]:
             "summary": member.overview["summary"]}
 
 
-def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:
-    """One cluster's overview, read now; a failure is kept, never raised."""
+#: how a member's overview is had: (its document, when it was read, how fresh it is), or a LensError
+Read = Callable[[ClusterSource, "Runner | None"], "tuple[dict[str, Any], float, dict[str, Any]]"]
+
+
+def read_now(source: ClusterSource, runner: Runner | None) -> tuple[dict[str, Any], float, dict[str, Any]]:
+    """The cluster read now (the CLI); a server reads what it holds instead (``serving/fleet.py``)."""
     from llm_d_lens.cluster.service import inspect
 
+    overview = inspect(source, runner)
+    read_at = time.time()
+    return overview.to_dict(), read_at, read_freshness(source, read_at)
+
+
+def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None, read: Read = read_now) -> Member:
+    """One cluster's overview; a failure is kept, never raised, so one dead cluster never hides the rest."""
     source = cluster.source(timeout)
     try:
-        overview = inspect(source, runner)
+        document, read_at, fresh = read(source, runner)
     except LensError as exc:
         return Member(cluster, None, exc)
-    read_at = time.time()
-    return Member(cluster, overview.to_dict(), read_at=read_at, freshness=read_freshness(source, read_at))
+    return Member(cluster, document, read_at=read_at, freshness=fresh)
 
 
 def read_freshness(source: ClusterSource, read_at: float) -> dict[str, Any]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from llm_d_lens.cluster.clusters import Cluster
 from llm_d_lens.cluster.fleet import PROBE_TIMEOUT, Member, Reachability
+from llm_d_lens.cluster.fleet import read_member as read_cluster
 from llm_d_lens.cluster.fleet import probe_all as probe_each
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.errors import LensError
 from llm_d_lens.runner import Runner
 from llm_d_lens.serving.inventories import inventory
 from llm_d_lens.serving.watched import freshness, watch_of
@@ -42,14 +43,15 @@ async def probe_all(clusters: Sequence[Cluster], runners: Callable[[Cluster], Ru
     return await probe_each(clusters, runners, timeout, known=watched_reachability)
 
 
+def read_held(source: ClusterSource, runner: Runner | None) -> tuple[dict[str, Any], float, dict[str, Any]]:
+    """A member's overview from what the server holds (see :mod:`.inventories`), with its freshness."""
+    found = inventory(source, runner)
+    return found.overview.to_dict(), found.read_at, freshness(source, found)
+
+
 def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:
-    """One cluster's overview from what the server holds (see :mod:`.inventories`); a failure is kept."""
-    source = cluster.source(timeout)
-    try:
-        found = inventory(source, runner)
-    except LensError as exc:
-        return Member(cluster, None, exc)
-    return Member(cluster, found.overview.to_dict(), read_at=found.read_at, freshness=freshness(source, found))
+    """One cluster's overview from what the server holds; a failure is kept."""
+    return read_cluster(cluster, timeout, runner, read_held)
 
 
 async def gather_members(clusters: Sequence[Cluster], timeout: float,
