@@ -59,13 +59,19 @@ class Outcome:
 
 
 def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
-    """``LENS_PLUGINS_TIMEOUT``: seconds one plugin may take to load; a bad value keeps the default."""
+    """``LENS_PLUGINS_TIMEOUT``: seconds one plugin may take to load (default 5); anything but 0 < n < 3600 is refused."""
     raw = settings.text("LENS_PLUGINS_TIMEOUT", env)
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT_SECONDS
-    except ValueError:
+    if raw is None:
         return DEFAULT_TIMEOUT_SECONDS
-    return value if 0 < value < 3600 else DEFAULT_TIMEOUT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 3600:  # also false for NaN
+        raise settings.SettingInvalid(f"LENS_PLUGINS_TIMEOUT={raw[:40]}: give the seconds one plugin may take to load, "
+                                      "more than 0 and less than 3600", details={"variable": "LENS_PLUGINS_TIMEOUT",
+                                                                                "value": raw[:40]})
+    return value
 
 
 def _entry(ep: EntryPoint) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import typer
 
 from llm_d_lens.terminal.options import ContextOption, DocumentOption, KubeconfigOption, OutputOption
+from llm_d_lens.errors import LensError
 from llm_d_lens.monitoring.errors import OptionInvalid
 from llm_d_lens.terminal.output import DocumentFormat, OutputFormat, console, emit
 
@@ -214,20 +215,27 @@ def grafana_dashboard(
 ) -> None:
     """A Grafana dashboard JSON (one row per hardware, panels from the refresh's own PromQL), importable as-is."""
     import json
-    from pathlib import Path
 
-    from llm_d_lens.files import write_file
     from llm_d_lens.monitoring.accelerator.grafana import dashboard
     from llm_d_lens.monitoring.accelerator.service import select
     from llm_d_lens.monitoring.errors import DashboardExists
 
     text = json.dumps(dashboard(select(hardware), title=title), indent=2) + "\n"
+    _print_or_write(text, file, force, DashboardExists)
+
+
+def _print_or_write(text: str, file: str | None, force: bool, exists: type[LensError]) -> None:
+    """``text`` on stdout, or into ``--output-file`` (never replacing a file without ``--force``)."""
+    from pathlib import Path
+
+    from llm_d_lens.files import write_file
+
     if file is None:
         typer.echo(text, nl=False)
         return
     path = Path(file)
     write_file(path, text.encode(), replace=force,
-               exists=DashboardExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
+               exists=exists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
     console(stderr=True).print(f"wrote {path}")
 
 
@@ -251,9 +259,7 @@ def rules(
     """Recording rules (lens:accelerator_*, one group per hardware) and health alerts, from the profiles' PromQL."""
     import json
     import shlex
-    from pathlib import Path
 
-    from llm_d_lens.files import write_file
     from llm_d_lens.monitoring.accelerator import rules as generated
     from llm_d_lens.monitoring.accelerator.service import select
     from llm_d_lens.monitoring.errors import RulesFileExists
@@ -280,13 +286,7 @@ def rules(
         if kind is RulesKind.prometheusrule:
             argv += [f"--name={name}", *([f"--namespace={namespace}"] if namespace else []), *(f"--label={t}" for t in label)]
         text = generated.to_yaml(document, shlex.join(argv))
-    if file is None:
-        typer.echo(text, nl=False)
-        return
-    path = Path(file)
-    write_file(path, text.encode(), replace=force,
-               exists=RulesFileExists(f"{path}: already exists; give --force to replace it", details={"path": str(path)}))
-    console(stderr=True).print(f"wrote {path}")
+    _print_or_write(text, file, force, RulesFileExists)
 
 
 exporters_app = typer.Typer(help="The exporters that publish device metrics: present on every node, scraped, installed.")

@@ -53,13 +53,8 @@ def named_cluster_objects(name: str) -> Any:
     from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 
     cluster = served_clusters().get(name)
-    objects = cluster.source(kubectl_timeout()).load(named_cluster_runner(cluster))
+    objects = cluster.source(kubectl_timeout()).load(None)  # None: the source builds its CommandRunner
     return ClusterObjects.from_documents([(f"cluster {name}", {"kind": "List", "items": list(objects.all_items())})])
-
-
-def named_cluster_runner(cluster: Any) -> Any:
-    """None: the cluster's source builds its CommandRunner; tests replace this with a FakeRunner."""
-    return None
 
 
 def _misconfigured(variable: str, exc: Any) -> Exception:

@@ -107,16 +107,22 @@ def read_config_file(path: Path) -> ModelSpec:
             raise ModelConfigNotFound(f"{path}: a model directory holds a config.json; this one has none",
                                       details={"path": str(path)})
     source = str(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ModelConfigNotFound(f"{source}: cannot be read: {exc.strerror or exc}", details={"path": source}) from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ModelConfigInvalid(source, "$", f"{len(raw)}+ bytes", f"is larger than a config.json can be ({MAX_CONFIG_BYTES} bytes)")
-    spec = from_config(parse_json(raw, source), source)
+    spec = from_config(parse_json(_read_bounded(path, MAX_CONFIG_BYTES, "a config.json"), source), source)
     total = checkpoint_total(path.parent / INDEX_NAME)
     return replace(spec, checkpoint_bytes=total) if total else spec
+
+
+def _read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """The file's bytes, refused (naming the file) when unreadable or larger than ``what`` can be."""
+    source = str(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise ModelConfigNotFound(f"{source}: cannot be read: {exc.strerror or exc}", details={"path": source}) from None
+    if len(raw) > limit:
+        raise ModelConfigInvalid(source, "$", f"{len(raw)}+ bytes", f"is larger than {what} can be ({limit} bytes)")
+    return raw
 
 
 def checkpoint_total(path: Path) -> int | None:
@@ -124,14 +130,7 @@ def checkpoint_total(path: Path) -> int | None:
     if not path.is_file():
         return None
     source = str(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_INDEX_BYTES + 1)
-    except OSError as exc:
-        raise ModelConfigNotFound(f"{source}: cannot be read: {exc.strerror or exc}", details={"path": source}) from None
-    if len(raw) > MAX_INDEX_BYTES:
-        raise ModelConfigInvalid(source, "$", f"{len(raw)}+ bytes", f"is larger than a safetensors index can be ({MAX_INDEX_BYTES} bytes)")
-    index = parse_json(raw, source)
+    index = parse_json(_read_bounded(path, MAX_INDEX_BYTES, "a safetensors index"), source)
     metadata = index.get("metadata") if isinstance(index, dict) else None
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     if total is None:

@@ -78,3 +78,13 @@ def test_a_bad_flag_stops_the_command_with_the_variable_named(tmp_path):
     err = done.stderr
     assert err.startswith("error: SETTING_INVALID: LENS_PLUGINS_AUTOLOAD=sometimes: give one of 1, true, yes, on")
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-1", "nan", "86400"])
+def test_a_plugin_timeout_that_is_no_number_of_seconds_is_refused_naming_it(raw):
+    from llm_d_lens.hardware.isolation import timeout_from_env
+
+    assert timeout_from_env({}) == 5.0 and timeout_from_env({"LENS_PLUGINS_TIMEOUT": "2.5"}) == 2.5
+    with pytest.raises(settings.SettingInvalid) as caught:
+        timeout_from_env({"LENS_PLUGINS_TIMEOUT": raw})
+    assert caught.value.details == {"variable": "LENS_PLUGINS_TIMEOUT", "value": raw}

@@ -47,7 +47,7 @@ def write(path: Path, document: dict) -> Path:
     return path
 
 
-def run_tests(tmp_path: Path, hardware: str, tests: list[dict]) -> None:
+def assert_promtool_passes(tmp_path: Path, hardware: str, tests: list[dict]) -> None:
     rules = write(tmp_path / "rules.yaml", rules_file(select([hardware])))
     unit = write(tmp_path / "test.yaml", {"rule_files": [rules.name], "evaluation_interval": "1m", "tests": tests})
     done = promtool("test", "rules", unit.name, cwd=tmp_path)
@@ -186,7 +186,7 @@ def test_recorded_series_hold_the_snapshots_numbers(tmp_path, hardware):
         cases.append({"expr": f"lens:accelerator_{quantity.quantity.field}", "eval_time": "2m", "exp_samples": expected})
     assert sum(bool(c["exp_samples"]) for c in cases) >= 3, hardware  # the page has numbers for most quantities
     series = [{"series": name, "values": series_notation([value] * 5)} for name, value in samples]
-    run_tests(tmp_path, hardware, [{"interval": "1m", "input_series": series, "promql_expr_test": cases}])
+    assert_promtool_passes(tmp_path, hardware, [{"interval": "1m", "input_series": series, "promql_expr_test": cases}])
 
 
 def device_series(plan: DevicePlan, key: str, node: str, device: str, value: float) -> list[dict]:
@@ -222,7 +222,7 @@ def test_each_health_alert_fires_for_the_device_with_the_problem_only(tmp_path, 
             {"alertname": rule["alert"], "eval_time": "0m",
              "exp_alerts": [] if rule.get("for") else [fired]},  # a held alert is pending, not firing, at first
         ]})
-    run_tests(tmp_path, hardware, tests)
+    assert_promtool_passes(tmp_path, hardware, tests)
 
 
 def capacity_resource(prefix: str) -> str:
@@ -258,7 +258,7 @@ def test_exporter_missing_fires_for_the_node_with_devices_and_no_series(tmp_path
         tests.append({"interval": "1m", "input_series": labelled, "alert_rule_test": [
             {"alertname": rule["alert"], "eval_time": f"{STEPS - 1}m", "exp_alerts": [alert(rule, {"node": "labelled"})]},
         ]})
-    run_tests(tmp_path, hardware, tests)
+    assert_promtool_passes(tmp_path, hardware, tests)
 
 
 @needs_promtool
@@ -279,7 +279,7 @@ def test_scrape_down_fires_for_a_target_that_served_the_hardware(tmp_path, hardw
         {"series": 'up{job="web", instance="10.0.0.9:80"}', "values": series_notation([0.0] * STEPS)},
     ]
     rule = rule_named(hardware, "LensAcceleratorExporterScrapeDown")
-    run_tests(tmp_path, hardware, [{"interval": "1m", "input_series": series, "alert_rule_test": [
+    assert_promtool_passes(tmp_path, hardware, [{"interval": "1m", "input_series": series, "alert_rule_test": [
         {"alertname": rule["alert"], "eval_time": "10m", "exp_alerts": [alert(rule, dict(TARGET))]},
         {"alertname": rule["alert"], "eval_time": "4m", "exp_alerts": []},  # down 2 minutes: pending
     ]}])
