@@ -317,7 +317,7 @@ def plugin_build_ratio(path: Path, count: int, repeat: int) -> tuple[float, floa
 
     builtins = get_registry()
     extra = [validate_payload(plugin_profile(i), f"bench plugin {i}") for i in range(count)]
-    discovered = [DiscoveredProfile(p, json.dumps(p.model_dump(mode="json"), sort_keys=True), []) for p in builtins.profiles()]
+    discovered = [DiscoveredProfile(p, json.dumps(p.to_data(), sort_keys=True), []) for p in builtins.profiles()]
     discovered += [DiscoveredProfile(p, p.id, []) for p in extra]
     crowded = Registry(discovered)
     objects = load_snapshot(path, partial=True)

@@ -1,7 +1,7 @@
 """The ``lens`` command.
 
-Command groups live beside their domain (``llm_d_lens/<domain>/cli.py``, each exposing a Typer
-``app``) and are imported only when invoked, so ``lens hardware ...`` never pays for the web
+Command groups live beside their domain (``llm_d_lens/<domain>/cli.py``, each exposing a
+:class:`~llm_d_lens.terminal.commands.Group` ``app``) and are imported only when invoked, so ``lens hardware ...`` never pays for the web
 server, Kubernetes or HTTP clients; ``lens --help`` lists them from ``GROUPS`` without importing
 any. Every command runs the one way: no earlier output is replayed. Errors are
 :class:`LensError`s rendered here, once: a message on stderr and exit code 1, never a traceback.
@@ -19,9 +19,9 @@ from llm_d_lens.errors import LensError
 from llm_d_lens.terminal.output import OutputFormat
 
 if TYPE_CHECKING:
-    import typer
+    from llm_d_lens.terminal.commands import Group
 
-#: command group -> (module with a Typer ``app``, help line)
+#: command group -> (module with a command ``Group`` named ``app``, help line)
 GROUPS: dict[str, tuple[str, str]] = {
     "hardware": ("llm_d_lens.hardware.cli", "Hardware profiles: list, show, validate, resolve, doctor, new."),
     "evaluate": ("llm_d_lens.evaluate.cli", "llm-d-benchmark scenario settings and telemetry coverage checks."),
@@ -38,38 +38,36 @@ GROUPS: dict[str, tuple[str, str]] = {
 #: another name -> the group it runs: the API's spelling (/api/v1/drivers); hidden in help, listed in docs/cli.md
 ALIASES: dict[str, str] = {"drivers": "driver"}
 
-#: ``-h`` is ``--help`` on every command: click hands a group's context settings to its subcommands.
-CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+#: ``-h`` is ``--help`` on every command (click hands these to subcommands); help wraps at the terminal, up to 200 columns
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 200}
 
 
 def _print_version(value: bool) -> None:
-    import typer
-
+    from llm_d_lens.terminal import commands
     if value:
         from llm_d_lens import __version__
 
-        typer.echo(f"lens {__version__}")
-        raise typer.Exit(0)
+        commands.echo(f"lens {__version__}")
+        raise commands.Exit(0)
 
 
-def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
+def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
     """The ``lens`` app with every group (``only``: that one group alone).
 
     ``lazy`` (``lens --help``): each group is listed by its name and help line without importing
     its module; such a placeholder is never run, since naming a group loads the real one.
     """
-    import typer
-
+    from llm_d_lens.terminal import commands
     from llm_d_lens.terminal.options import OutputOption
 
-    app = typer.Typer(
+    app = commands.Group(
         name="lens", help="Lens: the hardware layer for llm-d.", no_args_is_help=True,
-        pretty_exceptions_enable=False, add_completion=True, context_settings=CONTEXT_SETTINGS,
+        context_settings=CONTEXT_SETTINGS,
     )
 
     @app.callback()
     def root(
-        version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+        version: bool = commands.Option(False, "--version", is_eager=True, callback=_print_version,
                                      help="Print the Lens version and exit (`lens version` names the tools too)."),
     ) -> None:
         """Lens: the hardware layer for llm-d."""
@@ -89,20 +87,20 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> typer.Typer:
     for name, (module, help_text) in GROUPS.items():
         if only is not None and name != only:
             continue
-        group = typer.Typer() if lazy and only is None else importlib.import_module(module).app
-        app.add_typer(group, name=name, help=help_text)
+        group = commands.Group() if lazy and only is None else importlib.import_module(module).app
+        app.add_group(group, name=name, help=help_text)
         for alias in (a for a, target in ALIASES.items() if target == name):
-            app.add_typer(group, name=alias, help=f"Same as `lens {name}`.", hidden=True)
+            app.add_group(group, name=alias, help=f"Same as `lens {name}`.", hidden=True)
 
     if only is None or only == "serve":
 
         @app.command("serve")
         def serve(
-            host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-            port: int = typer.Option(8080, help="Port to listen on."),
-            demo: bool = typer.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
-            strict: bool = typer.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
-            clusters: str | None = typer.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
+            host: str = commands.Option("127.0.0.1", help="Address to listen on."),
+            port: int = commands.Option(8080, help="Port to listen on."),
+            demo: bool = commands.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
+            strict: bool = commands.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
+            clusters: str | None = commands.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
         ) -> None:
             """Serve the web console (/) and the Lens API (/api/v1/...) on one port.
 
@@ -160,15 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
             print(f"error: ARGUMENT_INVALID: argument {position} ({shown}) is not valid UTF-8 text", file=sys.stderr)
             return 2
-    import typer
-
-    # Typer may vendor its own click: take the exception classes from Typer itself.
-    click_exception: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     group = _group_of(args)
     completing = any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ)
     app = build_app(group, lazy=group is None and not completing)
     try:
-        return _run(app, args, click_exception)
+        return _run(app, args)
     finally:
         from llm_d_lens.hardware.notice import warn_if_problems
 
@@ -183,36 +177,35 @@ def _is_text(arg: str) -> bool:
     return True
 
 
-def _run(app: typer.Typer, args: list[str], click_exception: type[Exception]) -> int:
-    import typer
+def _run(app: Group, args: list[str]) -> int:
+    import click
 
-    from llm_d_lens.cli.words import plain_metavars
+    from llm_d_lens.terminal import commands
 
     try:
-        command = plain_metavars(typer.main.get_command(app))
+        command = commands.to_click(app)
         result = command.main(args=args, prog_name="lens", standalone_mode=False)
     except LensError as exc:
         _report(exc)
         return 1
-    except typer.Exit as exc:
+    except commands.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        typer.echo("Aborted.", err=True)
-        return 1
-    except click_exception as exc:  # usage errors: click's own message, exit code 2
-        exc.show()  # type: ignore[attr-defined]
-        return int(exc.exit_code)  # type: ignore[attr-defined]
+    except commands.Abort as exc:
+        commands.echo("Aborted.", err=True)
+        return 130 if isinstance(exc.__cause__, KeyboardInterrupt) else 1  # 128 + SIGINT, as a shell reports Ctrl-C
+    except click.ClickException as exc:  # usage errors: click's own message, exit code 2
+        exc.show()
+        return int(exc.exit_code)
     return result if isinstance(result, int) else 0
 
 
 def _report(exc: LensError) -> None:
-    import typer
-
+    from llm_d_lens.terminal import commands
     from llm_d_lens.errors import MAX_MESSAGE
     from llm_d_lens.terminal.printable import printable
 
     # bounded, and every control character escaped: a message quotes file names and plugin text
     text = printable(exc.message, MAX_MESSAGE, lines=True)
     message = text if text.startswith(exc.code) else f"{exc.code}: {text}"
-    typer.echo(f"error: {message}", err=True)
+    commands.echo(f"error: {message}", err=True)
 

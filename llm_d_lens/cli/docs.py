@@ -1,4 +1,4 @@
-"""docs/cli.md, generated from the Typer app so the reference cannot drift from the commands.
+"""docs/cli.md, generated from the command tree so the reference cannot drift from the commands.
 
 ``python -m llm_d_lens.generate`` rewrites it (with every other generated file); its check fails
 while the file differs from what the app would generate. Every command gets its usage, options (value in plain words,
@@ -12,10 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.cli.app import build_app
-from llm_d_lens.cli.words import plain_metavars
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 _ENV = re.compile(r"\b(?:LENS_[A-Z0-9_]+|LLM_D_ROOT)\b")
@@ -37,7 +35,8 @@ while this file is out of date, so what it says is what the commands do.
 - A command that writes a file takes `--output-file FILE` and never replaces an existing file
   without `--force`.
 - `-h` is `--help`. `lens --version` prints the version; `lens version -o json` adds Python,
-  kubectl, helm and kustomize. `lens --install-completion` installs shell completion.
+  kubectl, helm and kustomize. Shell completion is click's: `eval "$(_LENS_COMPLETE=bash_source lens)"`
+  in `~/.bashrc` (`zsh_source`, `fish_source` for those shells).
 - Slow steps (preflight waits, installs, live cluster reads, renders at a `--revision`, planning)
   show what they wait for on stderr, only on a terminal and only for output meant for people (a
   table, or a render's YAML manifests; never `-o json` or `--report`); `LENS_NO_PROGRESS=1` turns
@@ -129,7 +128,7 @@ def _section(path: tuple[str, ...], command: Any, ctx: Any) -> tuple[list[str], 
 
 def render() -> str:
     """The whole reference, from the app as `lens` builds it (every group loaded)."""
-    root = plain_metavars(typer.main.get_command(build_app()))
+    root = commands.to_click(build_app())
     ctx = root.context_class(root, **root.context_settings)
     body: list[str] = []
     every_env: set[str] = set()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.cli.app import build_app
 from llm_d_lens.cli.docs import render
 
@@ -13,7 +12,7 @@ from llm_d_lens.cli.docs import render
 def test_every_leaf_command_has_a_section_and_every_option_a_row():
     text = render()
     sections = set(re.findall(r"^## `(lens [^`]+)`", text, flags=re.M))
-    root = typer.main.get_command(build_app())
+    root = commands.to_click(build_app())
     for group_name, group in root.commands.items():
         if group.hidden:
             continue  # an alias: listed under "Aliases", not as a section of its own

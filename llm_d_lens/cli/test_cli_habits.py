@@ -11,10 +11,8 @@ import subprocess
 import sys
 
 import pytest
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.cli.app import GROUPS, build_app, main
-from llm_d_lens.cli.words import plain_metavars, plain_word
 from llm_d_lens.testing.fake_runner import FakeRunner
 from llm_d_lens.cli.version import NOT_INSTALLED, UNKNOWN, versions
 
@@ -91,7 +89,7 @@ def test_help_names_values_in_words_not_python_types(capsys, monkeypatch):
 
 
 def test_every_option_of_every_command_has_a_plain_metavar():
-    command = plain_metavars(typer.main.get_command(build_app()))
+    command = commands.to_click(build_app())
     seen = 0
 
     def walk(cmd):
@@ -110,22 +108,20 @@ def test_every_option_of_every_command_has_a_plain_metavar():
     assert seen > 50
 
 
-@pytest.mark.parametrize("label, word", [("<str>", "TEXT"), ("<list[str]>", "TEXT"), ("<int range>", "INTEGER"),
-                                         ("<a|b>", "a|b"), ("<path>", "PATH"), ("<float>", "NUMBER")])
-def test_plain_word(label, word):
-    assert plain_word(label) == word
-
-
-def test_shell_completion_is_typers_own():
+def test_shell_completion_is_clicks_own():
+    """click's completion protocol: the script a shell sources, and the answers it asks for."""
     lens = os.path.join(os.path.dirname(sys.executable), "lens")
     if not os.path.exists(lens):
         pytest.skip(f"no lens script beside {sys.executable}: install the package (make venv)")
-    env = {**os.environ, "_LENS_COMPLETE": "complete_bash", "COMP_WORDS": "lens hardware li", "COMP_CWORD": "2"}
+    env = {**os.environ, "_LENS_COMPLETE": "bash_complete", "COMP_WORDS": "lens hardware li", "COMP_CWORD": "2"}
     result = subprocess.run([lens], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["list"]
-    # the script `lens --install-completion` installs (asked for bash by name: no shell detection under pytest)
-    script = subprocess.run([lens], env={**os.environ, "_LENS_COMPLETE": "source_bash"}, capture_output=True,
+    assert result.stdout.split() == ["plain,list"]
+    options = subprocess.run([lens], env={**env, "COMP_WORDS": "lens deploy render --hard", "COMP_CWORD": "3"},
+                             capture_output=True, text=True, timeout=60)
+    assert options.stdout.split() == ["plain,--hardware"], options.stderr
+    # the script `eval "$(_LENS_COMPLETE=bash_source lens)"` installs
+    script = subprocess.run([lens], env={**os.environ, "_LENS_COMPLETE": "bash_source"}, capture_output=True,
                             text=True, timeout=60)
     assert "_lens_completion()" in script.stdout and "_LENS_COMPLETE" in script.stdout
 
@@ -139,7 +135,7 @@ def _options(command, path=()):
 
 
 def test_dash_o_is_the_output_format_on_every_command_and_files_have_one_option_name():
-    command = plain_metavars(typer.main.get_command(build_app()))
+    command = commands.to_click(build_app())
     formats, files = [], []
     for where, param in _options(command):
         if "-o" in param.opts or "--output" in param.opts:

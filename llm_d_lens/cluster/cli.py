@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 from llm_d_lens.terminal.output import (
@@ -17,22 +16,22 @@ from llm_d_lens.terminal.output import (
     list_output_option,
 )
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
-TimeoutOption = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take.")
+TimeoutOption = commands.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take.")
 
 
 @app.command("inspect")
 def inspect(
-    snapshot: Path | None = typer.Option(None, "--snapshot", help="A snapshot file or directory (kubectl List JSON, optionally gzipped)."),
-    demo: bool = typer.Option(False, "--demo", help="Inspect the embedded demo cluster."),
+    snapshot: Path | None = commands.Option(None, "--snapshot", help="A snapshot file or directory (kubectl List JSON, optionally gzipped)."),
+    demo: bool = commands.Option(False, "--demo", help="Inspect the embedded demo cluster."),
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
-    every: bool = typer.Option(False, "--all", help="Every cluster of the clusters file (or kubeconfig): the fleet, totals per hardware."),
-    nodes: bool = typer.Option(False, "--nodes", help="Also print one row per node (JSON/YAML always include nodes)."),
-    discover: bool = typer.Option(False, "--discover", help="Read unknown VRAM with the profiles' discovery tools (live only)."),
+    every: bool = commands.Option(False, "--all", help="Every cluster of the clusters file (or kubeconfig): the fleet, totals per hardware."),
+    nodes: bool = commands.Option(False, "--nodes", help="Also print one row per node (JSON/YAML always include nodes)."),
+    discover: bool = commands.Option(False, "--discover", help="Read unknown VRAM with the profiles' discovery tools (live only)."),
     timeout: float = TimeoutOption,
     output: OutputFormat = OutputOption,
 ) -> None:
@@ -73,12 +72,12 @@ app.command("overview", hidden=True, help="Same as `lens cluster inspect`.")(ins
 
 @app.command("snapshot")
 def snapshot(
-    out: Path = typer.Option(..., OUTPUT_FILE, metavar="FILE", help="File to write; gzipped when it ends in .gz."),
+    out: Path = commands.Option(..., OUTPUT_FILE, metavar="FILE", help="File to write; gzipped when it ends in .gz."),
     context: str | None = ContextOption,
     kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
-    force: bool = typer.Option(False, "--force", help="Replace the file if it exists."),
+    force: bool = commands.Option(False, "--force", help="Replace the file if it exists."),
     timeout: float = TimeoutOption,
 ) -> None:
     """Save a live cluster's nodes, pods and DRA objects to one file `lens cluster inspect --snapshot` reads."""
@@ -111,8 +110,8 @@ def _reading(context: str | None) -> str:
 @app.command("list")
 def list_clusters(
     clusters_file: Path | None = ClustersFileOption,
-    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without a clusters file: the kubeconfig whose contexts are listed."),
-    timeout: float = typer.Option(5.0, "--timeout", min=1, help="Seconds each cluster may take to answer."),
+    kubeconfig: str | None = commands.Option(None, "--kubeconfig", help="Without a clusters file: the kubeconfig whose contexts are listed."),
+    timeout: float = commands.Option(5.0, "--timeout", min=1, help="Seconds each cluster may take to answer."),
     output: ListFormat = list_output_option(),
 ) -> None:
     """The clusters --cluster can name, from the clusters file or else the kubeconfig's contexts, with reachability."""

@@ -13,46 +13,45 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD
 from llm_d_lens.errors import LensError
 from llm_d_lens.files import check_output_path, write_file
 from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, ListFormat, OutputFormat, emit, list_output_option
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
-RootOption = typer.Option(None, "--llm-d-root", help="llm-d checkout (default: $LENS_LLM_D_ROOT, else $LLM_D_ROOT).")
-RevisionOption = typer.Option(None, "--revision", help="Read the checkout at this git revision (no network).")
-GuideOption = typer.Option(..., "--guide", help="llm-d guide, e.g. optimized-baseline.")
-HardwareOption = typer.Option(..., "--hardware", help="Hardware profile id or alias.")
-ServerOption = typer.Option(None, "--model-server", help="vllm, sglang, ... (default: the only one, else vllm).")
-OverlayOption = typer.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
-ModeOption = typer.Option(None, "--mode", help="Access mode (default: the hardware's first).")
-CountOption = typer.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
+RootOption = commands.Option(None, "--llm-d-root", help="llm-d checkout (default: $LENS_LLM_D_ROOT, else $LLM_D_ROOT).")
+RevisionOption = commands.Option(None, "--revision", help="Read the checkout at this git revision (no network).")
+GuideOption = commands.Option(..., "--guide", help="llm-d guide, e.g. optimized-baseline.")
+HardwareOption = commands.Option(..., "--hardware", help="Hardware profile id or alias.")
+ServerOption = commands.Option(None, "--model-server", help="vllm, sglang, ... (default: the only one, else vllm).")
+OverlayOption = commands.Option(None, "--overlay", help="Sub-overlay, as `lens deploy guides` lists it (default: the flat one or base).")
+ModeOption = commands.Option(None, "--mode", help="Access mode (default: the hardware's first).")
+CountOption = commands.Option(None, "--count", min=1, max=MAX_ACCELERATORS_PER_POD,
                            help="Accelerators per pod (default: --tensor-parallel x --pipeline-parallel when given, else "
                                 "what the overlay asks for). Without --tensor-parallel the engine keeps its size: a count "
                                 "it was not sized for warns on stderr (ENGINE_PARALLELISM_MISMATCH).")
-ModelOption = typer.Option(None, "--model", help="Model the engine serves instead of the overlay's (Hugging Face id), "
+ModelOption = commands.Option(None, "--model", help="Model the engine serves instead of the overlay's (Hugging Face id), "
                                                  "set where the overlay names it (flag, word after `serve`, $VAR).")
-TensorOption = typer.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
+TensorOption = commands.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
                             help="The engine's tensor-parallel size, set where the overlay states it (or added to a "
                                  "plain argv); the pod's count follows.")
-PipelineOption = typer.Option(None, "--pipeline-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
+PipelineOption = commands.Option(None, "--pipeline-parallel", min=1, max=MAX_ACCELERATORS_PER_POD,
                               help="The engine's pipeline-parallel size within the pod, as --tensor-parallel.")
-MaxLenOption = typer.Option(None, "--max-model-len", min=1, help="The engine's context length in tokens.")
-ReplicasOption = typer.Option(None, "--replicas", min=0, help="Replicas of each model-server workload (LWS: groups).")
-PciOption = typer.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
-ResourceOption = typer.Option(None, "--resource", help="Extended resource, when the mode offers several.")
-RuntimeClassesOption = typer.Option(False, "--runtime-classes-from-cluster",
+MaxLenOption = commands.Option(None, "--max-model-len", min=1, help="The engine's context length in tokens.")
+ReplicasOption = commands.Option(None, "--replicas", min=0, help="Replicas of each model-server workload (LWS: groups).")
+PciOption = commands.Option([], "--pci-allow", metavar="ADDR", help="PCI address a DRA claim may use; repeat or comma-separate.")
+ResourceOption = commands.Option(None, "--resource", help="Extended resource, when the mode offers several.")
+RuntimeClassesOption = commands.Option(False, "--runtime-classes-from-cluster",
                                     help="Read the cluster's RuntimeClasses with kubectl to pick the hardware's runtime class.")
 class ImagePolicy(str, enum.Enum):
     keep = "keep"
     profile = "profile"
 
 
-ImagePolicyOption = typer.Option(ImagePolicy.keep, "--image-policy",
+ImagePolicyOption = commands.Option(ImagePolicy.keep, "--image-policy",
                                  help="keep: upstream's pinned images stay, placeholders get the profile's image; "
                                       "profile: the profile's runtime_image replaces images it manages.")
 
@@ -67,8 +66,8 @@ def _runner(kubeconfig: Path | None, context: str | None) -> Any:
 def guides(
     llm_d_root: Path = RootOption,
     revision: str = RevisionOption,
-    guide: str = typer.Option(None, "--guide", help="Only this guide."),
-    hardware: str = typer.Option(None, "--hardware", help="Only this hardware."),
+    guide: str = commands.Option(None, "--guide", help="Only this guide."),
+    hardware: str = commands.Option(None, "--hardware", help="Only this hardware."),
     output: ListFormat = list_output_option(),
 ) -> None:
     """Every overlay in the llm-d source: guide × hardware × model server × overlay, with labels and status."""
@@ -184,7 +183,7 @@ def _render(options: dict[str, Any], *, for_people: bool = True) -> tuple[Any, A
     pci_allow = [address.strip() for item in options["pci_allow"] for address in item.split(",")]
     if "" in pci_allow:
         # an empty value is almost always an unset shell variable: don't quietly drop the allowlist
-        raise typer.BadParameter(f"--pci-allow {', '.join(repr(i) for i in options['pci_allow'])}: an empty PCI address")
+        raise commands.BadParameter(f"--pci-allow {', '.join(repr(i) for i in options['pci_allow'])}: an empty PCI address")
     from llm_d_lens.cluster.options import live_target
 
     if options["cluster"] is not None:
@@ -216,17 +215,17 @@ def _render(options: dict[str, Any], *, for_people: bool = True) -> tuple[Any, A
 def _explain(result: Any) -> None:
     """How the overlay was chosen and what Lens changed, as comments on stderr (never wrapped)."""
     for line in [*result.explanation(), *map(str, result.warnings)]:
-        typer.echo(f"# {line}", err=True)
+        commands.echo(f"# {line}", err=True)
 
 
 @app.command("render")
 @render_options
 def render(
-    output: DocumentFormat = typer.Option(DocumentFormat.yaml, "--output", "-o",
+    output: DocumentFormat = commands.Option(DocumentFormat.yaml, "--output", "-o",
                                           help="yaml: the manifests as kustomize prints them; json: one kubectl List."),
-    output_file: Path = typer.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the manifests (or report) here instead of stdout."),
-    force: bool = typer.Option(False, "--force", help=f"Overwrite the {OUTPUT_FILE} if it exists."),
-    report: OutputFormat = typer.Option(None, "--report", help="Print a json or yaml report (explanation, warnings, objects)."),
+    output_file: Path = commands.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the manifests (or report) here instead of stdout."),
+    force: bool = commands.Option(False, "--force", help=f"Overwrite the {OUTPUT_FILE} if it exists."),
+    report: OutputFormat = commands.Option(None, "--report", help="Print a json or yaml report (explanation, warnings, objects)."),
     **options: Any,
 ) -> None:
     """Render the hardware's overlay of a guide with kustomize and fit it to an access mode.
@@ -247,7 +246,7 @@ def render(
         with contextlib.redirect_stdout(buffer):
             emit(result.to_dict(), report, lambda data: data)
         write_file(output_file, buffer.getvalue().encode(), replace=force, exists=exists)
-        typer.echo(f"# wrote the {report.value} report to {output_file}", err=True)
+        commands.echo(f"# wrote the {report.value} report to {output_file}", err=True)
         return
     if output is DocumentFormat.json:
         import json
@@ -257,7 +256,7 @@ def render(
         manifests = result.manifests()
     if output_file is not None:
         write_file(output_file, manifests.encode(), replace=force, exists=exists)
-        typer.echo(f"# wrote {len(result.objects)} objects to {output_file}", err=True)
+        commands.echo(f"# wrote {len(result.objects)} objects to {output_file}", err=True)
     else:
         sys.stdout.write(manifests)
 
@@ -265,8 +264,8 @@ def render(
 @app.command("apply")
 @render_options
 def apply(
-    namespace: str = typer.Option(None, "--namespace", "-n", help="Namespace to apply into."),
-    yes: bool = typer.Option(False, "--yes", help="Really apply; without it kubectl only does a server-side dry run."),
+    namespace: str = commands.Option(None, "--namespace", "-n", help="Namespace to apply into."),
+    yes: bool = commands.Option(False, "--yes", help="Really apply; without it kubectl only does a server-side dry run."),
     **options: Any,
 ) -> None:
     """Render and fit as `render` does, then `kubectl apply` it (a server-side dry run unless --yes)."""
@@ -276,4 +275,4 @@ def apply(
     outcome = apply_job(result, runner, yes=yes, namespace=namespace)
     sys.stdout.write(outcome["output"])
     if outcome["dry_run"]:
-        typer.echo("# server-side dry run only; pass --yes to apply", err=True)
+        commands.echo("# server-side dry run only; pass --yes to apply", err=True)

@@ -501,7 +501,7 @@ class Fitter:
         deployment = self.profile.deployment
         tolerations = filled(pod.spec, "tolerations", [])
         for toleration in deployment.tolerations:
-            wanted = toleration.model_dump(exclude_none=True)
+            wanted = toleration.to_data(exclude_none=True)
             if wanted not in tolerations:
                 tolerations.append(wanted)
                 self._note(pod, f"tolerates {wanted['key']} ({wanted.get('effect', 'any effect')})")

@@ -186,7 +186,7 @@ def test_every_overlay_renders_with_the_shape_of_every_access_mode(hardware: str
     else:
         assert templates == {} and device_resources == set() and "resourceClaims" not in pod
     for toleration in profile.deployment.tolerations:
-        assert toleration.model_dump(exclude_none=True) in pod["tolerations"]
+        assert toleration.to_data(exclude_none=True) in pod["tolerations"]
     assert [w.code for w in result.warnings] == []
 
 

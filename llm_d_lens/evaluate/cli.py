@@ -8,16 +8,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.limits import MAX_ACCELERATORS_PER_POD, MAX_REPLICAS
 from llm_d_lens.evaluate.errors import OutputExists
 from llm_d_lens.terminal.options import DocumentOption, OutputOption
 from llm_d_lens.terminal.output import OUTPUT_FILE, DocumentFormat, OutputFormat, emit
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
-ProfileDirOption = typer.Option(
+ProfileDirOption = commands.Option(
     [], "--profile-dir", metavar="DIR",
     help="A directory of workload profiles searched after the built-in one; repeatable, later ones override.",
 )
@@ -25,19 +24,19 @@ ProfileDirOption = typer.Option(
 
 @app.command("config")
 def config(
-    hardware: str | None = typer.Option(None, "--hardware", help="Hardware id or any alias (accelerator key, benchmark profile)."),
-    mode: str | None = typer.Option(None, "--mode", help="Access mode; the hardware's first when omitted."),
-    resource: str | None = typer.Option(None, "--resource", help="Extended resource, for a mode that requests several."),
-    guide: str | None = typer.Option(None, "--guide", help="llm-d guide the scenario is named after (default optimized-baseline)."),
-    profile: str | None = typer.Option(None, "--profile", help="Workload profile giving the model, pools and parallelism."),
+    hardware: str | None = commands.Option(None, "--hardware", help="Hardware id or any alias (accelerator key, benchmark profile)."),
+    mode: str | None = commands.Option(None, "--mode", help="Access mode; the hardware's first when omitted."),
+    resource: str | None = commands.Option(None, "--resource", help="Extended resource, for a mode that requests several."),
+    guide: str | None = commands.Option(None, "--guide", help="llm-d guide the scenario is named after (default optimized-baseline)."),
+    profile: str | None = commands.Option(None, "--profile", help="Workload profile giving the model, pools and parallelism."),
     profile_dir: list[str] = ProfileDirOption,
-    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD, help="Without a profile: accelerators per pod."),
-    replicas: int | None = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="Without a profile: pods in the single pool."),
-    from_manifest: Path | None = typer.Option(None, "--from-manifest", metavar="FILE",
+    tensor_parallel: int | None = commands.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD, help="Without a profile: accelerators per pod."),
+    replicas: int | None = commands.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="Without a profile: pods in the single pool."),
+    from_manifest: Path | None = commands.Option(None, "--from-manifest", metavar="FILE",
                                               help="Infer everything from a rendered manifest ('-' reads stdin)."),
     output: DocumentFormat = DocumentOption,
-    output_file: Path | None = typer.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the scenario here instead of stdout."),
-    force: bool = typer.Option(False, "--force", help=f"Replace the {OUTPUT_FILE} if it exists."),
+    output_file: Path | None = commands.Option(None, OUTPUT_FILE, metavar="FILE", help="Write the scenario here instead of stdout."),
+    force: bool = commands.Option(False, "--force", help=f"Replace the {OUTPUT_FILE} if it exists."),
 ) -> None:
     """The llm-d-benchmark scenario settings (accelerator, dra, per-role counts) for a hardware."""
     from llm_d_lens.evaluate.config import build_config
@@ -56,14 +55,14 @@ def config(
                           manifest_source=str(from_manifest) if from_manifest else "manifest")
     text = result.to_yaml() if output is DocumentFormat.yaml else json.dumps(result.scenario(), indent=2) + "\n"
     for warning in result.warnings():  # on stderr, so piping the scenario on stdout stays clean
-        typer.echo(f"warning: {warning['message']}", err=True)
+        commands.echo(f"warning: {warning['message']}", err=True)
     if output_file is None:
         sys.stdout.write(text)
         return
     write_file(output_file, text.encode(), replace=force, exists=exists)
     summary = result.summary()
     how = summary["resource"] or summary["dra_driver"] or "no accelerator"
-    typer.echo(f"wrote {output_file}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
+    commands.echo(f"wrote {output_file}: hardware {summary['hardware']}, access mode {summary['access_mode']}, "
                f"benchmark profile {summary['benchmark_profile'] or '-'}, {how}")
 
 
@@ -84,17 +83,17 @@ def parse_time(value: str) -> float:
         return parse_instant(value)
     except ValueError as exc:
         reason = "is neither Unix seconds nor an ISO 8601 time" if "finite" in str(exc) else str(exc)
-        raise typer.BadParameter(f"{value!r} {reason}") from None
+        raise commands.BadParameter(f"{value!r} {reason}") from None
 
 
 @app.command("coverage")
 def coverage(
-    profile: str = typer.Option("default", "--profile", help="Workload profile whose coverage is checked."),
+    profile: str = commands.Option("default", "--profile", help="Workload profile whose coverage is checked."),
     profile_dir: list[str] = ProfileDirOption,
-    prometheus: str = typer.Option(..., "--prometheus", metavar="URL", help="Prometheus server root, e.g. http://prometheus:9090."),
-    start: str | None = typer.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
+    prometheus: str = commands.Option(..., "--prometheus", metavar="URL", help="Prometheus server root, e.g. http://prometheus:9090."),
+    start: str | None = commands.Option(None, "--start", help="Run start (Unix seconds or ISO 8601); default end minus the "
                                                           "profile's workload and metrics_available timeouts."),
-    end: str | None = typer.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
+    end: str | None = commands.Option(None, "--end", help="Run end (Unix seconds or ISO 8601); default now."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Which hosts, GPUs and communicators did work during a run, against the profile's coverage."""
@@ -106,7 +105,7 @@ def coverage(
     timeouts = loaded.profile.timeouts
     start_at = parse_time(start) if start is not None else end_at - timeouts.workload - timeouts.metrics_available
     if start_at >= end_at:
-        raise typer.BadParameter("--start must be before --end")
+        raise commands.BadParameter("--start must be before --end")
     report = check_coverage(loaded, prometheus, start_at, end_at)
 
     def table(report: Any) -> Any:
@@ -134,4 +133,4 @@ def coverage(
 
     emit(report, output, table)
     if not report.ok:
-        raise typer.Exit(1)
+        raise commands.Exit(1)

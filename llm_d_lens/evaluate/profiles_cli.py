@@ -5,20 +5,19 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import OutputOption
 from llm_d_lens.terminal.output import ListFormat, OutputFormat, TextFormat, emit, list_output_option
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
-ProfileDirOption = typer.Option(
+ProfileDirOption = commands.Option(
     [], "--profile-dir", metavar="DIR",
     help="A directory of profiles searched after the built-in one; repeatable, later ones override earlier ones.",
 )
 #: text (the default) is the one line a shell script uses as it is, as before -o existed here
-TextOutputOption = typer.Option(TextFormat.text, "--output", "-o", help="text (one line, for a shell), json or yaml.")
-NameArgument = typer.Argument("default", metavar="NAME", help="Profile name (the file stem).")
+TextOutputOption = commands.Option(TextFormat.text, "--output", "-o", help="text (one line, for a shell), json or yaml.")
+NameArgument = commands.Argument("default", metavar="NAME", help="Profile name (the file stem).")
 
 
 @app.command("list")
@@ -87,4 +86,4 @@ def validate(profile_dir: list[str] = ProfileDirOption, output: OutputFormat = O
 
     emit(results, output, table)
     if not all(r["valid"] for r in results):
-        raise typer.Exit(1)
+        raise commands.Exit(1)

@@ -94,16 +94,14 @@ def test_the_node_label_follows_the_profile_data_not_a_vendor_name():
     from llm_d_lens.evaluate.benchmark import accelerator_type
 
     hardware = get_registry().get("nvidia")
-    relabelled = hardware.model_copy(update={"inventory": hardware.inventory.model_copy(
-        update={"product_labels": ["example.com/chip.model"]})})
+    relabelled = hardware.replace(inventory=hardware.inventory.replace(product_labels=["example.com/chip.model"]))
     assert accelerator_type(relabelled) == {"labelKey": "example.com/chip.model", "labelValue": "auto"}
     assert accelerator_type(relabelled, {"example.com/chip.model": "X1"}) == {"labelKey": "example.com/chip.model",
                                                                                 "labelValue": "X1"}
-    bare = relabelled.model_copy(update={"inventory": hardware.inventory.model_copy(update={"product_labels": []}),
-                                         "node_label_selector": {"example.com/any": "*", "example.com/chip": "yes"},
-                                         "presence": None})
+    bare = relabelled.replace(inventory=hardware.inventory.replace(product_labels=[]),
+                              node_label_selector={"example.com/any": "*", "example.com/chip": "yes"}, presence=None)
     assert accelerator_type(bare) == {"labelKey": "example.com/chip", "labelValue": "yes"}
-    assert accelerator_type(bare.model_copy(update={"node_label_selector": {}})) is None
+    assert accelerator_type(bare.replace(node_label_selector={})) is None
 
 
 @pytest.mark.parametrize("mode", ["dra", "plugin"])

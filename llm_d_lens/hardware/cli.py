@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import OutputOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.errors import ProfileInvalid, RegistrationConflict
@@ -14,7 +13,7 @@ from llm_d_lens.hardware.views import list_names, registered_rows, summary
 from llm_d_lens.terminal.output import ListFormat, OutputFormat, emit, list_output_option
 from llm_d_lens.terminal.printable import cell, printable
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
 
 
@@ -52,7 +51,7 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
 
 
 @app.command("show")
-def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
+def show(key: str = commands.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
     """One profile, by id or any alias (accelerator key, benchmark profile), and the provider serving it.
 
     ``-o json`` is the profile plus ``served_by``: the provider's class, its status (serving,
@@ -68,7 +67,7 @@ def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFo
     except PluginLoadFailed:
         pass  # reported as status "failed" with the reason
     served = registry.provider_status(profile.id)
-    data = {**profile.model_dump(mode="json"), "served_by": served}
+    data = {**profile.to_data(), "served_by": served}
 
     def table(data: dict[str, Any]) -> Any:
         from rich.table import Table
@@ -99,7 +98,7 @@ def show(key: str = typer.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFo
 
 @app.command("validate")
 def validate(
-    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Profile JSON files."),
+    files: list[Path] = commands.Argument(..., metavar="FILE...", help="Profile JSON files."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Check profile files against the contract and the registered hardware; every error at once.
@@ -133,7 +132,7 @@ def validate(
 
     emit(results, output, table)
     if not all(r["valid"] for r in results):
-        raise typer.Exit(1)
+        raise commands.Exit(1)
 
 
 def _validate_one(path: Path, together: list[Any], known: Any) -> dict[str, Any]:
@@ -178,10 +177,10 @@ def _conflicts_with_registered(profile: Any, path: Path, together: list[Any]) ->
         installed = None
     replaced = {profile.id, *(entry.profile.id for entry in together)}
     others = [
-        DiscoveredProfile(p, canonical(p.model_dump(mode="json")), installed.origins(p.id))
+        DiscoveredProfile(p, canonical(p.to_data()), installed.origins(p.id))
         for p in (installed.profiles() if installed is not None else []) if p.id not in replaced
     ]
-    candidate = DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), [ProfileOrigin("file", str(path))])
+    candidate = DiscoveredProfile(profile, canonical(profile.to_data()), [ProfileOrigin("file", str(path))])
     from llm_d_lens.hardware.conflicts import Clash
 
     found = []
@@ -200,12 +199,12 @@ def _conflicts_with_registered(profile: Any, path: Path, together: list[Any]) ->
 
 @app.command("resolve")
 def resolve(
-    device_class: list[str] = typer.Option([], "--device-class", help="A DRA DeviceClass name."),
-    resource: list[str] = typer.Option([], "--resource", help="An extended resource name."),
-    label: list[str] = typer.Option([], "--label", help="KEY=VALUE; repeat to give a label set matched together."),
-    key: list[str] = typer.Option([], "--key", help="An id, accelerator key or benchmark profile (explicit: unknown is an error)."),
-    aic_system: list[str] = typer.Option([], "--aic-system", help="An AIC system name."),
-    dra_driver: list[str] = typer.Option([], "--dra-driver", help="A ResourceSlice driver name."),
+    device_class: list[str] = commands.Option([], "--device-class", help="A DRA DeviceClass name."),
+    resource: list[str] = commands.Option([], "--resource", help="An extended resource name."),
+    label: list[str] = commands.Option([], "--label", help="KEY=VALUE; repeat to give a label set matched together."),
+    key: list[str] = commands.Option([], "--key", help="An id, accelerator key or benchmark profile (explicit: unknown is an error)."),
+    aic_system: list[str] = commands.Option([], "--aic-system", help="An AIC system name."),
+    dra_driver: list[str] = commands.Option([], "--dra-driver", help="A ResourceSlice driver name."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """What a device class, resource, label set, key or AIC system name resolves to."""
@@ -214,7 +213,7 @@ def resolve(
     results = resolve_queries(Resolver(), keys=key, device_classes=device_class, resources=resource, dra_drivers=dra_driver,
                               labels=label, parse_labels=_parse_labels, aic_systems=aic_system)
     if not results:
-        raise typer.BadParameter("give at least one of --device-class, --resource, --label, --key, --aic-system, --dra-driver")
+        raise commands.BadParameter("give at least one of --device-class, --resource, --label, --key, --aic-system, --dra-driver")
 
     def table(results: list[dict[str, Any]], wide: bool = False) -> Any:
         from llm_d_lens.hardware.views import RESOLVE_COLUMNS, resolve_cells
@@ -230,28 +229,28 @@ def _parse_labels(items: list[str]) -> dict[str, str]:
 
     labels, malformed = split_labels(items)
     if malformed:
-        raise typer.BadParameter(f"--label {malformed[0]!r}: expected KEY=VALUE")
+        raise commands.BadParameter(f"--label {malformed[0]!r}: expected KEY=VALUE")
     return labels
 
 
 @app.command("new")
 def new(
-    profile_id: str = typer.Argument(..., metavar="ID", help="The profile id (also the entry-point name)."),
-    vendor: str = typer.Option(..., "--vendor", help="Vendor name, lower-case (the llm-d accelerator-vendor label)."),
-    display_name: str | None = typer.Option(None, "--display-name", help="Human name (default: from ID)."),
-    request_model: str = typer.Option("extended-resource", "--request-model", help="extended-resource or dra."),
-    resource_name: str | None = typer.Option(None, "--resource-name", help="Extended resource, e.g. vendor.com/npu."),
-    device_class: str | None = typer.Option(None, "--device-class", help="DRA DeviceClass, e.g. npu.vendor.com."),
-    node_label: str = typer.Option(..., "--node-label", help="KEY=VALUE marking nodes with the hardware."),
-    provider: bool = typer.Option(False, "--provider", help="Also write a provider stub and its entry point."),
-    directory: Path | None = typer.Option(None, "--dir", help="Where to write (default: ./ID-lens); must be new or empty."),
+    profile_id: str = commands.Argument(..., metavar="ID", help="The profile id (also the entry-point name)."),
+    vendor: str = commands.Option(..., "--vendor", help="Vendor name, lower-case (the llm-d accelerator-vendor label)."),
+    display_name: str | None = commands.Option(None, "--display-name", help="Human name (default: from ID)."),
+    request_model: str = commands.Option("extended-resource", "--request-model", help="extended-resource or dra."),
+    resource_name: str | None = commands.Option(None, "--resource-name", help="Extended resource, e.g. vendor.com/npu."),
+    device_class: str | None = commands.Option(None, "--device-class", help="DRA DeviceClass, e.g. npu.vendor.com."),
+    node_label: str = commands.Option(..., "--node-label", help="KEY=VALUE marking nodes with the hardware."),
+    provider: bool = commands.Option(False, "--provider", help="Also write a provider stub and its entry point."),
+    directory: Path | None = commands.Option(None, "--dir", help="Where to write (default: ./ID-lens); must be new or empty."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Write an installable external plugin package for a new hardware (profile, entry points, tests)."""
     from llm_d_lens.hardware.scaffold import ScaffoldRequest, pip_path, write
 
     if request_model not in ("extended-resource", "dra"):
-        raise typer.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
+        raise commands.BadParameter(f"--request-model {request_model!r}: expected extended-resource or dra")
     [(key, value)] = _parse_labels([node_label]).items()
     req = ScaffoldRequest(profile_id, vendor, display_name or profile_id.replace("-", " ").title(), request_model,
                           resource_name, device_class, (key, value), provider, directory or Path(f"{profile_id}-lens"))
@@ -317,4 +316,4 @@ def doctor(output: OutputFormat = OutputOption) -> None:
 
     emit(report, output, table)
     if not report["ok"]:
-        raise typer.Exit(1)
+        raise commands.Exit(1)

@@ -31,16 +31,16 @@ def validate_payload(payload: Any, source: str, *, telemetry_providers: frozense
     walking the schema, which matters at startup with many plugins), and the schema is walked
     only to explain a refusal with every JSON path at once.
     """
-    from pydantic import ValidationError
+    from msgspec import ValidationError
 
     profile_id = payload.get("id") if isinstance(payload, dict) and isinstance(payload.get("id"), str) else None
     unreadable = value_issues(payload)
     if unreadable:
         payload = _set_aside(payload, unreadable)  # later passes then neither choke on them nor echo them
     try:
-        profile = HardwareProfile.model_validate(payload, strict=True)
+        profile = HardwareProfile.decode(payload)
     except ValidationError as exc:
-        issues = schema_issues(payload) or ([] if unreadable else _pydantic_issues(exc))
+        issues = schema_issues(payload) or ([] if unreadable else [_model_issue(exc)])
         issues += _rule_issues_beside(payload, issues, telemetry_providers)
         raise ProfileInvalid(source, _merged(unreadable, issues), profile_id) from None
     issues = rules.check(profile)
@@ -176,7 +176,7 @@ def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue],
     list), only the schema errors are reported. A rule error at or below an already reported path
     is left out: it would only echo the value that was set aside.
     """
-    from pydantic import ValidationError
+    from msgspec import ValidationError
 
     if not isinstance(payload, dict):
         return []
@@ -191,7 +191,7 @@ def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue],
         if isinstance(parent, dict):
             parent.pop(location[-1], None)
     try:
-        profile = HardwareProfile.model_validate(rest, strict=True)
+        profile = HardwareProfile.decode(rest)
     except ValidationError:
         return []
     reported = [issue.path for issue in schema_found]
@@ -204,12 +204,19 @@ def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue],
     ]
 
 
-def _pydantic_issues(exc: Exception) -> list[ProfileIssue]:
-    """The schema and the models agree by test; this only guards against a drift slipping by."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return [ProfileIssue("$", str(exc), has_value=False)]
-    return [ProfileIssue(json_path(e["loc"]), e["msg"], e.get("input")) for e in errors()]
+#: msgspec's message: "Expected `str`, got `int` - at `$.deployment.arch`"
+_AT = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
+
+
+def _model_issue(exc: Exception) -> ProfileIssue:
+    """The model's refusal where the schema finds none: a cross-field check (a sentinel with nothing to match).
+
+    The schema and the models agree by test on everything a schema can say, so this is the
+    models' own checks, reported at the object msgspec names.
+    """
+    found = _AT.match(str(exc))
+    assert found is not None  # the pattern matches any text
+    return ProfileIssue(found["path"] or "$", found["message"], has_value=False)
 
 
 def read_profile_file(path: str | Path) -> Any:

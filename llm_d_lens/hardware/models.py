@@ -1,4 +1,4 @@
-"""The hardware profile contract, as typed models.
+"""The hardware profile contract, as typed models (msgspec Structs: they import and check in microseconds).
 
 These models are the single source of truth: ``schema.json`` is generated from them
 (``python -m llm_d_lens.generate``) and a test fails when the committed file drifts. Rules a JSON Schema cannot
@@ -11,28 +11,62 @@ ignored field.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import msgspec
+from msgspec import Meta, field
 
 #: The profile format versions this Lens reads. A profile omitting ``schema_version`` is version 1.
 SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s",
-                     "flag"]
+SourceUnit = Literal[
+    "percent",
+    "ratio",
+    "MiB",
+    "MB",
+    "GiB",
+    "bytes",
+    "mW",
+    "W",
+    "uJ",
+    "mJ",
+    "J",
+    "celsius",
+    "count",
+    "code",
+    "B/s",
+    "flag",
+]
 OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
-    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
+    "utilization",
+    "memory_used",
+    "memory_total",
+    "power",
+    "energy",
+    "temperature",
+    "tensor_activity",
     # device health
-    "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
-    "pcie_throughput", "link_throughput", "link_errors",
+    "memory_temperature",
+    "memory_bandwidth",
+    "ecc_corrected",
+    "ecc_uncorrected",
+    "pcie_replays",
+    "critical_event",
+    "pcie_throughput",
+    "link_throughput",
+    "link_errors",
     # health signals default installs collect
-    "row_remap_failure", "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
-    "device_healthy", "links_up",
+    "row_remap_failure",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "link_traffic",
+    "device_healthy",
+    "links_up",
 ]
 
 #: a telemetry scale converts units (mW to W is 1e-3); twelve orders of magnitude either way is
@@ -46,186 +80,265 @@ ID_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 NAME_MAX = 63
 SUBDOMAIN_MAX = 253
 TEXT_MAX = 256
-Name = Annotated[str, Field(max_length=NAME_MAX)]
-LongName = Annotated[str, Field(max_length=SUBDOMAIN_MAX + NAME_MAX + 1)]
+Name = Annotated[str, Meta(max_length=NAME_MAX)]
+LongName = Annotated[str, Meta(max_length=SUBDOMAIN_MAX + NAME_MAX + 1)]
 
 
-class Contract(BaseModel):
-    """Base of every contract object: unknown keys are errors, values are immutable."""
+class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Base of every contract object: unknown keys are errors, values are immutable.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    ``decode`` is the one way in (strict: no string is read as a number, no number as a bool);
+    ``to_data`` the one way out, as JSON-ready builtins; ``replace`` a copy with some fields changed.
+    """
+
+    @classmethod
+    def decode(cls: type[C], data: Any) -> C:
+        """``data`` (builtins, as JSON gives them) checked into this type; :class:`msgspec.ValidationError` otherwise."""
+        return msgspec.convert(data, cls, strict=True)
+
+    def to_data(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        """Every field as JSON-ready builtins, in declaration order (``exclude_none``: null fields left out)."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return _without_none(data) if exclude_none else data
+
+    def replace(self: C, **changes: Any) -> C:
+        """A copy with ``changes`` applied (the object itself is immutable)."""
+        return msgspec.structs.replace(self, **changes)
+
+
+C = TypeVar("C", bound=Contract)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 LabelMap = dict[str, str]
 
 
-class UpstreamLabels(Contract):
+class UpstreamLabels(Contract, kw_only=True):
     """One ``llm-d.ai/accelerator-variant`` / ``llm-d.ai/accelerator-vendor`` pair an overlay may set."""
 
-    variant: str = Field(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-variant.")
-    vendor: str = Field(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-vendor.")
+    variant: Annotated[
+        str, Meta(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-variant.")
+    ]
+    vendor: Annotated[str, Meta(min_length=1, max_length=NAME_MAX, description="Value of llm-d.ai/accelerator-vendor.")]
 
 
-class Toleration(Contract):
-    key: str = Field(min_length=1, max_length=SUBDOMAIN_MAX + NAME_MAX + 1)
+class Toleration(Contract, kw_only=True):
+    key: Annotated[str, Meta(min_length=1, max_length=SUBDOMAIN_MAX + NAME_MAX + 1)]
     operator: Literal["Exists", "Equal"] = "Exists"
-    value: str | None = Field(default=None, max_length=NAME_MAX)
+    value: Annotated[str, Meta(max_length=NAME_MAX)] | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
 
 
-class DeploymentMode(Contract):
+class DeploymentMode(Contract, kw_only=True):
     """How a pod asks for this hardware in one access mode."""
 
     request_model: RequestModel
-    device_class: str | None = Field(default=None, max_length=SUBDOMAIN_MAX, description="DRA DeviceClass name (dra modes).")
-    claim_request_name: str | None = Field(default=None, max_length=NAME_MAX, description="Request name inside the ResourceClaimTemplate (dra modes).")
-    resource_names: list[LongName] = Field(default_factory=list, description="Extended resource names (extended-resource modes).")
-    supports_pci_allowlist: bool | None = Field(default=None, description="Overrides deployment.supports_pci_allowlist for this mode.")
+    device_class: (
+        Annotated[str, Meta(max_length=SUBDOMAIN_MAX, description="DRA DeviceClass name (dra modes).")] | None
+    ) = None
+    claim_request_name: (
+        Annotated[
+            str, Meta(max_length=NAME_MAX, description="Request name inside the ResourceClaimTemplate (dra modes).")
+        ]
+        | None
+    ) = None
+    resource_names: Annotated[
+        list[LongName], Meta(description="Extended resource names (extended-resource modes).")
+    ] = field(default_factory=list)
+    supports_pci_allowlist: (
+        Annotated[bool, Meta(description="Overrides deployment.supports_pci_allowlist for this mode.")] | None
+    ) = None
     pci_attribute_domain: str | None = None
     pci_attribute: str | None = None
-    node_selector: LabelMap = Field(default_factory=dict, description="Added to deployment.node_selector in this mode.")
-    benchmark_profile: str | None = Field(default=None, description="llm-d-benchmark profile for this mode when it differs from the profile's.")
-    benchmark_profiles_by_resource: LabelMap = Field(
-        default_factory=dict,
-        description="llm-d-benchmark profile per extended resource name, for vendors whose benchmark profile follows the resource.",
+    node_selector: Annotated[LabelMap, Meta(description="Added to deployment.node_selector in this mode.")] = field(
+        default_factory=dict
     )
+    benchmark_profile: (
+        Annotated[str, Meta(description="llm-d-benchmark profile for this mode when it differs from the profile's.")]
+        | None
+    ) = None
+    benchmark_profiles_by_resource: Annotated[
+        LabelMap,
+        Meta(
+            description="llm-d-benchmark profile per extended resource name, for vendors whose benchmark profile follows the resource."
+        ),
+    ] = field(default_factory=dict)
 
 
-class Deployment(Contract):
+class Deployment(Contract, kw_only=True):
     """Where the upstream overlay lives and how Lens fits its request shape."""
 
-    overlay_root: str = Field(
-        min_length=1,
-        description=(
-            "Path under the llm-d source; may use {guide} (which may span directories, e.g. "
-            "multimodal-serving/aggregation), {variant} (the upstream_variant), {model_server}, and * as a whole "
-            "segment for one directory level that becomes part of the overlay name (e.g. a TPU generation). Every "
-            "Kustomization below the matched directory is an overlay; its sub-path is kept in the overlay name."
+    overlay_root: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            description="Path under the llm-d source; may use {guide} (which may span directories, e.g. multimodal-serving/aggregation), {variant} (the upstream_variant), {model_server}, and * as a whole segment for one directory level that becomes part of the overlay name (e.g. a TPU generation). Every Kustomization below the matched directory is an overlay; its sub-path is kept in the overlay name.",
         ),
-    )
-    extra_overlay_roots: list[str] = Field(
-        default_factory=list,
-        description=(
-            "Further overlay_root templates for guides laid out differently, tried in order after overlay_root; "
-            "a Kustomization is claimed by the first template that reaches it."
+    ]
+    extra_overlay_roots: Annotated[
+        list[str],
+        Meta(
+            description="Further overlay_root templates for guides laid out differently, tried in order after overlay_root; a Kustomization is claimed by the first template that reaches it."
         ),
-    )
-    arch: str = Field(
-        min_length=1, max_length=NAME_MAX,
-        description="The overlay directory name, as in the guide's template; must equal upstream_variant, "
-        "which is what Lens reads (a differing arch is a warning).",
-    )
-    device_class: str = Field(default="", max_length=SUBDOMAIN_MAX)
-    claim_request_name: str = Field(default="", max_length=NAME_MAX)
-    resource_name: str = Field(default="", max_length=SUBDOMAIN_MAX + NAME_MAX + 1)
-    node_selector: LabelMap = Field(default_factory=dict)
-    tolerations: list[Toleration] = Field(default_factory=list)
+    ] = field(default_factory=list)
+    arch: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=NAME_MAX,
+            description="The overlay directory name, as in the guide's template; must equal upstream_variant, which is what Lens reads (a differing arch is a warning).",
+        ),
+    ]
+    device_class: Annotated[str, Meta(max_length=SUBDOMAIN_MAX)] = ""
+    claim_request_name: Annotated[str, Meta(max_length=NAME_MAX)] = ""
+    resource_name: Annotated[str, Meta(max_length=SUBDOMAIN_MAX + NAME_MAX + 1)] = ""
+    node_selector: LabelMap = field(default_factory=dict)
+    tolerations: list[Toleration] = field(default_factory=list)
     supports_pci_allowlist: bool = False
     pci_attribute_domain: str = ""
     pci_attribute: str = ""
-    runtime_image: str | None = Field(default=None, description="Image used when the overlay's image comes from a managed repository.")
-    managed_image_repositories: list[str] = Field(default_factory=list)
-    runtime_class_matchers: list[str] = Field(
-        default_factory=list, description="Regular expressions matched against a cluster's RuntimeClass names and handlers."
-    )
-    modes: dict[str, DeploymentMode] | None = Field(
-        default=None,
-        description="One entry per access mode. When absent, request_model and the deployment's top-level fields form the single mode.",
-    )
+    runtime_image: (
+        Annotated[str, Meta(description="Image used when the overlay's image comes from a managed repository.")] | None
+    ) = None
+    managed_image_repositories: list[str] = field(default_factory=list)
+    runtime_class_matchers: Annotated[
+        list[str], Meta(description="Regular expressions matched against a cluster's RuntimeClass names and handlers.")
+    ] = field(default_factory=list)
+    modes: (
+        Annotated[
+            dict[str, DeploymentMode],
+            Meta(
+                description="One entry per access mode. When absent, request_model and the deployment's top-level fields form the single mode."
+            ),
+        ]
+        | None
+    ) = None
 
 
-class DaemonSetMatcher(Contract):
+class DaemonSetMatcher(Contract, kw_only=True):
     """Finds the DaemonSet a driver mode runs as; every given field must match."""
 
-    name: str | None = Field(default=None, description="The DaemonSet's exact name.")
-    name_contains: str | None = Field(default=None, description="A substring of the DaemonSet's name.")
-    namespace: str | None = Field(default=None, description="The DaemonSet's namespace; any namespace when absent.")
-    labels: LabelMap = Field(default_factory=dict, description="Labels the DaemonSet must carry, each with this value.")
+    name: Annotated[str, Meta(description="The DaemonSet's exact name.")] | None = None
+    name_contains: Annotated[str, Meta(description="A substring of the DaemonSet's name.")] | None = None
+    namespace: Annotated[str, Meta(description="The DaemonSet's namespace; any namespace when absent.")] | None = None
+    labels: Annotated[LabelMap, Meta(description="Labels the DaemonSet must carry, each with this value.")] = field(
+        default_factory=dict
+    )
 
 
-class DriverRelease(Contract):
+class DriverRelease(Contract, kw_only=True):
     """One chart (or kustomize ref) Lens installs, pinned: the part a driver mode and its prerequisites share."""
 
-    manifest_ref: str = Field(min_length=1, description="Helm chart name, or the kustomize ref to apply.")
-    chart_version: str | None = Field(default=None, description="A pinned, released version: no 'latest', no ranges.")
-    repo: str | None = Field(default=None, description="Helm repository URL; an oci:// repository is joined with the chart name.")
-    namespace: str | None = Field(default=None, description="Namespace the release goes to (created when missing).")
-    release_name: str | None = Field(default=None, description="Helm release name; defaults to manifest_ref.")
-    daemonset_matchers: list[DaemonSetMatcher] = Field(default_factory=list, description="How status finds the DaemonSets this release runs as.")
-    options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Vendor-specific. The default provider passes them to helm as values: dotted keys, JSON values.",
-    )
-    min_kubernetes_version: str | None = Field(default=None, description="Install refuses clusters older than this.")
+    manifest_ref: Annotated[str, Meta(min_length=1, description="Helm chart name, or the kustomize ref to apply.")]
+    chart_version: Annotated[str, Meta(description="A pinned, released version: no 'latest', no ranges.")] | None = None
+    repo: (
+        Annotated[str, Meta(description="Helm repository URL; an oci:// repository is joined with the chart name.")]
+        | None
+    ) = None
+    namespace: Annotated[str, Meta(description="Namespace the release goes to (created when missing).")] | None = None
+    release_name: Annotated[str, Meta(description="Helm release name; defaults to manifest_ref.")] | None = None
+    daemonset_matchers: Annotated[
+        list[DaemonSetMatcher], Meta(description="How status finds the DaemonSets this release runs as.")
+    ] = field(default_factory=list)
+    options: Annotated[
+        dict[str, Any],
+        Meta(
+            description="Vendor-specific. The default provider passes them to helm as values: dotted keys, JSON values."
+        ),
+    ] = field(default_factory=dict)
+    min_kubernetes_version: Annotated[str, Meta(description="Install refuses clusters older than this.")] | None = None
 
 
-class Prerequisite(DriverRelease):
+class Prerequisite(DriverRelease, kw_only=True):
     """A chart the mode's chart only works on top of (an operator whose CRDs it creates), installed first."""
 
-    preconditions: list[str] = Field(
-        default_factory=list,
-        description="What this chart itself needs and Lens does NOT install (e.g. cert-manager): shown by plan and install.",
-    )
+    preconditions: Annotated[
+        list[str],
+        Meta(
+            description="What this chart itself needs and Lens does NOT install (e.g. cert-manager): shown by plan and install."
+        ),
+    ] = field(default_factory=list)
 
 
-class DriverMode(DriverRelease):
+class DriverMode(DriverRelease, kw_only=True):
     """What Lens installs for one access mode, and what the installed devices allow a claim to ask."""
 
-    prerequisites: list[Prerequisite] = Field(
-        default_factory=list,
-        description="Charts installed before this mode's, in order, each exactly like a mode (pinned, idempotent); "
-        "the mode's own options do not reach them.",
-    )
-    dedicated_nodes: bool = Field(
-        default=False,
-        description="The devices sit on nodes that carry no other hardware (a CPU pool): a class claiming them "
-        "alongside another hardware's devices could never be scheduled, so a plan refuses it.",
-    )
-    max_devices_per_request: int | None = Field(
-        default=None,
-        ge=1,
-        description="Most devices one claim request may ask for; 1 where every allocated device receives the full "
-        "capacity request, so a multi-device request over-allocates.",
-    )
+    prerequisites: Annotated[
+        list[Prerequisite],
+        Meta(
+            description="Charts installed before this mode's, in order, each exactly like a mode (pinned, idempotent); the mode's own options do not reach them."
+        ),
+    ] = field(default_factory=list)
+    dedicated_nodes: Annotated[
+        bool,
+        Meta(
+            description="The devices sit on nodes that carry no other hardware (a CPU pool): a class claiming them alongside another hardware's devices could never be scheduled, so a plan refuses it."
+        ),
+    ] = False
+    max_devices_per_request: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                description="Most devices one claim request may ask for; 1 where every allocated device receives the full capacity request, so a multi-device request over-allocates.",
+            ),
+        ]
+        | None
+    ) = None
 
 
-class UnmanagedMode(Contract):
+class UnmanagedMode(Contract, kw_only=True):
     """An access mode whose device stack Lens does not install, and why."""
 
-    reason: str = Field(min_length=1, description="Shown by plan and install: who provides the stack, or why none is needed.")
-    daemonset_matchers: list[DaemonSetMatcher] = Field(
-        default_factory=list, description="How status finds the stack when something else installed it."
-    )
+    reason: Annotated[
+        str, Meta(min_length=1, description="Shown by plan and install: who provides the stack, or why none is needed.")
+    ]
+    daemonset_matchers: Annotated[
+        list[DaemonSetMatcher], Meta(description="How status finds the stack when something else installed it.")
+    ] = field(default_factory=list)
 
 
-class Driver(Contract):
+class Driver(Contract, kw_only=True):
     installer: Literal["helm", "kustomize"]
-    modes: dict[str, DriverMode] = Field(min_length=1, description="Access mode -> what Lens installs for it.")
-    unmanaged_modes: dict[str, UnmanagedMode] = Field(
-        default_factory=dict,
-        description="Access modes Lens installs nothing for. Every access mode is in modes or here, never both.",
-    )
+    modes: Annotated[dict[str, DriverMode], Meta(min_length=1, description="Access mode -> what Lens installs for it.")]
+    unmanaged_modes: Annotated[
+        dict[str, UnmanagedMode],
+        Meta(description="Access modes Lens installs nothing for. Every access mode is in modes or here, never both."),
+    ] = field(default_factory=dict)
 
 
-class Presence(Contract):
+class Presence(Contract, kw_only=True):
     """The blocking preflight: which node labels prove the hardware is there, and how long to wait for them."""
 
-    node_label_selector: LabelMap = Field(min_length=1, description='Labels a node must carry; the value "*" means the label only has to exist.')
-    alternatives: list[LabelMap] = Field(
-        default_factory=list,
-        description="Further label sets, any one of which proves the hardware is there too: Node Feature Discovery's "
-        "PCI labels (feature.node.kubernetes.io/pci-<class>_<vendor>.present), which need no driver, beside the "
-        "plugin's or feature discovery's own label in node_label_selector.",
-    )
-    ensure_refs: list[str] = Field(
-        default_factory=list,
-        description="NFD NodeFeatureRule manifests applied before waiting: a .yaml/.yml/.json file or URL is applied "
-        "with kubectl apply -f, anything else as a kustomization with -k.",
-    )
-    timeout_seconds: int = Field(default=90, gt=0, le=3600, description="Longest wait for a labelled node after ensure_refs were applied.")
+    node_label_selector: Annotated[
+        LabelMap,
+        Meta(min_length=1, description='Labels a node must carry; the value "*" means the label only has to exist.'),
+    ]
+    alternatives: Annotated[
+        list[LabelMap],
+        Meta(
+            description="Further label sets, any one of which proves the hardware is there too: Node Feature Discovery's PCI labels (feature.node.kubernetes.io/pci-<class>_<vendor>.present), which need no driver, beside the plugin's or feature discovery's own label in node_label_selector."
+        ),
+    ] = field(default_factory=list)
+    ensure_refs: Annotated[
+        list[str],
+        Meta(
+            description="NFD NodeFeatureRule manifests applied before waiting: a .yaml/.yml/.json file or URL is applied with kubectl apply -f, anything else as a kustomization with -k."
+        ),
+    ] = field(default_factory=list)
+    timeout_seconds: Annotated[
+        int, Meta(gt=0, le=3600, description="Longest wait for a labelled node after ensure_refs were applied.")
+    ] = 90
 
 
-class FallbackSource(Contract):
+class FallbackSource(Contract, kw_only=True):
     """A further place one quantity may come from, with its own metrics, matchers and unit.
 
     It answers per device (or tile) only where every source before it has no series: another
@@ -233,53 +346,85 @@ class FallbackSource(Contract):
     degraded reading an older exporter allows (then ``note`` says what it lacks).
     """
 
-    metrics: list[str] = Field(min_length=1, description="Exporter metric names.")
-    combine: Literal["first", "sum", "divide"] = Field(default="first", description="As in the quantity's own source.")
-    matchers: list[str] = Field(default_factory=list, description="PromQL label matchers for these metrics.")
-    unit: SourceUnit = Field(description="Unit these metrics are reported in; converted to the quantity's output_unit.")
-    scale: float = Field(default=1.0, strict=False, gt=0, le=MAX_SCALE, allow_inf_nan=False,
-                         description="Extra factor applied after the unit conversion (positive, at most 1e12).")
-    aggregation: Aggregation = Field(default="max", description="How series of one device (or tile) are collapsed.")
-    note: str | None = Field(
-        default=None, min_length=1,
-        description="What a reading from this source lacks; shown as a warning naming the devices it answered for.",
+    metrics: Annotated[list[str], Meta(min_length=1, description="Exporter metric names.")]
+    combine: Annotated[Literal["first", "sum", "divide"], Meta(description="As in the quantity's own source.")] = (
+        "first"
     )
+    matchers: Annotated[list[str], Meta(description="PromQL label matchers for these metrics.")] = field(
+        default_factory=list
+    )
+    unit: Annotated[
+        SourceUnit, Meta(description="Unit these metrics are reported in; converted to the quantity's output_unit.")
+    ]
+    scale: Annotated[
+        float,
+        Meta(
+            gt=0, le=MAX_SCALE, description="Extra factor applied after the unit conversion (positive, at most 1e12)."
+        ),
+    ] = 1.0
+    aggregation: Annotated[Aggregation, Meta(description="How series of one device (or tile) are collapsed.")] = "max"
+    note: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                description="What a reading from this source lacks; shown as a warning naming the devices it answered for.",
+            ),
+        ]
+        | None
+    ) = None
 
 
-class MetricSource(Contract):
+class MetricSource(Contract, kw_only=True):
     """Where one common quantity comes from in the vendor's exporter, and how to convert it."""
 
-    metrics: list[str] = Field(min_length=1, description="Exporter metric names.")
-    combine: Literal["first", "sum", "divide"] = Field(
-        default="first",
-        description="first: the first listed metric present; sum: add them; divide: the first divided by the second.",
-    )
-    matchers: list[str] = Field(default_factory=list, description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
-    unit: SourceUnit = Field(description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it.")
-    scale: float = Field(default=1.0, strict=False, gt=0, le=MAX_SCALE, allow_inf_nan=False,
-                         description="Extra factor applied after the unit conversion (positive, at most 1e12).")
-    output_unit: OutputUnit = Field(
-        description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), "
-        "code (the last event's code, 0 for none) or B/s."
-    )
-    aggregation: Aggregation = Field(
-        default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
-    )
-    tile_aggregation: TileAggregation = Field(
-        default="none",
-        description=(
-            "How tiles/partitions fold into one physical device. A device-level series (no tile label) is used when "
-            "present; otherwise sum/avg/max/min folds the tiles, and first takes tile '0' (else any). none lists each "
-            "tile as its own device."
+    metrics: Annotated[list[str], Meta(min_length=1, description="Exporter metric names.")]
+    combine: Annotated[
+        Literal["first", "sum", "divide"],
+        Meta(
+            description="first: the first listed metric present; sum: add them; divide: the first divided by the second."
         ),
-    )
-    fallbacks: list[FallbackSource] = Field(
-        default_factory=list,
-        description="Tried in order, per device (or tile), where the sources before have no series; same output_unit and tile_aggregation.",
-    )
+    ] = "first"
+    matchers: Annotated[
+        list[str], Meta(description='PromQL label matchers, e.g. location="gpu" or src!~"sum|avg".')
+    ] = field(default_factory=list)
+    unit: Annotated[
+        SourceUnit,
+        Meta(
+            description="Unit the exporter reports; MB is read as MiB (2^20 bytes), as the exporters that say MB compute it."
+        ),
+    ]
+    scale: Annotated[
+        float,
+        Meta(
+            gt=0, le=MAX_SCALE, description="Extra factor applied after the unit conversion (positive, at most 1e12)."
+        ),
+    ] = 1.0
+    output_unit: Annotated[
+        OutputUnit,
+        Meta(
+            description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), code (the last event's code, 0 for none) or B/s."
+        ),
+    ]
+    aggregation: Annotated[
+        Aggregation,
+        Meta(description="How series of one device (or tile) that differ only in other labels are collapsed."),
+    ] = "max"
+    tile_aggregation: Annotated[
+        TileAggregation,
+        Meta(
+            description="How tiles/partitions fold into one physical device. A device-level series (no tile label) is used when present; otherwise sum/avg/max/min folds the tiles, and first takes tile '0' (else any). none lists each tile as its own device."
+        ),
+    ] = "none"
+    fallbacks: Annotated[
+        list[FallbackSource],
+        Meta(
+            description="Tried in order, per device (or tile), where the sources before have no series; same output_unit and tile_aggregation."
+        ),
+    ] = field(default_factory=list)
 
 
-class LabelSchema(Contract):
+class LabelSchema(Contract, kw_only=True):
     """Exporter label names for each common label; a list gives alternative spellings, first wins."""
 
     node: str | list[str] | None = None
@@ -295,24 +440,26 @@ class LabelSchema(Contract):
     container: str | list[str] | None = None
 
 
-class Allocation(Contract):
+class Allocation(Contract, kw_only=True):
     """How a device seen by the exporter is found in the cluster's allocations (telemetry joins)."""
 
-    drivers: list[str] = Field(default_factory=list, description="DRA driver names whose allocations belong to this hardware.")
-    pci_attributes: list[str] = Field(
-        default_factory=list,
-        description="DRA device attributes carrying the PCI bus id; a bare name means the driver's own domain.",
+    drivers: Annotated[list[str], Meta(description="DRA driver names whose allocations belong to this hardware.")] = (
+        field(default_factory=list)
     )
-    uuid_attributes: list[str] = Field(
-        default_factory=list, description="DRA device attributes carrying the value of the exporter's uuid label."
-    )
-    serial_attributes: list[str] = Field(
-        default_factory=list, description="DRA device attributes carrying the value of the exporter's serial label."
-    )
-    resource_id_pattern: str | None = Field(default=None, description="Regular expression with a named group 'pci'.")
+    pci_attributes: Annotated[
+        list[str],
+        Meta(description="DRA device attributes carrying the PCI bus id; a bare name means the driver's own domain."),
+    ] = field(default_factory=list)
+    uuid_attributes: Annotated[
+        list[str], Meta(description="DRA device attributes carrying the value of the exporter's uuid label.")
+    ] = field(default_factory=list)
+    serial_attributes: Annotated[
+        list[str], Meta(description="DRA device attributes carrying the value of the exporter's serial label.")
+    ] = field(default_factory=list)
+    resource_id_pattern: Annotated[str, Meta(description="Regular expression with a named group 'pci'.")] | None = None
 
 
-class Exporter(Contract):
+class Exporter(Contract, kw_only=True):
     """The vendor's exporter: how Lens finds its pods and their scrape targets, and how it is installed.
 
     Seed 000 section 6: the vendor's official chart, integrated with the monitoring stack already there
@@ -321,20 +468,37 @@ class Exporter(Contract):
     ``unmanaged_reason`` instead.
     """
 
-    release: DriverRelease | None = Field(default=None, description="The exporter's chart, pinned like a driver mode.")
-    unmanaged_reason: str | None = Field(
-        default=None, min_length=1, description="Who deploys the exporter when Lens does not (exactly one of release or this)."
+    release: Annotated[DriverRelease, Meta(description="The exporter's chart, pinned like a driver mode.")] | None = (
+        None
     )
-    pod_selectors: list[LabelMap] = Field(
-        min_length=1, description="Label sets that identify the exporter's pods; a pod carrying every label of any one set is an exporter pod."
-    )
-    port: int = Field(ge=1, le=65535, description="The port its /metrics page is served on.")
-    monitor: Literal["ServiceMonitor", "PodMonitor"] | None = Field(
-        default=None, description="The Prometheus Operator object its scrape needs (the chart's option, or the user's)."
-    )
+    unmanaged_reason: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                description="Who deploys the exporter when Lens does not (exactly one of release or this).",
+            ),
+        ]
+        | None
+    ) = None
+    pod_selectors: Annotated[
+        list[LabelMap],
+        Meta(
+            min_length=1,
+            description="Label sets that identify the exporter's pods; a pod carrying every label of any one set is an exporter pod.",
+        ),
+    ]
+    port: Annotated[int, Meta(ge=1, le=65535, description="The port its /metrics page is served on.")]
+    monitor: (
+        Annotated[
+            Literal["ServiceMonitor", "PodMonitor"],
+            Meta(description="The Prometheus Operator object its scrape needs (the chart's option, or the user's)."),
+        ]
+        | None
+    ) = None
 
 
-class Sentinel(Contract):
+class Sentinel(Contract, kw_only=True):
     """Values an exporter writes where it has no reading ("blank", "not supported", "N/A").
 
     A sample of one of ``metrics`` whose value is at least ``at_least`` or equals one of ``values`` is
@@ -343,88 +507,121 @@ class Sentinel(Contract):
     entry lists the metrics of one type.
     """
 
-    metrics: list[str] = Field(min_length=1, description="Exporter metric names whose samples this applies to.")
-    at_least: float | None = Field(default=None, strict=False, allow_inf_nan=False,
-                                   description="A value at or above this is the sentinel (DCGM's IS_BLANK tests).")
-    values: list[float] = Field(default_factory=list, description="Exact values that are the sentinel.")
-    reason: str = Field(min_length=1, description="What the sentinel means, with its source; shown beside the null.")
+    metrics: Annotated[
+        list[str], Meta(min_length=1, description="Exporter metric names whose samples this applies to.")
+    ]
+    at_least: (
+        Annotated[float, Meta(description="A value at or above this is the sentinel (DCGM's IS_BLANK tests).")] | None
+    ) = None
+    values: Annotated[list[float], Meta(description="Exact values that are the sentinel.")] = field(
+        default_factory=list
+    )
+    reason: Annotated[
+        str, Meta(min_length=1, description="What the sentinel means, with its source; shown beside the null.")
+    ]
 
-    @model_validator(mode="after")
-    def _matches_something(self) -> Sentinel:
+    def __post_init__(self) -> None:
         if self.at_least is None and not self.values:
             raise ValueError("a sentinel needs at_least or values")
-        return self
 
 
-class Telemetry(Contract):
-    provider_id: str = Field(min_length=1)
+class Telemetry(Contract, kw_only=True):
+    provider_id: Annotated[str, Meta(min_length=1)]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _guide_forms(cls, data: Any) -> Any:
-        """The guide's short forms (a bare ``device_metrics`` name, ``pod_metrics.gpu_cache_usage``) read as Lens reads them."""
-        from llm_d_lens.hardware.guide_forms import read_guide_forms
-
-        return read_guide_forms(data)
-
-    exporter: Exporter | None = Field(default=None, description="The exporter that publishes this hardware's device metrics.")
-    device_metrics: dict[str, str] = Field(
-        default_factory=dict,
-        description="Quantity -> PromQL expression. One bare metric name (the guide's template) is also read as "
-        "that quantity's device_metric_sources entry, utilization in percent, any other in its common unit.")
-    device_metric_sources: dict[Quantity, MetricSource] = Field(default_factory=dict)
-    sentinels: list[Sentinel] = Field(
-        default_factory=list,
-        description="The exporter's no-reading values, applied to its samples before any quantity is computed.",
-    )
-    label_schema: LabelSchema = Field(default_factory=LabelSchema)
+    exporter: (
+        Annotated[Exporter, Meta(description="The exporter that publishes this hardware's device metrics.")] | None
+    ) = None
+    device_metrics: Annotated[
+        dict[str, str],
+        Meta(
+            description="Quantity -> PromQL expression. One bare metric name (the guide's template) is also read as that quantity's device_metric_sources entry, utilization in percent, any other in its common unit."
+        ),
+    ] = field(default_factory=dict)
+    device_metric_sources: dict[Quantity, MetricSource] = field(default_factory=dict)
+    sentinels: Annotated[
+        list[Sentinel],
+        Meta(description="The exporter's no-reading values, applied to its samples before any quantity is computed."),
+    ] = field(default_factory=list)
+    label_schema: LabelSchema = field(default_factory=LabelSchema)
     allocation_join: AllocationJoin = "none"
     allocation: Allocation | None = None
-    source_label: str | None = Field(
-        default=None, description="Exporter label naming the physical device; reported as the device's device_id."
+    source_label: (
+        Annotated[
+            str, Meta(description="Exporter label naming the physical device; reported as the device's device_id.")
+        ]
+        | None
+    ) = None
+    scrape_path: (
+        Annotated[
+            str, Meta(description="Path of the exporter's exposition page, for direct snapshots without Prometheus.")
+        ]
+        | None
+    ) = None
+    pod_metrics: Annotated[
+        dict[str, str | list[str]],
+        Meta(
+            description="Serving-engine metric key -> metric name(s), first present wins; gpu_cache_usage (the guide's) is read as kv_cache_usage."
+        ),
+    ] = field(default_factory=dict)
+    modes: Annotated[dict[str, AllocationJoin], Meta(description="Access mode -> allocation join.")] = field(
+        default_factory=dict
     )
-    scrape_path: str | None = Field(
-        default=None, description="Path of the exporter's exposition page, for direct snapshots without Prometheus."
-    )
-    pod_metrics: dict[str, str | list[str]] = Field(
-        default_factory=dict,
-        description="Serving-engine metric key -> metric name(s), first present wins; gpu_cache_usage (the guide's) "
-        "is read as kv_cache_usage.")
-    modes: dict[str, AllocationJoin] = Field(default_factory=dict, description="Access mode -> allocation join.")
 
 
-class DiscoveryCommand(Contract):
-    command: list[str] = Field(min_length=1)
+class DiscoveryCommand(Contract, kw_only=True):
+    command: Annotated[list[str], Meta(min_length=1)]
     parser: Literal["json", "csv", "text"] = "json"
-    fields: LabelMap = Field(default_factory=dict)
+    fields: LabelMap = field(default_factory=dict)
 
 
-class MemoryModel(Contract):
-    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, strict=False, allow_inf_nan=False,
-                              description="Memory of one device in GiB (at most 1 PiB).")
-    visible_gib: float | None = Field(
-        default=None, gt=0, le=MAX_MEMORY_GIB, strict=False, allow_inf_nan=False,
-        description="Total memory the device runtime reports to a serving engine (less than memory_gib: the driver "
-                    "keeps some), where measured; the planner sizes the engine's share from it.")
+class MemoryModel(Contract, kw_only=True):
+    memory_gib: Annotated[
+        float, Meta(gt=0, le=MAX_MEMORY_GIB, description="Memory of one device in GiB (at most 1 PiB).")
+    ]
+    visible_gib: (
+        Annotated[
+            float,
+            Meta(
+                gt=0,
+                le=MAX_MEMORY_GIB,
+                description="Total memory the device runtime reports to a serving engine (less than memory_gib: the driver keeps some), where measured; the planner sizes the engine's share from it.",
+            ),
+        ]
+        | None
+    ) = None
 
 
-class EngineMemory(Contract):
+class EngineMemory(Contract, kw_only=True):
     """Memory a serving engine keeps per device outside torch's allocator, as measured on this hardware."""
 
-    non_torch_gib_single: float = Field(ge=0, le=64, strict=False, allow_inf_nan=False,
-                                        description="Non-torch memory of a single-device engine (runtime context), GiB.")
-    non_torch_gib_parallel: float = Field(ge=0, le=64, strict=False, allow_inf_nan=False,
-                                          description="Non-torch memory per device with TP or PP > 1 (adds collective buffers), GiB.")
-    graph_gib: float = Field(default=0, ge=0, le=64, strict=False, allow_inf_nan=False,
-                                  description="Typical captured-graph memory per device, GiB (shown, taken outside the KV budget).")
-    source: str = Field(min_length=1, description="Where the figures were measured.")
+    non_torch_gib_single: Annotated[
+        float, Meta(ge=0, le=64, description="Non-torch memory of a single-device engine (runtime context), GiB.")
+    ]
+    non_torch_gib_parallel: Annotated[
+        float,
+        Meta(ge=0, le=64, description="Non-torch memory per device with TP or PP > 1 (adds collective buffers), GiB."),
+    ]
+    graph_gib: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=64,
+            description="Typical captured-graph memory per device, GiB (shown, taken outside the KV budget).",
+        ),
+    ] = 0
+    source: Annotated[str, Meta(min_length=1, description="Where the figures were measured.")]
 
 
-class AicSystem(Contract):
+class AicSystem(Contract, kw_only=True):
     """One row of the ordered table from an inventory product name to an AIC system name."""
 
-    product_pattern: str = Field(min_length=1, description="Regular expression searched, ignoring case, in the inventory's product name.")
-    system: str = Field(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
+    product_pattern: Annotated[
+        str,
+        Meta(min_length=1, description="Regular expression searched, ignoring case, in the inventory's product name."),
+    ]
+    system: Annotated[
+        str, Meta(min_length=1, description="The AIC system name as its database lists it, e.g. h200_sxm.")
+    ]
 
 
 #: the dtypes a device's peak dense throughput may be published for (the planner's dtype names)
@@ -435,36 +632,66 @@ MAX_TFLOPS = 1e6
 MAX_GB_S = 1e6
 
 
-class DevicePerformance(Contract):
+class DevicePerformance(Contract, kw_only=True):
     """One product's published peak figures: what a roofline estimate divides by.
 
     Dense figures only (no 2:4 sparsity): a serving engine runs dense kernels. Each figure is the
     vendor's, and ``source`` names where it is published, so a reader can check it.
     """
 
-    peak_tflops: dict[PeakDtype, Annotated[float, Field(gt=0, le=MAX_TFLOPS, strict=False, allow_inf_nan=False)]] = Field(
-        default_factory=dict, description="Peak dense matrix throughput per dtype, TFLOP/s (TOP/s for integers), no sparsity.")
-    memory_bandwidth_gb_s: float = Field(gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
-                                         description="Peak device-memory (HBM/GDDR) bandwidth, GB/s (10^9 bytes a second).")
-    intra_node_gb_s: float | None = Field(default=None, gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
-                                          description="Device-to-device bandwidth inside a node (NVLink, Infinity Fabric, ICI, RoCE), GB/s.")
-    intra_node_direction: LinkDirection = Field(
-        default="bidirectional", description="Whether intra_node_gb_s counts both directions (the roofline halves it) or one.")
-    scale_out_gb_s: float | None = Field(default=None, gt=0, le=MAX_GB_S, strict=False, allow_inf_nan=False,
-                                         description="Network bandwidth per device between nodes, GB/s, where published.")
-    scale_out_direction: LinkDirection = Field(default="unidirectional", description="Whether scale_out_gb_s counts both directions.")
-    source: str = Field(min_length=1, max_length=1024, description="Where the figures are published (datasheet, vendor page).")
+    peak_tflops: Annotated[
+        dict[PeakDtype, Annotated[float, Meta(gt=0, le=MAX_TFLOPS)]],
+        Meta(description="Peak dense matrix throughput per dtype, TFLOP/s (TOP/s for integers), no sparsity."),
+    ] = field(default_factory=dict)
+    memory_bandwidth_gb_s: Annotated[
+        float,
+        Meta(gt=0, le=MAX_GB_S, description="Peak device-memory (HBM/GDDR) bandwidth, GB/s (10^9 bytes a second)."),
+    ]
+    intra_node_gb_s: (
+        Annotated[
+            float,
+            Meta(
+                gt=0,
+                le=MAX_GB_S,
+                description="Device-to-device bandwidth inside a node (NVLink, Infinity Fabric, ICI, RoCE), GB/s.",
+            ),
+        ]
+        | None
+    ) = None
+    intra_node_direction: Annotated[
+        LinkDirection,
+        Meta(description="Whether intra_node_gb_s counts both directions (the roofline halves it) or one."),
+    ] = "bidirectional"
+    scale_out_gb_s: (
+        Annotated[
+            float,
+            Meta(gt=0, le=MAX_GB_S, description="Network bandwidth per device between nodes, GB/s, where published."),
+        ]
+        | None
+    ) = None
+    scale_out_direction: Annotated[
+        LinkDirection, Meta(description="Whether scale_out_gb_s counts both directions.")
+    ] = "unidirectional"
+    source: Annotated[
+        str,
+        Meta(min_length=1, max_length=1024, description="Where the figures are published (datasheet, vendor page)."),
+    ]
 
 
-class EngineCalibration(Contract):
+class EngineCalibration(Contract, kw_only=True):
     """How far a serving engine gets from the roofline on this hardware, as measured."""
 
-    compute_efficiency: float = Field(gt=0, le=1, strict=False, allow_inf_nan=False,
-                                      description="Share of peak FLOP/s the engine reaches in prefill (1.0: the roofline's bound).")
-    bandwidth_efficiency: float = Field(gt=0, le=1, strict=False, allow_inf_nan=False,
-                                        description="Share of peak memory bandwidth the engine reaches in decode.")
-    source: str = Field(min_length=1, max_length=1024, description="Where the measurement comes from.")
-class PartitionMemory(Contract):
+    compute_efficiency: Annotated[
+        float,
+        Meta(gt=0, le=1, description="Share of peak FLOP/s the engine reaches in prefill (1.0: the roofline's bound)."),
+    ]
+    bandwidth_efficiency: Annotated[
+        float, Meta(gt=0, le=1, description="Share of peak memory bandwidth the engine reaches in decode.")
+    ]
+    source: Annotated[str, Meta(min_length=1, max_length=1024, description="Where the measurement comes from.")]
+
+
+class PartitionMemory(Contract, kw_only=True):
     """How much memory one partition of a device (a slice, a compute partition) holds, so it plans as a pool.
 
     Either the partition's name carries it (``memory_group``), or the name says into how many equal
@@ -472,18 +699,39 @@ class PartitionMemory(Contract):
     divided by that.
     """
 
-    pattern: str = Field(min_length=1, description="Regular expression matched in full against a partition channel's name "
-                                                   "(the extended resource, or the DRA driver).")
-    memory_group: str | None = Field(default=None, min_length=1,
-                                     description="Named group of pattern holding one partition's memory, in memory_unit.")
-    memory_unit: Literal["GB", "GiB", "MiB"] = Field(default="GB", description="Unit of the number memory_group captures.")
-    split_group: str | None = Field(default=None, min_length=1,
-                                    description="Named group of pattern naming the partition mode; splits maps it to parts a device.")
-    splits: dict[str, int] = Field(default_factory=dict, description="Partition mode -> equal parts one device is split into.")
-    source: str = Field(min_length=1, description="Where the rule comes from.")
+    pattern: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            description="Regular expression matched in full against a partition channel's name (the extended resource, or the DRA driver).",
+        ),
+    ]
+    memory_group: (
+        Annotated[
+            str,
+            Meta(min_length=1, description="Named group of pattern holding one partition's memory, in memory_unit."),
+        ]
+        | None
+    ) = None
+    memory_unit: Annotated[
+        Literal["GB", "GiB", "MiB"], Meta(description="Unit of the number memory_group captures.")
+    ] = "GB"
+    split_group: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                description="Named group of pattern naming the partition mode; splits maps it to parts a device.",
+            ),
+        ]
+        | None
+    ) = None
+    splits: Annotated[dict[str, int], Meta(description="Partition mode -> equal parts one device is split into.")] = (
+        field(default_factory=dict)
+    )
+    source: Annotated[str, Meta(min_length=1, description="Where the rule comes from.")]
 
-    @model_validator(mode="after")
-    def _one_way(self) -> PartitionMemory:
+    def __post_init__(self) -> None:
         if (self.memory_group is None) == (self.split_group is None):
             raise ValueError("give exactly one of memory_group or split_group")
         group = self.memory_group or self.split_group
@@ -491,61 +739,88 @@ class PartitionMemory(Contract):
             raise ValueError(f"pattern has no group named {group!r}")
         if self.split_group is not None and (not self.splits or any(v < 1 for v in self.splits.values())):
             raise ValueError("split_group needs splits: partition mode -> parts a device (at least 1)")
-        return self
 
 
-class Planning(Contract):
-    aic_system_patterns: list[str] = Field(default_factory=list, description="Regular expressions matched against AIC system names.")
-    aic_systems: list[AicSystem] = Field(
-        default_factory=list,
-        description="Ordered: the first row whose product_pattern matches a pool's product names its AIC system.",
-    )
+class Planning(Contract, kw_only=True):
+    aic_system_patterns: Annotated[
+        list[str], Meta(description="Regular expressions matched against AIC system names.")
+    ] = field(default_factory=list)
+    aic_systems: Annotated[
+        list[AicSystem],
+        Meta(description="Ordered: the first row whose product_pattern matches a pool's product names its AIC system."),
+    ] = field(default_factory=list)
     discovery: DiscoveryCommand | None = None
-    memory_models: dict[str, MemoryModel] = Field(default_factory=dict, description="Product name -> device memory, when the cluster publishes none.")
-    engine_memory: EngineMemory | None = Field(default=None, description="A serving engine's measured non-torch and graph memory on this hardware.")
-    performance: dict[str, DevicePerformance] = Field(
-        default_factory=dict, description="Product name -> published peak FLOP/s, memory and interconnect bandwidth (roofline estimates).")
-    calibration: dict[Annotated[str, Field(max_length=NAME_MAX)], EngineCalibration] = Field(
-        default_factory=dict, description="Serving engine (vllm, sglang, ...) -> measured efficiency against the roofline.")
-    partition_memory: list[PartitionMemory] = Field(
-        default_factory=list, description="Ordered: the first rule whose pattern matches a partition channel gives one "
-                                          "partition's memory; a partition no rule matches is a pool of unknown memory.")
+    memory_models: Annotated[
+        dict[str, MemoryModel], Meta(description="Product name -> device memory, when the cluster publishes none.")
+    ] = field(default_factory=dict)
+    engine_memory: (
+        Annotated[
+            EngineMemory, Meta(description="A serving engine's measured non-torch and graph memory on this hardware.")
+        ]
+        | None
+    ) = None
+    performance: Annotated[
+        dict[str, DevicePerformance],
+        Meta(
+            description="Product name -> published peak FLOP/s, memory and interconnect bandwidth (roofline estimates)."
+        ),
+    ] = field(default_factory=dict)
+    calibration: Annotated[
+        dict[Annotated[str, Meta(max_length=NAME_MAX)], EngineCalibration],
+        Meta(description="Serving engine (vllm, sglang, ...) -> measured efficiency against the roofline."),
+    ] = field(default_factory=dict)
+    partition_memory: Annotated[
+        list[PartitionMemory],
+        Meta(
+            description="Ordered: the first rule whose pattern matches a partition channel gives one partition's memory; a partition no rule matches is a pool of unknown memory."
+        ),
+    ] = field(default_factory=list)
 
 
-class MemoryLabel(Contract):
-    label: str = Field(min_length=1)
+class MemoryLabel(Contract, kw_only=True):
+    label: Annotated[str, Meta(min_length=1)]
     unit: Literal["MiB", "GiB", "bytes", "quantity"]
     per: Literal["device", "node"] = "device"
 
 
-class PartitionSelector(Contract):
+class PartitionSelector(Contract, kw_only=True):
     """Marks DRA devices that are partitions of a physical device (e.g. MIG), by one attribute."""
 
-    attribute: str = Field(min_length=1)
-    values: list[str] = Field(min_length=1)
+    attribute: Annotated[str, Meta(min_length=1)]
+    values: Annotated[list[str], Meta(min_length=1)]
 
 
-class Inventory(Contract):
+class Inventory(Contract, kw_only=True):
     """What the cluster inventory reads for this hardware, beyond the identity fields."""
 
-    accelerator: bool = Field(
-        default=True,
-        description="Whether this hardware's devices count as accelerators in the cluster overview's total_gpu_count; false for CPU pools.",
+    accelerator: Annotated[
+        bool,
+        Meta(
+            description="Whether this hardware's devices count as accelerators in the cluster overview's total_gpu_count; false for CPU pools."
+        ),
+    ] = True
+    dra_drivers: Annotated[
+        list[str], Meta(description="ResourceSlice spec.driver names that publish this hardware.")
+    ] = field(default_factory=list)
+    product_labels: Annotated[list[str], Meta(description="Node labels carrying the product name.")] = field(
+        default_factory=list
     )
-    dra_drivers: list[str] = Field(default_factory=list, description="ResourceSlice spec.driver names that publish this hardware.")
-    product_labels: list[str] = Field(default_factory=list, description="Node labels carrying the product name.")
-    memory_labels: list[MemoryLabel] = Field(default_factory=list)
-    count_labels: list[str] = Field(default_factory=list, description="Node labels carrying the physical device count.")
-    partition_resource_patterns: list[str] = Field(
-        default_factory=list, description="Regular expressions for extended resources that are partitions, not whole devices."
+    memory_labels: list[MemoryLabel] = field(default_factory=list)
+    count_labels: Annotated[list[str], Meta(description="Node labels carrying the physical device count.")] = field(
+        default_factory=list
     )
-    non_device_resource_patterns: list[str] = Field(
-        default_factory=list,
-        description="Regular expressions for extended resources this hardware's plugins advertise that are not devices "
-        "(monitoring handles, millicores, memory): claimed by this profile, never counted as devices.",
-    )
-    dra_product_attributes: list[str] = Field(default_factory=list)
-    dra_memory_capacities: list[str] = Field(default_factory=list)
+    partition_resource_patterns: Annotated[
+        list[str],
+        Meta(description="Regular expressions for extended resources that are partitions, not whole devices."),
+    ] = field(default_factory=list)
+    non_device_resource_patterns: Annotated[
+        list[str],
+        Meta(
+            description="Regular expressions for extended resources this hardware's plugins advertise that are not devices (monitoring handles, millicores, memory): claimed by this profile, never counted as devices."
+        ),
+    ] = field(default_factory=list)
+    dra_product_attributes: list[str] = field(default_factory=list)
+    dra_memory_capacities: list[str] = field(default_factory=list)
     dra_partition: PartitionSelector | None = None
 
 
@@ -553,73 +828,102 @@ class Inventory(Contract):
 UiIcon = Literal["Gpu", "Cpu", "Cloud", "Chip", "Server"]
 
 
-class TelemetryPanel(Contract):
+class TelemetryPanel(Contract, kw_only=True):
     """What the console's telemetry panel opens with for this hardware."""
 
-    quantity: Quantity = Field(default="utilization", description="The chart shown first (metric type).")
-    namespace: str | None = Field(
-        default=None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Namespace the serving pods usually run in: the pods table's default filter (all namespaces when absent).",
-    )
-    range_minutes: int = Field(default=60, ge=5, le=7 * 24 * 60, description="The chart's default time range.")
+    quantity: Annotated[Quantity, Meta(description="The chart shown first (metric type).")] = "utilization"
+    namespace: (
+        Annotated[
+            str,
+            Meta(
+                pattern="^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                description="Namespace the serving pods usually run in: the pods table's default filter (all namespaces when absent).",
+            ),
+        ]
+        | None
+    ) = None
+    range_minutes: Annotated[int, Meta(ge=5, le=7 * 24 * 60, description="The chart's default time range.")] = 60
 
 
-class UI(Contract):
+class UI(Contract, kw_only=True):
     """How the web console presents the hardware: its tab, icon, group and chart titles."""
 
-    icon: str | None = Field(default=None, description="One of Gpu, Cpu, Cloud, Chip, Server; others draw as Chip.")
-    labels: LabelMap = Field(default_factory=dict, description="vendor: the tab's vendor name; metric_group: the device kind (GPU, TPU, HPU...).")
-    order: int = Field(default=100, ge=0, le=10000, description="Tab position; ties sort by display name.")
-    chart_titles: dict[Quantity, str] = Field(default_factory=dict, description="Quantity -> chart title for this hardware (the console, Grafana panels); Lens' own title otherwise.")
-    telemetry_panel: TelemetryPanel = Field(default_factory=TelemetryPanel)
+    icon: Annotated[str, Meta(description="One of Gpu, Cpu, Cloud, Chip, Server; others draw as Chip.")] | None = None
+    labels: Annotated[
+        LabelMap, Meta(description="vendor: the tab's vendor name; metric_group: the device kind (GPU, TPU, HPU...).")
+    ] = field(default_factory=dict)
+    order: Annotated[int, Meta(ge=0, le=10000, description="Tab position; ties sort by display name.")] = 100
+    chart_titles: Annotated[
+        dict[Quantity, str],
+        Meta(
+            description="Quantity -> chart title for this hardware (the console, Grafana panels); Lens' own title otherwise."
+        ),
+    ] = field(default_factory=dict)
+    telemetry_panel: TelemetryPanel = field(default_factory=TelemetryPanel)
 
 
-class HardwareProfile(Contract):
+class HardwareProfile(Contract, kw_only=True):
     """One accelerator, declared once, read by every domain."""
 
-    schema_version: Literal[1] = Field(default=1, description="Profile format version; this Lens reads version 1.")
-    id: str = Field(pattern=ID_PATTERN, description="Canonical id; also the entry-point name.")
-    display_name: str = Field(min_length=1, max_length=TEXT_MAX)
-    vendor: str = Field(min_length=1, max_length=NAME_MAX)
-    accelerator_keys: list[Name] = Field(default_factory=list)
-    benchmark_profile: str | None = Field(
-        default=None, max_length=NAME_MAX,
-        description="llm-d-benchmark accelerator.profile; null when llm-d-benchmark has none. When absent, "
-        "evaluation_profile gives it (the guide names the two together).",
-    )
-    evaluation_profile: str | None = Field(
-        default=None, max_length=NAME_MAX,
-        description="The same llm-d-benchmark accelerator.profile under the guide's other name; must equal "
-        "benchmark_profile when both are given.",
-    )
-    upstream_variant: str = Field(min_length=1, max_length=NAME_MAX, description="The upstream overlay directory under modelserver/.")
-    upstream_vendor: str = Field(min_length=1, max_length=NAME_MAX, description="The llm-d.ai/accelerator-vendor label.")
-    upstream_labels: list[UpstreamLabels] = Field(
-        default_factory=list,
-        description="Every variant/vendor label pair this hardware's overlays use; defaults to (upstream_variant, upstream_vendor).",
-    )
+    schema_version: Annotated[Literal[1], Meta(description="Profile format version; this Lens reads version 1.")] = 1
+    id: Annotated[str, Meta(pattern=ID_PATTERN, description="Canonical id; also the entry-point name.")]
+    display_name: Annotated[str, Meta(min_length=1, max_length=TEXT_MAX)]
+    vendor: Annotated[str, Meta(min_length=1, max_length=NAME_MAX)]
+    accelerator_keys: list[Name] = field(default_factory=list)
+    benchmark_profile: (
+        Annotated[
+            str,
+            Meta(
+                max_length=NAME_MAX,
+                description="llm-d-benchmark accelerator.profile; null when llm-d-benchmark has none. When absent, evaluation_profile gives it (the guide names the two together).",
+            ),
+        ]
+        | None
+    ) = None
+    evaluation_profile: (
+        Annotated[
+            str,
+            Meta(
+                max_length=NAME_MAX,
+                description="The same llm-d-benchmark accelerator.profile under the guide's other name; must equal benchmark_profile when both are given.",
+            ),
+        ]
+        | None
+    ) = None
+    upstream_variant: Annotated[
+        str, Meta(min_length=1, max_length=NAME_MAX, description="The upstream overlay directory under modelserver/.")
+    ]
+    upstream_vendor: Annotated[
+        str, Meta(min_length=1, max_length=NAME_MAX, description="The llm-d.ai/accelerator-vendor label.")
+    ]
+    upstream_labels: Annotated[
+        list[UpstreamLabels],
+        Meta(
+            description="Every variant/vendor label pair this hardware's overlays use; defaults to (upstream_variant, upstream_vendor)."
+        ),
+    ] = field(default_factory=list)
     request_model: RequestModel
-    device_classes: list[Annotated[str, Field(max_length=SUBDOMAIN_MAX)]] = Field(default_factory=list)
-    resource_prefixes: list[LongName] = Field(default_factory=list)
-    node_label_selector: LabelMap = Field(
-        default_factory=dict, description='Node labels that mark this hardware; the value "*" means the label only has to exist.'
-    )
-    access_modes: list[str] = Field(min_length=1)
+    device_classes: list[Annotated[str, Meta(max_length=SUBDOMAIN_MAX)]] = field(default_factory=list)
+    resource_prefixes: list[LongName] = field(default_factory=list)
+    node_label_selector: Annotated[
+        LabelMap,
+        Meta(description='Node labels that mark this hardware; the value "*" means the label only has to exist.'),
+    ] = field(default_factory=dict)
+    access_modes: Annotated[list[str], Meta(min_length=1)]
     deployment: Deployment
     driver: Driver | None = None
     presence: Presence | None = None
     telemetry: Telemetry | None = None
-    inventory: Inventory = Field(default_factory=Inventory)
-    planning: Planning = Field(default_factory=Planning)
+    inventory: Inventory = field(default_factory=Inventory)
+    planning: Planning = field(default_factory=Planning)
     ui: UI | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _benchmark_from_evaluation(cls, data: Any) -> Any:
-        """The guide's ``evaluation_profile`` alone is the benchmark profile (not BENCHMARK_PROFILE_MISSING)."""
-        if isinstance(data, dict) and data.get("benchmark_profile") is None and isinstance(data.get("evaluation_profile"), str):
-            data = {**data, "benchmark_profile": data["evaluation_profile"]}
-        return data
+    def decode(cls, data: Any) -> HardwareProfile:
+        """A profile payload checked into the model, after the guide's short forms are read as Lens reads them:
+        ``evaluation_profile`` alone is the benchmark profile (not BENCHMARK_PROFILE_MISSING), a bare
+        ``device_metrics`` name is that quantity's source, ``pod_metrics.gpu_cache_usage`` is kv_cache_usage."""
+        return msgspec.convert(guide_forms(data), cls, strict=True)
 
     # -- derived views: every consumer reads these instead of re-deriving them -----------------
 
@@ -676,3 +980,16 @@ class HardwareProfile(Contract):
         d = self.deployment
         supported = d.supports_pci_allowlist if mode.supports_pci_allowlist is None else mode.supports_pci_allowlist
         return supported, mode.pci_attribute_domain or d.pci_attribute_domain, mode.pci_attribute or d.pci_attribute
+
+
+def guide_forms(data: Any) -> Any:
+    """``data`` with the guide's short forms rewritten into the fields Lens reads (a copy; ``data`` is kept)."""
+    from llm_d_lens.hardware.guide_forms import read_guide_forms
+
+    if not isinstance(data, dict):
+        return data
+    if data.get("benchmark_profile") is None and isinstance(data.get("evaluation_profile"), str):
+        data = {**data, "benchmark_profile": data["evaluation_profile"]}
+    if isinstance(data.get("telemetry"), dict):
+        data = {**data, "telemetry": read_guide_forms(data["telemetry"])}
+    return data

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-if TYPE_CHECKING:  # not imported at run time: the fast path of ``lens hardware resolve`` resolves without pydantic
+if TYPE_CHECKING:
     from llm_d_lens.hardware.models import HardwareProfile
     from llm_d_lens.hardware.registry import Registry
 

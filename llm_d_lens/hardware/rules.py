@@ -363,7 +363,7 @@ def _identity(p: HardwareProfile) -> Iterator[ProfileIssue]:
     if p.upstream_labels and (p.upstream_variant, p.upstream_vendor) not in p.label_pairs and p.upstream_vendor not in {
         vendor for _, vendor in p.label_pairs
     }:
-        yield ProfileIssue("$.upstream_labels", "none of the pairs carries upstream_vendor", [l.model_dump() for l in p.upstream_labels])
+        yield ProfileIssue("$.upstream_labels", "none of the pairs carries upstream_vendor", [l.to_data() for l in p.upstream_labels])
 
 
 def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
@@ -532,7 +532,7 @@ def _label_names(p: HardwareProfile) -> Iterator[ProfileIssue]:
     """Label and metric names go into generated PromQL, so each must be a valid name."""
     t = p.telemetry
     assert t is not None
-    for field_name, value in t.label_schema.model_dump().items():
+    for field_name, value in t.label_schema.to_data().items():
         names = value if isinstance(value, list) else [value] if value is not None else []
         for i, name in enumerate(names):
             if not PROM_LABEL_NAME.match(name):

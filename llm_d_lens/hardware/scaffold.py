@@ -239,8 +239,8 @@ def _refuse_owned_identity(profile: Any) -> None:
     if where is not None:
         raise ScaffoldRefused(f"ID {profile.id!r} is registered already ({where}); choose another id",
                               details={"field": "id", "value": profile.id, "owner": profile.id})
-    others = [DiscoveredProfile(p, canonical(p.model_dump(mode="json")), registry.origins(p.id)) for p in registry.profiles()]
-    clashes = all_clashes(DiscoveredProfile(profile, canonical(profile.model_dump(mode="json")), []), others)
+    others = [DiscoveredProfile(p, canonical(p.to_data()), registry.origins(p.id)) for p in registry.profiles()]
+    clashes = all_clashes(DiscoveredProfile(profile, canonical(profile.to_data()), []), others)
     if clashes:
         first = clashes[0]
         value = list(first.value) if isinstance(first.value, tuple) else first.value

@@ -24,10 +24,14 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def generate_schema() -> dict[str, Any]:
     """The JSON Schema the models describe, with the dialect and id a vendor's editor needs."""
+    import msgspec
+
     from llm_d_lens.hardware.models import HardwareProfile
 
-    body = HardwareProfile.model_json_schema(mode="validation")
-    return {"$schema": DIALECT, "$id": SCHEMA_ID, **body}
+    generated = msgspec.json.schema(HardwareProfile)
+    definitions = generated["$defs"]
+    root = definitions.pop(HardwareProfile.__name__)  # the profile itself at the top, as an editor expects
+    return {"$schema": DIALECT, "$id": SCHEMA_ID, **root, "$defs": definitions}
 
 
 def render_schema(schema: dict[str, Any]) -> str:

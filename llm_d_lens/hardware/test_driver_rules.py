@@ -10,9 +10,9 @@ from llm_d_lens.hardware.rules import check
 
 
 def cpu_with(**driver: Any) -> HardwareProfile:
-    data = get_registry().get("cpu").model_dump(mode="json")
+    data = get_registry().get("cpu").to_data()
     data["driver"].update(driver)
-    return HardwareProfile.model_validate(data)
+    return HardwareProfile.decode(data)
 
 
 def issues(profile: HardwareProfile) -> list[tuple[str, str]]:
@@ -34,18 +34,18 @@ def test_a_mode_both_managed_and_unmanaged_is_reported() -> None:
 
 
 def test_unknown_unmanaged_mode_and_bad_option_key() -> None:
-    data = get_registry().get("cpu").model_dump(mode="json")
+    data = get_registry().get("cpu").to_data()
     data["driver"]["unmanaged_modes"]["turbo"] = {"reason": "z"}
     data["driver"]["modes"]["dra"]["options"] = {"args[0]": 1}
-    found = issues(HardwareProfile.model_validate(data))
+    found = issues(HardwareProfile.decode(data))
     assert ("$.driver.unmanaged_modes.turbo", "mode 'turbo' is not listed in access_modes") in found
     assert ("$.driver.modes.dra.options", "a helm option key is a dotted path of names, e.g. gfd.enabled") in found
 
 
 def xpu_plugin_prerequisite(**changes: Any) -> HardwareProfile:
-    data = get_registry().get("intel-xpu").model_dump(mode="json")
+    data = get_registry().get("intel-xpu").to_data()
     data["driver"]["modes"]["plugin"]["prerequisites"][0].update(changes)
-    return HardwareProfile.model_validate(data)
+    return HardwareProfile.decode(data)
 
 
 def test_an_unpinned_prerequisite_is_reported_like_an_unpinned_mode() -> None:

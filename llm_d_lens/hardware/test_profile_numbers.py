@@ -125,7 +125,7 @@ def test_any_number_in_scale_or_memory_gib_is_refused_or_finite_and_in_bounds(me
     gib = profile.planning.memory_models["NVIDIA-H100-80GB-HBM3"].memory_gib
     factor = profile.telemetry.device_metric_sources["power"].scale
     assert 0 < gib <= 1024 * 1024 and 0 < factor <= 1e12
-    json.dumps(profile.model_dump(mode="json"), allow_nan=False)
+    json.dumps(profile.to_data(), allow_nan=False)
 
 
 def test_a_profile_with_thousands_of_problems_lists_a_bounded_number_of_them():

@@ -73,9 +73,9 @@ def resolve_cells(results: list[dict[str, Any]]) -> list[list[str]]:
 
 def profile_document(profile: Any, registry: Any) -> dict[str, Any]:
     """One registered profile as ``GET /api/v1/hardware/{key}`` answers it: every field, aliases and origins."""
-    document = profile.model_dump(mode="json")
+    document = profile.to_data()
     document["aliases"] = profile.aliases
-    document["access_mode_details"] = {name: mode.model_dump(mode="json") for name, mode in profile.effective_modes().items()}
+    document["access_mode_details"] = {name: mode.to_data() for name, mode in profile.effective_modes().items()}
     document["upstream_label_pairs"] = [{"variant": v, "vendor": n} for v, n in profile.label_pairs]
     document["origins"] = [o.to_dict() for o in registry.origins(profile.id)]
     return document

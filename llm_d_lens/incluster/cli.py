@@ -6,20 +6,19 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, OutputOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
 
 @app.command("check")
 def check(
-    installer: bool = typer.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
-    node_discovery: bool = typer.Option(False, "--node-discovery", help="Also check kubectl exec into driver pods (lens plan --discover)."),
-    context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
-    kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
+    installer: bool = commands.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
+    node_discovery: bool = commands.Option(False, "--node-discovery", help="Also check kubectl exec into driver pods (lens plan --discover)."),
+    context: str | None = commands.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
+    kubeconfig: Path | None = commands.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,

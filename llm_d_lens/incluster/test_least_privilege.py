@@ -199,9 +199,9 @@ def install_a_kustomize_driver(runner: Recorder) -> None:
     profile = get_registry().get("cpu")
     (name, mode), = profile.driver.modes.items()
     ref = f"https://example.com/deploy/{mode.manifest_ref}?ref=v{mode.chart_version}"
-    driver = profile.driver.model_copy(update={"installer": "kustomize", "modes": {
-        name: mode.model_copy(update={"manifest_ref": ref, "repo": None, "release_name": None})}})
-    as_kustomize = profile.model_copy(update={"driver": driver})
+    driver = profile.driver.replace(installer="kustomize", modes={
+        name: mode.replace(manifest_ref=ref, repo=None, release_name=None)})
+    as_kustomize = profile.replace(driver=driver)
     result = asyncio.run(DriverOps(as_kustomize, object()).install_driver(name, view=ClusterView(runner)))
     assert result.ran and result.commands == [["kubectl", "apply", "-k", ref]]
 
@@ -217,8 +217,8 @@ def preflight_with_node_feature_rules(runner: Recorder) -> None:
     from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
 
     profile = get_registry().get("nvidia")
-    presence = profile.presence.model_copy(update={"ensure_refs": [NFD_RULES_REF]})
-    with_rules = profile.model_copy(update={"presence": presence})
+    presence = profile.presence.replace(ensure_refs=[NFD_RULES_REF])
+    with_rules = profile.replace(presence=presence)
     asyncio.run(DriverOps(with_rules, object()).ensure_presence(view=ClusterView(runner), clock=FakeClock()))
 
 

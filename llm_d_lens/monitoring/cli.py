@@ -13,25 +13,24 @@ from collections.abc import Coroutine
 from enum import Enum
 from typing import Any, TypeVar
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ContextOption, DocumentOption, KubeconfigOption, OutputOption
 from llm_d_lens.errors import LensError
 from llm_d_lens.monitoring.errors import OptionInvalid
 from llm_d_lens.terminal.output import DocumentFormat, OutputFormat, console, emit
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 T = TypeVar("T")
 
-PrometheusOption = typer.Option(None, "--prometheus", help="Prometheus base URL (default: env LENS_PROMETHEUS_URL).")
-HardwareOption = typer.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
-ClusterOption = typer.Option(
+PrometheusOption = commands.Option(None, "--prometheus", help="Prometheus base URL (default: env LENS_PROMETHEUS_URL).")
+HardwareOption = commands.Option([], "--hardware", help="Hardware id or alias; repeat for several (default: all that declare device sources).")
+ClusterOption = commands.Option(
     [], "--cluster", metavar="FILE",
     help="Kubernetes JSON (pods, ResourceClaims, ResourceSlices, nodes) for the allocation joins; 'kubectl' reads the current cluster (default: env LENS_CLUSTER_OBJECTS).",
 )
-ModeOption = typer.Option(None, "--mode", help="Access mode to join every node with, instead of the one its pods use.")
-AtOption = typer.Option(None, "--at", help="Evaluation time: Unix seconds or ISO 8601 (default: now).")
-TimeoutOption = typer.Option(None, "--timeout", help="Seconds per query (default: env LENS_PROMETHEUS_TIMEOUT, else 10).")
+ModeOption = commands.Option(None, "--mode", help="Access mode to join every node with, instead of the one its pods use.")
+AtOption = commands.Option(None, "--at", help="Evaluation time: Unix seconds or ISO 8601 (default: now).")
+TimeoutOption = commands.Option(None, "--timeout", help="Seconds per query (default: env LENS_PROMETHEUS_TIMEOUT, else 10).")
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -74,14 +73,14 @@ def _cluster(sources: list[str], settings: Any) -> Any:
 def devices(
     prometheus: str = PrometheusOption,
     hardware: list[str] = HardwareOption,
-    node: str = typer.Option(None, "--node", help="Only this node's devices."),
+    node: str = commands.Option(None, "--node", help="Only this node's devices."),
     cluster: list[str] = ClusterOption,
     mode: str = ModeOption,
     at: str = AtOption,
     timeout: float = TimeoutOption,
-    snapshot: str = typer.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
-    scrape: str = typer.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
-    per_part: bool = typer.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for an engine whose matching differs from Prometheus'; VictoriaMetrics needs it no longer)."),
+    snapshot: str = commands.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
+    scrape: str = commands.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
+    per_part: bool = commands.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for an engine whose matching differs from Prometheus'; VictoriaMetrics needs it no longer)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Every accelerator in common units, with the pod it works for."""
@@ -134,8 +133,8 @@ async def _snapshot(path: str | None, url: str | None, selection: Any, settings:
 def pods(
     prometheus: str = PrometheusOption,
     hardware: list[str] = HardwareOption,
-    namespace: str = typer.Option(None, "--namespace", "-n", help="Only pods in this namespace."),
-    pod: str = typer.Option(None, "--pod", help="Only this pod."),
+    namespace: str = commands.Option(None, "--namespace", "-n", help="Only pods in this namespace."),
+    pod: str = commands.Option(None, "--pod", help="Only this pod."),
     cluster: list[str] = ClusterOption,
     mode: str = ModeOption,
     at: str = AtOption,
@@ -168,9 +167,9 @@ async def _pods(url: str, selection: Any, pod_profiles: Any, settings: Any, at: 
 @app.command("queries")
 def show_queries(
     hardware: list[str] = HardwareOption,
-    dashboard: bool = typer.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
-    combined: bool = typer.Option(False, "--combined", help="The one query per hardware a refresh sends: each metric read once, the inventory tagged lens_quantity, joined by or."),
-    node: str = typer.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
+    dashboard: bool = commands.Option(False, "--dashboard", help="Self-contained PromQL per quantity (fold and relabel included), for dashboards and alerts."),
+    combined: bool = commands.Option(False, "--combined", help="The one query per hardware a refresh sends: each metric read once, the inventory tagged lens_quantity, joined by or."),
+    node: str = commands.Option(None, "--node", help="Only this node's devices (with --dashboard)."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """The PromQL of one refresh per hardware: an inventory query and one per quantity (sent as one query, see --combined), or dashboard PromQL."""
@@ -209,9 +208,9 @@ def show_queries(
 @app.command("dashboard")
 def grafana_dashboard(
     hardware: list[str] = HardwareOption,
-    file: str = typer.Option(None, "--output-file", metavar="FILE", help="Write the dashboard here instead of printing it."),
-    force: bool = typer.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
-    title: str = typer.Option("Lens accelerators", "--title", help="The dashboard's title."),
+    file: str = commands.Option(None, "--output-file", metavar="FILE", help="Write the dashboard here instead of printing it."),
+    force: bool = commands.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
+    title: str = commands.Option("Lens accelerators", "--title", help="The dashboard's title."),
 ) -> None:
     """A Grafana dashboard JSON (one row per hardware, panels from the refresh's own PromQL), importable as-is."""
     import json
@@ -231,7 +230,7 @@ def _print_or_write(text: str, file: str | None, force: bool, exists: type[LensE
     from llm_d_lens.files import write_file
 
     if file is None:
-        typer.echo(text, nl=False)
+        commands.echo(text, nl=False)
         return
     path = Path(file)
     write_file(path, text.encode(), replace=force,
@@ -247,13 +246,13 @@ class RulesKind(str, Enum):
 @app.command("rules")
 def rules(
     hardware: list[str] = HardwareOption,
-    kind: RulesKind = typer.Option(RulesKind.rules, "--kind", help="rules: a Prometheus rules file; prometheusrule: a PrometheusRule object."),
-    alerts: bool = typer.Option(True, "--alerts/--no-alerts", help="Include the alerting rules (default), or only the recording rules."),
-    name: str = typer.Option("lens-accelerators", "--name", help="The PrometheusRule's name (with --kind prometheusrule)."),
-    namespace: str = typer.Option(None, "--namespace", "-n", help="The PrometheusRule's namespace (with --kind prometheusrule; default: none, kubectl's)."),
-    label: list[str] = typer.Option([], "--label", metavar="KEY=VALUE", help="A label on the PrometheusRule, e.g. the release your Prometheus' ruleSelector matches; repeat for several."),
-    file: str = typer.Option(None, "--output-file", metavar="FILE", help="Write the rules here instead of printing them."),
-    force: bool = typer.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
+    kind: RulesKind = commands.Option(RulesKind.rules, "--kind", help="rules: a Prometheus rules file; prometheusrule: a PrometheusRule object."),
+    alerts: bool = commands.Option(True, "--alerts/--no-alerts", help="Include the alerting rules (default), or only the recording rules."),
+    name: str = commands.Option("lens-accelerators", "--name", help="The PrometheusRule's name (with --kind prometheusrule)."),
+    namespace: str = commands.Option(None, "--namespace", "-n", help="The PrometheusRule's namespace (with --kind prometheusrule; default: none, kubectl's)."),
+    label: list[str] = commands.Option([], "--label", metavar="KEY=VALUE", help="A label on the PrometheusRule, e.g. the release your Prometheus' ruleSelector matches; repeat for several."),
+    file: str = commands.Option(None, "--output-file", metavar="FILE", help="Write the rules here instead of printing them."),
+    force: bool = commands.Option(False, "--force", help="Replace --output-file when it exists (never done otherwise)."),
     output: DocumentFormat = DocumentOption,
 ) -> None:
     """Recording rules (lens:accelerator_*, one group per hardware) and health alerts, from the profiles' PromQL."""
@@ -289,8 +288,8 @@ def rules(
     _print_or_write(text, file, force, RulesFileExists)
 
 
-exporters_app = typer.Typer(help="The exporters that publish device metrics: present on every node, scraped, installed.")
-app.add_typer(exporters_app, name="exporters")
+exporters_app = commands.Group(help="The exporters that publish device metrics: present on every node, scraped, installed.")
+app.add_group(exporters_app, name="exporters")
 
 
 def _exporter_profiles(hardware: list[str]) -> list[Any]:
@@ -302,9 +301,9 @@ def _exporter_profiles(hardware: list[str]) -> list[Any]:
 
 @exporters_app.callback(invoke_without_command=True)
 def exporters(
-    ctx: typer.Context,
+    ctx: commands.Context,
     hardware: list[str] = HardwareOption,
-    prometheus: str = typer.Option(None, "--prometheus", help="Prometheus base URL to check scrape targets (default: env LENS_PROMETHEUS_URL; none: not checked)."),
+    prometheus: str = commands.Option(None, "--prometheus", help="Prometheus base URL to check scrape targets (default: env LENS_PROMETHEUS_URL; none: not checked)."),
     context: str = ContextOption,
     kubeconfig: str = KubeconfigOption,
     timeout: float = TimeoutOption,
@@ -351,9 +350,9 @@ def _exporters_table(rows: list[dict[str, Any]]) -> Any:
 
 @exporters_app.command("install")
 def exporters_install(
-    hardware: str = typer.Option(..., "--hardware", help="The hardware whose exporter to install."),
-    option: list[str] = typer.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact commands and run none."),
+    hardware: str = commands.Option(..., "--hardware", help="The hardware whose exporter to install."),
+    option: list[str] = commands.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
+    dry_run: bool = commands.Option(False, "--dry-run", help="Print the exact commands and run none."),
     context: str = ContextOption,
     kubeconfig: str = KubeconfigOption,
     output: OutputFormat = OutputOption,

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, KubeconfigOption, OutputOption
 from llm_d_lens.runner import DEFAULT_TIMEOUT
 from llm_d_lens.terminal.output import (
@@ -22,50 +21,50 @@ from llm_d_lens.terminal.output import (
     list_output_option,
 )
 
-app = typer.Typer(invoke_without_command=True)
+app = commands.Group(invoke_without_command=True)
 
 
 
 @app.callback()
 def plan(
-    ctx: typer.Context,
-    model: str | None = typer.Option(None, "--model", "-m", help="Catalogue name (`lens plan models`), or a config.json or model directory."),
-    context: int = typer.Option(8192, "--context", help="Context length in tokens each sequence may reach."),
-    concurrency: int = typer.Option(1, "--concurrency", help="Sequences served at once by one replica."),
-    dtype: str | None = typer.Option(None, "--dtype", help="Weights dtype: bf16, fp16, fp8, int8, int4, fp4 (default: the model's)."),
-    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default: the activations', bf16 for 8/4-bit weights)."),
-    memory_utilization: float = typer.Option(0.9, "--memory-utilization", help="Share of device memory the engine takes."),
-    overhead_gib: float = typer.Option(0.0, "--overhead-gib", help="Per-device allowance beyond the engine's own terms, GiB."),
-    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens",
+    ctx: commands.Context,
+    model: str | None = commands.Option(None, "--model", "-m", help="Catalogue name (`lens plan models`), or a config.json or model directory."),
+    context: int = commands.Option(8192, "--context", help="Context length in tokens each sequence may reach."),
+    concurrency: int = commands.Option(1, "--concurrency", help="Sequences served at once by one replica."),
+    dtype: str | None = commands.Option(None, "--dtype", help="Weights dtype: bf16, fp16, fp8, int8, int4, fp4 (default: the model's)."),
+    kv_dtype: str | None = commands.Option(None, "--kv-dtype", help="KV cache dtype (default: the activations', bf16 for 8/4-bit weights)."),
+    memory_utilization: float = commands.Option(0.9, "--memory-utilization", help="Share of device memory the engine takes."),
+    overhead_gib: float = commands.Option(0.0, "--overhead-gib", help="Per-device allowance beyond the engine's own terms, GiB."),
+    max_num_batched_tokens: int | None = commands.Option(None, "--max-num-batched-tokens",
                                                       help="The engine's token budget a step (sizes its profiling run; default vLLM's)."),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="The engine's sequences a step (default vLLM's)."),
-    snapshot: Path | None = typer.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
-    demo: bool = typer.Option(False, "--demo", help="Plan on the embedded demo cluster."),
-    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    max_num_seqs: int | None = commands.Option(None, "--max-num-seqs", help="The engine's sequences a step (default vLLM's)."),
+    snapshot: Path | None = commands.Option(None, "--snapshot", help="Plan on a saved cluster snapshot."),
+    demo: bool = commands.Option(False, "--demo", help="Plan on the embedded demo cluster."),
+    kube_context: str | None = commands.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
-    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
-    isl: int = typer.Option(4000, "--isl", help="AIC and --shapes: input tokens a request has."),
-    osl: int = typer.Option(1000, "--osl", help="AIC and --shapes: output tokens a request has."),
-    ttft: float = typer.Option(2000.0, "--ttft", "--ttft-ms", help="AIC and --shapes: time to first token target, ms."),
-    tpot: float = typer.Option(30.0, "--tpot", "--tpot-ms", help="AIC and --shapes: time per output token target, ms."),
-    backend: str = typer.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
-    predict: bool = typer.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
-    shapes: bool = typer.Option(False, "--shapes", help="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
+    timeout: float = commands.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    isl: int = commands.Option(4000, "--isl", help="AIC and --shapes: input tokens a request has."),
+    osl: int = commands.Option(1000, "--osl", help="AIC and --shapes: output tokens a request has."),
+    ttft: float = commands.Option(2000.0, "--ttft", "--ttft-ms", help="AIC and --shapes: time to first token target, ms."),
+    tpot: float = commands.Option(30.0, "--tpot", "--tpot-ms", help="AIC and --shapes: time per output token target, ms."),
+    backend: str = commands.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
+    predict: bool = commands.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
+    shapes: bool = commands.Option(False, "--shapes", help="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
                                                          "targets then cost (a roofline estimate where AIC has no data)."),
-    price: list[str] = typer.Option([], "--price", help="Price of a device-hour, KEY=USD; KEY a profile, product or pool "
+    price: list[str] = commands.Option([], "--price", help="Price of a device-hour, KEY=USD; KEY a profile, product or pool "
                                                         "(acme=2.5, 'acme/Acme X1=3.1'); repeatable."),
-    prices_file: Path | None = typer.Option(None, "--prices", help="YAML file of device-hour prices (prices: {KEY: USD})."),
-    discover: bool = typer.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
-    all_options: bool = typer.Option(False, "--all", help="Also print every parallelism option of every pool."),
+    prices_file: Path | None = commands.Option(None, "--prices", help="YAML file of device-hour prices (prices: {KEY: USD})."),
+    discover: bool = commands.Option(False, "--discover", help="Run the profiles' discovery tools on nodes of unknown memory (live only)."),
+    all_options: bool = commands.Option(False, "--all", help="Also print every parallelism option of every pool."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """What fits where: per hardware pool, the TP/PP options, headroom, max sequences and replicas."""
     if ctx.invoked_subcommand is not None:
         return
     if model is None:
-        raise typer.BadParameter("give --model (a catalogue name from `lens plan models`, or a config.json path)",
+        raise commands.BadParameter("give --model (a catalogue name from `lens plan models`, or a config.json path)",
                                  param_hint="--model")
     from llm_d_lens.cluster.source import ClusterSource
     from llm_d_lens.planning.aic import status
@@ -154,15 +153,15 @@ def models(output: ListFormat = list_output_option()) -> None:
 
 @app.command("discover")
 def discover_devices(
-    hardware: str = typer.Option(..., "--hardware", help="Hardware profile id or alias whose planning.discovery to use."),
-    node: str | None = typer.Option(None, "--node", help="Run the discovery command on this node (kubectl exec)."),
-    pod: str | None = typer.Option(None, "--pod", help="namespace/name[:container] to run it in (default: the driver's pod)."),
-    from_file: Path | None = typer.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
-    kube_context: str | None = typer.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
+    hardware: str = commands.Option(..., "--hardware", help="Hardware profile id or alias whose planning.discovery to use."),
+    node: str | None = commands.Option(None, "--node", help="Run the discovery command on this node (kubectl exec)."),
+    pod: str | None = commands.Option(None, "--pod", help="namespace/name[:container] to run it in (default: the driver's pod)."),
+    from_file: Path | None = commands.Option(None, "--from-file", help="Parse a saved output of the command instead ('-' reads stdin)."),
+    kube_context: str | None = commands.Option(None, "--kube-context", help="kubeconfig context of the live cluster."),
     kubeconfig: str | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
-    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
+    timeout: float = commands.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Devices a node's vendor tool lists (product, memory, PCI address), read by the profile's parser."""
@@ -177,7 +176,7 @@ def discover_devices(
 
     profile = get_profile(hardware)
     if (node is None) == (from_file is None):
-        raise typer.BadParameter("give --node (run the command) or --from-file (parse its saved output)", param_hint="--node")
+        raise commands.BadParameter("give --node (run the command) or --from-file (parse its saved output)", param_hint="--node")
     if from_file is not None:
         if profile.planning.discovery is None:
             raise DiscoveryUnavailable(f"{profile.id}: the profile declares no planning.discovery command",

@@ -3,7 +3,7 @@
 With ``indent`` set, ``json.dumps`` leaves its C encoder for the pure-Python one, and Lens first
 rebuilt the document through ``output.to_jsonable``: on a 5,000-node overview, two walks in
 Python of millions of values. :func:`dumps_indented` instead encodes once with the C encoder
-(compact; objects with ``model_dump``/``to_dict`` converted as the encoder meets them, no walk
+(compact; objects with ``to_data``/``model_dump``/``to_dict`` converted as the encoder meets them, no walk
 beforehand) and lays the compact text out with ``msgspec.json.format``, which copies every string
 and number token as it is and only adds the newlines and two-space indents ``indent=2`` writes.
 So the output is today's byte for byte: the same escapes (``ensure_ascii``), the same float
@@ -34,8 +34,9 @@ def dumps_indented(data: Any) -> str:
 
 def _plain(value: Any) -> Any:
     """What ``output.to_jsonable`` makes of an object the encoder cannot write itself."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=False)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
+    from llm_d_lens.terminal.output import own_data
+
+    own = own_data(value)
+    if own is not NotImplemented:
+        return own
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

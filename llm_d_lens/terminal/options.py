@@ -8,15 +8,14 @@ clusters file, and conflicts with the other two (``llm_d_lens/cluster/options.py
 
 from __future__ import annotations
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.output import DocumentFormat, OutputFormat
 
-OutputOption = typer.Option(OutputFormat.table, "--output", "-o", help="table (80 columns), wide (every column), json or yaml.")
+OutputOption = commands.Option(OutputFormat.table, "--output", "-o", help="table (80 columns), wide (every column), json or yaml.")
 #: a command whose output is one document (a scenario, manifests): yaml by default, or json
-DocumentOption = typer.Option(DocumentFormat.yaml, "--output", "-o", help="yaml or json.")
-ContextOption = typer.Option(None, "--context", help="kubeconfig context (default: kubectl's current one).")
-KubeconfigOption = typer.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
-ClusterNameOption = typer.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
-ClustersFileOption = typer.Option(
+DocumentOption = commands.Option(DocumentFormat.yaml, "--output", "-o", help="yaml or json.")
+ContextOption = commands.Option(None, "--context", help="kubeconfig context (default: kubectl's current one).")
+KubeconfigOption = commands.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
+ClusterNameOption = commands.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
+ClustersFileOption = commands.Option(
     None, "--clusters", help="Clusters file (default: $LENS_CLUSTERS, else ~/.config/lens/clusters.yaml, else the kubeconfig's contexts).")

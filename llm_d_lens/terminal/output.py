@@ -44,9 +44,8 @@ class ListFormat(str, Enum):
 
 def list_output_option() -> Any:
     """``-o/--output`` for a list command (the table formats plus ``name``)."""
-    import typer
-
-    return typer.Option(ListFormat.table, "--output", "-o", help="table, wide, json, yaml or name (one name a line).")
+    from llm_d_lens.terminal import commands
+    return commands.Option(ListFormat.table, "--output", "-o", help="table, wide, json, yaml or name (one name a line).")
 
 
 class TextFormat(str, Enum):
@@ -68,11 +67,22 @@ class DocumentFormat(str, Enum):
 OUTPUT_FILE = "--output-file"
 
 
+def own_data(value: Any) -> Any:
+    """An object's own JSON-ready form: a contract model's ``to_data()``, a request model's ``model_dump``,
+    a ``to_dict()``; ``NotImplemented`` for an object with none of them."""
+    if hasattr(value, "to_data"):
+        return value.to_data()
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=False)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return NotImplemented
+
+
 def to_jsonable(data: Any) -> Any:
-    if hasattr(data, "model_dump"):
-        return data.model_dump(mode="json", exclude_none=False)
-    if hasattr(data, "to_dict"):
-        return data.to_dict()
+    own = own_data(data)
+    if own is not NotImplemented:
+        return own
     if isinstance(data, dict):
         return {k: to_jsonable(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):

@@ -58,10 +58,8 @@ def commands_offering(choice: str) -> list[str]:
 
     Hidden aliases are left out: they run the same command, checked under its own name.
     """
-    import typer
-
+    from llm_d_lens.terminal import commands
     from llm_d_lens.cli.app import build_app
-    from llm_d_lens.cli.words import plain_metavars
 
     found: list[str] = []
 
@@ -74,7 +72,7 @@ def commands_offering(choice: str) -> list[str]:
         for name, sub in (getattr(command, "commands", None) or {}).items():
             walk(sub, [*path, name])
 
-    walk(plain_metavars(typer.main.get_command(build_app())), [])
+    walk(commands.to_click(build_app()), [])
     return found
 
 

@@ -35,13 +35,13 @@ def test_importing_a_provider_module_registers_nothing() -> None:
 
 
 async def test_default_provider_installs_a_declarative_profile() -> None:
-    data: dict[str, Any] = get_registry().get("intel-gaudi").model_dump(mode="json")
+    data: dict[str, Any] = get_registry().get("intel-gaudi").to_data()
     data.update(id="acme", accelerator_keys=[], benchmark_profile=None, evaluation_profile=None)
     from llm_d_lens.hardware.models import HardwareProfile
 
     from llm_d_lens.monitoring.gpu_driver.provider import DriverOps
 
-    profile = HardwareProfile.model_validate(data)
+    profile = HardwareProfile.decode(data)
     provider = ProfileProvider(profile)
     fake = FakeRunner()
     result = await DriverOps(profile, provider).install_driver("dra", view=ClusterView(fake), dry_run=True)

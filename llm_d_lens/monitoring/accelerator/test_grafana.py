@@ -76,7 +76,7 @@ def test_each_row_holds_one_panel_per_quantity_with_the_refreshs_promql():
 
 
 def test_a_profiles_ui_chart_titles_name_its_panels():
-    payload = json.loads((get_registry().get("amd").model_dump_json(exclude_none=True)))
+    payload = get_registry().get("amd").to_data(exclude_none=True)
     payload["ui"]["chart_titles"] = {"tensor_activity": "MFMA activity"}
     profile = validate_payload(payload, "amd (test variant)")
     board = dashboard([Selected(profile, plan_for(profile))])

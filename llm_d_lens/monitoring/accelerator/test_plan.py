@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 
+from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, UNIT_FACTORS, apply_factor, plan_for
 from llm_d_lens.monitoring.accelerator.queries import queries
@@ -39,7 +40,7 @@ def test_common_quantities_have_fixed_names_and_units():
 
 
 def test_a_scale_multiplies_exactly():
-    plan = plan_for(get_registry().get("nvidia").model_copy(deep=True))
+    plan = plan_for(HardwareProfile.decode(get_registry().get("nvidia").to_data()))
     assert plan is not None
     energy = next(q for q in plan.quantities if q.quantity.key == "energy")
     assert energy.factor == Fraction(1, 1000)

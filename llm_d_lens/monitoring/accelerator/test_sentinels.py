@@ -119,7 +119,7 @@ def test_dashboard_and_refresh_queries_drop_the_sentinels_and_a_query_names_them
 
 
 def test_a_sentinel_row_with_neither_a_bound_nor_values_is_a_profile_error():
-    data = json.loads(get_registry().get("nvidia").model_dump_json(exclude_none=True))
+    data = get_registry().get("nvidia").to_data(exclude_none=True)
     data["telemetry"]["sentinels"] = [{"metrics": ["DCGM_FI_DEV_GPU_TEMP"], "reason": "nothing matches"}]
     with pytest.raises(ProfileInvalid) as caught:
         validate_payload(data, "nvidia.json")

@@ -6,12 +6,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
 
 
@@ -50,12 +49,12 @@ def _claims(claims_file: Path | None, device_class: list[str], resource: list[st
     return classes, [*declared, *external]
 
 
-ClaimsFile = typer.Argument(None, metavar="[CLAIMS_FILE]", help="YAML/JSON: classes with their claims, and external names.")
-DeviceClassOpt = typer.Option([], "--device-class", help="A DRA DeviceClass a class claims (each flag is its own class).")
-ResourceOpt = typer.Option([], "--resource", help="An extended resource a class claims.")
-DraDriverOpt = typer.Option([], "--dra-driver", help="A DRA driver name a class claims.")
-ExternalOpt = typer.Option([], "--external", help="A device class, resource or driver provided outside Lens (e.g. dra.net).")
-FromClusterOpt = typer.Option(False, "--from-cluster", help="Also read the claims of the workloads running on the cluster.")
+ClaimsFile = commands.Argument(None, metavar="[CLAIMS_FILE]", help="YAML/JSON: classes with their claims, and external names.")
+DeviceClassOpt = commands.Option([], "--device-class", help="A DRA DeviceClass a class claims (each flag is its own class).")
+ResourceOpt = commands.Option([], "--resource", help="An extended resource a class claims.")
+DraDriverOpt = commands.Option([], "--dra-driver", help="A DRA driver name a class claims.")
+ExternalOpt = commands.Option([], "--external", help="A device class, resource or driver provided outside Lens (e.g. dra.net).")
+FromClusterOpt = commands.Option(False, "--from-cluster", help="Also read the claims of the workloads running on the cluster.")
 
 
 @app.command("plan")
@@ -64,10 +63,10 @@ def plan_command(
     device_class: list[str] = DeviceClassOpt,
     resource: list[str] = ResourceOpt,
     dra_driver: list[str] = DraDriverOpt,
-    hardware: list[str] = typer.Option([], "--hardware", help="ID or ID:MODE a class claims directly."),
+    hardware: list[str] = commands.Option([], "--hardware", help="ID or ID:MODE a class claims directly."),
     external: list[str] = ExternalOpt,
     from_cluster: bool = FromClusterOpt,
-    offline: bool = typer.Option(False, "--offline", help="Do not read the cluster: no versions, no current releases."),
+    offline: bool = commands.Option(False, "--offline", help="Do not read the cluster: no versions, no current releases."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
@@ -79,7 +78,7 @@ def plan_command(
 
     classes, declared = _claims(claims_file, device_class, resource, dra_driver, hardware, external)
     if offline and from_cluster:
-        raise typer.BadParameter("--from-cluster reads the cluster; it cannot be combined with --offline")
+        raise commands.BadParameter("--from-cluster reads the cluster; it cannot be combined with --offline")
     view = None if offline else named_view(cluster, clusters_file, context, kubeconfig)
     built = asyncio.run(service.plan(registry(), classes, declared, view, from_cluster=from_cluster))
     emit(built.to_dict(), output, plan_table)
@@ -115,8 +114,8 @@ def plan_table(data: dict[str, Any], wide: bool = False) -> Any:
 
 @app.command("status")
 def status_command(
-    hardware: list[str] = typer.Option([], "--hardware", help="Hardware id or alias (default: every one with a driver)."),
-    mode: str | None = typer.Option(None, "--mode", help="One access mode (default: all)."),
+    hardware: list[str] = commands.Option([], "--hardware", help="Hardware id or alias (default: every one with a driver)."),
+    mode: str | None = commands.Option(None, "--mode", help="One access mode (default: all)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
@@ -146,15 +145,15 @@ def status_table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
 @app.command("install")
 def install_command(
     claims_file: Path | None = ClaimsFile,
-    hardware: str | None = typer.Option(None, "--hardware", help="Install one hardware's driver (with --mode)."),
-    mode: str | None = typer.Option(None, "--mode", help="Access mode (default: the profile's first)."),
-    option: list[str] = typer.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
+    hardware: str | None = commands.Option(None, "--hardware", help="Install one hardware's driver (with --mode)."),
+    mode: str | None = commands.Option(None, "--mode", help="Access mode (default: the profile's first)."),
+    option: list[str] = commands.Option([], "--option", help="KEY=VALUE helm value over the profile's (VALUE as JSON if it parses)."),
     device_class: list[str] = DeviceClassOpt,
     resource: list[str] = ResourceOpt,
     dra_driver: list[str] = DraDriverOpt,
     external: list[str] = ExternalOpt,
     from_cluster: bool = FromClusterOpt,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact commands and run none."),
+    dry_run: bool = commands.Option(False, "--dry-run", help="Print the exact commands and run none."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
@@ -169,7 +168,7 @@ def install_command(
     options = dict(parse_option(text) for text in option)
     claimed = claims_file is not None or device_class or resource or dra_driver or from_cluster
     if hardware is not None and claimed:
-        raise typer.BadParameter("give either --hardware or claims (a claims file, --device-class, ...), not both")
+        raise commands.BadParameter("give either --hardware or claims (a claims file, --device-class, ...), not both")
     from llm_d_lens.terminal.progress import progress
 
     busy = progress(f"{'planning' if dry_run else 'installing'} the device stack with helm and kubectl",
@@ -179,7 +178,7 @@ def install_command(
             results = [asyncio.run(service.install_one(registry(), hardware, mode, view, dry_run=dry_run, options=options))]
     else:
         if mode is not None or options:
-            raise typer.BadParameter("--mode and --option go with --hardware; claims choose their modes")
+            raise commands.BadParameter("--mode and --option go with --hardware; claims choose their modes")
         classes, declared = _claims(claims_file, device_class, resource, dra_driver, [], external)
 
         async def run() -> list[Any]:
@@ -188,7 +187,7 @@ def install_command(
             return await service.install_plan(registry(), built, view, dry_run=dry_run)
 
         if dry_run and from_cluster:
-            raise typer.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
+            raise commands.BadParameter("--from-cluster reads the cluster; a dry run runs nothing")
         with busy:
             results = asyncio.run(run())
     rows = [r.to_dict() for r in results]
@@ -206,18 +205,18 @@ def print_install(rows: list[dict[str, Any]]) -> None:
 
     width = terminal_width() or 10**6  # piped: each command on one line, for a script to find
     if not rows:
-        typer.echo("nothing to install")
+        commands.echo("nothing to install")
     for r in [each for row in rows for each in (*row["prerequisites"], row)]:
         before = f" prerequisite {r['chart']}" if r["prerequisite"] else ""
-        typer.echo(textwrap.fill(f"{r['hardware']} {r['mode']}{before}: {r['action']} - {r['message']}", width,
+        commands.echo(textwrap.fill(f"{r['hardware']} {r['mode']}{before}: {r['action']} - {r['message']}", width,
                                  subsequent_indent="  ", break_on_hyphens=False, break_long_words=False))
         for need in r["preconditions"]:
-            typer.echo(f"  needs (Lens does not install it): {need}")
+            commands.echo(f"  needs (Lens does not install it): {need}")
         for argv in r["commands"]:
-            typer.echo(command_lines(("  would run: " if r["action"] == "dry-run" else "  ran: "), argv, width))
+            commands.echo(command_lines(("  would run: " if r["action"] == "dry-run" else "  ran: "), argv, width))
         if r["action"] == "dry-run":
             for argv in r["checks"]:
-                typer.echo(command_lines("  would first check: ", argv, width))
+                commands.echo(command_lines("  would first check: ", argv, width))
 
 
 def command_lines(prefix: str, argv: list[str], width: int) -> str:

@@ -6,22 +6,21 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import typer
-
+from llm_d_lens.terminal import commands
 from llm_d_lens.monitoring.gpu_driver import cli as driver_cli
 from llm_d_lens.monitoring.gpu_driver.cli import ContextOption, KubeconfigOption, OutputOption, registry
 from llm_d_lens.errors import LensError
 from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
-app = typer.Typer(no_args_is_help=True)
+app = commands.Group(no_args_is_help=True)
 
 
 @app.callback(invoke_without_command=True)
 def preflight(
-    hardware: list[str] = typer.Option(..., "--hardware", help="Hardware id or alias; repeat for several."),
-    timeout: float | None = typer.Option(None, "--timeout", min=0, help="Seconds to wait (default: presence.timeout_seconds)."),
-    mode: str | None = typer.Option(None, "--mode", help="Access mode whose min_kubernetes_version is checked "
+    hardware: list[str] = commands.Option(..., "--hardware", help="Hardware id or alias; repeat for several."),
+    timeout: float | None = commands.Option(None, "--timeout", min=0, help="Seconds to wait (default: presence.timeout_seconds)."),
+    mode: str | None = commands.Option(None, "--mode", help="Access mode whose min_kubernetes_version is checked "
                                     "(default: the one driver install picks, the first access mode)."),
     context: str | None = ContextOption,
     kubeconfig: Path | None = KubeconfigOption,

@@ -265,14 +265,14 @@ async def test_options_that_cannot_be_passed_are_refused(registry: Any, fake: An
 
 def kustomize_profile(registry: Any) -> HardwareProfile:
     base = registry.get("intel-xpu")
-    data = base.model_dump(mode="json")
+    data = base.to_data()
     data["driver"] = {"installer": "kustomize", "modes": {
         "dra": {"manifest_ref": "https://github.com/intel/intel-resource-drivers-for-kubernetes/deployments/gpu?ref=gpu-v0.11.0",
                 "daemonset_matchers": [{"name_contains": "intel-gpu-resource-driver"}],
                 "min_kubernetes_version": "1.34.0"},
         "plugin": {"manifest_ref": "https://github.com/intel/intel-device-plugins-for-kubernetes/deployments/gpu_plugin?ref=v0.32.1",
                    "daemonset_matchers": [{"name": "intel-gpu-plugin"}]}}}
-    return HardwareProfile.model_validate(data)
+    return HardwareProfile.decode(data)
 
 
 async def test_kustomize_mode_applies_the_pinned_ref(registry: Any, fake: Any, view: Any) -> None:

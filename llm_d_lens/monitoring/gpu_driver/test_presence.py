@@ -27,9 +27,9 @@ RULES = "https://raw.githubusercontent.com/intel/intel-resource-drivers-for-kube
 
 
 def with_presence(registry: Any, key: str, **presence: Any) -> HardwareProfile:
-    data = registry.get(key).model_dump(mode="json")
+    data = registry.get(key).to_data()
     data["presence"] = {**(data.get("presence") or {}), **presence}
-    return HardwareProfile.model_validate(data)
+    return HardwareProfile.decode(data)
 
 
 async def test_passes_when_a_node_carries_the_labels(registry: Any, fake: Any, view: Any, clock: Any) -> None:
@@ -88,10 +88,10 @@ async def test_star_selector_only_needs_the_label(registry: Any, fake: Any, view
 
 
 async def test_no_selector_at_all_is_an_error(registry: Any, view: Any, clock: Any) -> None:
-    data = registry.get("cpu").model_dump(mode="json")
+    data = registry.get("cpu").to_data()
     data["node_label_selector"] = {}
     with pytest.raises(PresenceNotDeclared):
-        await ensure_presence(HardwareProfile.model_validate(data), view, clock)
+        await ensure_presence(HardwareProfile.decode(data), view, clock)
 
 
 @pytest.mark.skipif(shared_root() is None, reason="../shared (or $LENS_SHARED_ROOT) is not present")
