@@ -21,8 +21,8 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
 SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s",
-                     "flag"]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag"]
+                     "flag", "MHz", "Hz", "bitmask"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag", "Hz", "bitmask"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
@@ -33,6 +33,9 @@ Quantity = Literal[
     # health signals default installs collect
     "row_remap_failure", "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
     "device_healthy", "links_up",
+    # clocks, limits, throttling and traffic counters
+    "core_clock", "memory_clock", "power_limit", "throttle_reasons", "power_throttle", "thermal_throttle",
+    "link_data", "pcie_traffic", "pending_rows_correctable", "pending_rows_uncorrectable",
 ]
 
 #: a telemetry scale converts units (mW to W is 1e-3); twelve orders of magnitude either way is
@@ -260,7 +263,7 @@ class MetricSource(Contract):
                          description="Extra factor applied after the unit conversion (positive, at most 1e12).")
     output_unit: OutputUnit = Field(
         description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), "
-        "code (the last event's code, 0 for none) or B/s."
+        "code (the last event's code, 0 for none), B/s, flag, Hz or bitmask (the exporter's reason bits, 0 for none)."
     )
     aggregation: Aggregation = Field(
         default="max", description="How series of one device (or tile) that differ only in other labels are collapsed."
