@@ -21,52 +21,22 @@ SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
 
 RequestModel = Literal["dra", "extended-resource", "none"]
 AllocationJoin = Literal["dra", "extended-resource", "pod-status", "none"]
-SourceUnit = Literal[
-    "percent",
-    "ratio",
-    "MiB",
-    "MB",
-    "GiB",
-    "bytes",
-    "mW",
-    "W",
-    "uJ",
-    "mJ",
-    "J",
-    "celsius",
-    "count",
-    "code",
-    "B/s",
-    "flag",
-]
-OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag"]
+SourceUnit = Literal["percent", "ratio", "MiB", "MB", "GiB", "bytes", "mW", "W", "uJ", "mJ", "J", "celsius", "count", "code", "B/s",
+                     "flag", "MHz", "Hz", "bitmask"]
+OutputUnit = Literal["ratio", "bytes", "W", "J", "celsius", "count", "code", "B/s", "flag", "Hz", "bitmask"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 TileAggregation = Literal["sum", "avg", "max", "min", "first", "none"]
 Quantity = Literal[
-    "utilization",
-    "memory_used",
-    "memory_total",
-    "power",
-    "energy",
-    "temperature",
-    "tensor_activity",
+    "utilization", "memory_used", "memory_total", "power", "energy", "temperature", "tensor_activity",
     # device health
-    "memory_temperature",
-    "memory_bandwidth",
-    "ecc_corrected",
-    "ecc_uncorrected",
-    "pcie_replays",
-    "critical_event",
-    "pcie_throughput",
-    "link_throughput",
-    "link_errors",
+    "memory_temperature", "memory_bandwidth", "ecc_corrected", "ecc_uncorrected", "pcie_replays", "critical_event",
+    "pcie_throughput", "link_throughput", "link_errors",
     # health signals default installs collect
-    "row_remap_failure",
-    "remapped_rows_correctable",
-    "remapped_rows_uncorrectable",
-    "link_traffic",
-    "device_healthy",
-    "links_up",
+    "row_remap_failure", "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
+    "device_healthy", "links_up",
+    # clocks, limits, throttling and traffic counters
+    "core_clock", "memory_clock", "power_limit", "throttle_reasons", "power_throttle", "thermal_throttle",
+    "link_data", "pcie_traffic", "pending_rows_correctable", "pending_rows_uncorrectable",
 ]
 
 #: a telemetry scale converts units (mW to W is 1e-3); twelve orders of magnitude either way is
@@ -403,7 +373,7 @@ class MetricSource(Contract, kw_only=True):
     output_unit: Annotated[
         OutputUnit,
         Meta(
-            description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), code (the last event's code, 0 for none) or B/s."
+            description="The quantity's common unit: ratio, bytes, W, J, celsius, count (errors since the counter started), code (the last event's code, 0 for none), B/s, flag, Hz or bitmask (the exporter's reason bits, 0 for none)."
         ),
     ]
     aggregation: Annotated[

@@ -35,6 +35,7 @@ UNIT_DIMENSION = {
     "uJ": "J", "mJ": "J", "J": "J",
     "celsius": "celsius",
     "count": "count", "code": "code", "B/s": "B/s", "flag": "flag",
+    "MHz": "Hz", "Hz": "Hz", "bitmask": "bitmask",
 }
 #: The fixed common unit of every telemetry quantity.
 QUANTITY_UNITS = {
@@ -45,6 +46,9 @@ QUANTITY_UNITS = {
     "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
     "row_remap_failure": "flag", "remapped_rows_correctable": "count", "remapped_rows_uncorrectable": "count",
     "link_traffic": "count", "device_healthy": "flag", "links_up": "flag",
+    "core_clock": "Hz", "memory_clock": "Hz", "power_limit": "W", "throttle_reasons": "bitmask",
+    "power_throttle": "ratio", "thermal_throttle": "ratio", "link_data": "bytes", "pcie_traffic": "bytes",
+    "pending_rows_correctable": "count", "pending_rows_uncorrectable": "count",
 }
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z", re.ASCII)
 PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z", re.ASCII)

@@ -78,11 +78,14 @@ CATALOGUE = [
      "$.telemetry.allocation.resource_id_pattern: must contain a named group 'pci', e.g. (?P<pci>[0-9a-f:.]+) (value: \"^[0-9a-f:.]+$\")"),
     ("unit that cannot convert", edited(bundled("nvidia"), "telemetry", "device_metric_sources", "power", "output_unit", "J"),
      '$.telemetry.device_metric_sources.power.output_unit: cannot convert W to J (value: "J")'),
-    ("device_metrics using an undeclared metric", edited(bundled("intel-gaudi"), "telemetry", "device_metrics", {"power_limit": "hl_power_watts"}),
-     '$.telemetry.device_metrics.power_limit: uses hl_power_watts, which device_metric_sources does not declare ('
+    ("device_metrics using an undeclared metric", edited(bundled("intel-gaudi"), "telemetry", "device_metrics", {"fan_speed": "hl_fan_rpm"}),
+     '$.telemetry.device_metrics.fan_speed: uses hl_fan_rpm, which device_metric_sources does not declare ('
      "habanalabs_utilization, habanalabs_memory_used_bytes, habanalabs_memory_total_bytes, habanalabs_power_mW, "
-     "habanalabs_energy, habanalabs_temperature_onchip, habanalabs_pcie_replay_count, habanalabs_nic_port_status) "
-     '(value: "hl_power_watts")'),
+     "habanalabs_energy, habanalabs_temperature_onchip, habanalabs_pcie_replay_count, habanalabs_nic_port_status, "
+     "habanalabs_clock_soc_mhz, habanalabs_power_default_limit_mW, habanalabs_pcie_receive_throughput, "
+     "habanalabs_pcie_transmit_throughput, habanalabs_pending_rows_with_single_bit_ecc_errors, "
+     "habanalabs_pending_rows_with_double_bit_ecc_errors) "
+     '(value: "hl_fan_rpm")'),
     ("overlay root escaping the source", edited(GUIDE_MINIMAL, "deployment", "overlay_root", "../{variant}"),
      '$.deployment.overlay_root: must be a relative path inside the llm-d source (value: "../{variant}")'),
     ("variant that is not one directory name", edited(GUIDE_MINIMAL, "upstream_variant", "../../etc"),

@@ -413,7 +413,7 @@ def _who(attribution: dict[str, Any] | None) -> str:
 _DEVICE_COLUMNS: tuple[tuple[str, bool, bool], ...] = (
     ("HARDWARE", False, False), ("NODE", False, True), ("DEVICE", False, True), ("UTIL %", True, True),
     ("MEM USED GiB", True, True), ("MEM TOTAL GiB", True, False), ("POWER W", True, True), ("ENERGY", True, False),
-    ("TEMP °C", True, True), ("TENSOR %", True, False), ("POD", False, True),
+    ("TEMP °C", True, True), ("TENSOR %", True, False), ("CLOCK MHz", True, False), ("POD", False, True),
 )
 
 
@@ -439,7 +439,8 @@ def _devices_table(report: dict[str, Any], wide: bool = False) -> Any:
             "UTIL %": _number(d["utilization_ratio"], 0.01, 0), "MEM USED GiB": _number(d["memory_used_bytes"], gib),
             "MEM TOTAL GiB": _number(d["memory_total_bytes"], gib), "POWER W": _number(d["power_watts"]),
             "ENERGY": _energy(d["energy_joules"]), "TEMP °C": _number(d["temperature_celsius"], digits=0),
-            "TENSOR %": _number(d["tensor_activity_ratio"], 0.01, 0), "POD": _who(d["attribution"]),
+            "TENSOR %": _number(d["tensor_activity_ratio"], 0.01, 0), "CLOCK MHz": _number(d["core_clock_hertz"], 1e6, 0),
+            "POD": _who(d["attribution"]),
         }
         t.add_row(*(cells[header] for header, _ in shown))
     return t

@@ -95,6 +95,7 @@ def test_queries_lists_the_inventory_and_one_per_quantity(capsys):
     assert list(json.loads(out)["amd"]) == ["inventory", "utilization", "memory_used", "memory_total", "power", "energy",
                                            "temperature", "tensor_activity", "memory_temperature", "memory_bandwidth",
                                            "ecc_corrected", "ecc_uncorrected", "pcie_replays", "device_healthy",
+                                           "core_clock", "memory_clock", "power_throttle", "thermal_throttle", "link_data",
                                            "sentinels", "targets"]
 
 

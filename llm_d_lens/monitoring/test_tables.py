@@ -41,10 +41,10 @@ def test_devices_fit_with_units_in_headers_and_numbers_right_aligned(report: dic
             assert not cells[header].strip().endswith(("%", "W", "GiB")), "the unit is in the header"
 
 
-def test_wide_adds_hardware_total_memory_energy_and_tensor(report: dict) -> None:
+def test_wide_adds_hardware_total_memory_energy_tensor_and_clock(report: dict) -> None:
     text = render(_devices_table(report, wide=True), 200)
     assert header_cells(text, "HARDWARE") == ["HARDWARE", "NODE", "DEVICE", "UTIL %", "MEM USED GiB", "MEM TOTAL GiB",
-                                              "POWER W", "ENERGY", "TEMP °C", "TENSOR %", "POD"]
+                                              "POWER W", "ENERGY", "TEMP °C", "TENSOR %", "CLOCK MHz", "POD"]
 
 
 def test_the_hardware_column_appears_when_a_report_mixes_hardware(report: dict) -> None:

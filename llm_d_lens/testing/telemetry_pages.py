@@ -44,6 +44,12 @@ def fixture_text(name: str) -> str:
     return (TESTDATA / name).read_text(encoding="utf-8")
 
 
+def labels_of(text: str, metric: str, marker: str) -> str:
+    """The label block of ``metric``'s sample carrying ``marker``: to add lines an exporter writes with a device's own labels."""
+    line = next(l for l in text.splitlines() if l.startswith(metric + "{") and marker in l)
+    return line[len(metric) + 1:line.rindex("}")]
+
+
 def as_stored(text: str, target: dict[str, str] | None = None, honor_labels: bool = False, rename: dict[str, str] | None = None) -> str:
     """Exposition text as Prometheus stores it after a scrape: empty labels dropped, target labels added.
 

@@ -24,7 +24,8 @@ DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = {"type": "prometheus", "uid": f"${{{DATASOURCE_VARIABLE}}}"}
 #: Common unit -> Grafana's unit id.
 GRAFANA_UNITS = {"ratio": "percentunit", "bytes": "bytes", "W": "watt", "J": "joule", "celsius": "celsius",
-                 "count": "short", "code": "none", "B/s": "Bps", "flag": "bool"}
+                 "count": "short", "code": "none", "B/s": "Bps", "flag": "bool",
+                 "Hz": "hertz", "bitmask": "none"}
 #: The panel title of each quantity when a profile's ``ui.chart_titles`` gives none.
 TITLES = {
     "utilization": "Utilisation", "memory_used": "Memory used", "memory_total": "Memory total", "power": "Power",
@@ -35,6 +36,11 @@ TITLES = {
     "row_remap_failure": "Memory row remap failed", "remapped_rows_correctable": "Remapped rows (correctable)",
     "remapped_rows_uncorrectable": "Remapped rows (uncorrectable)", "link_traffic": "Device link traffic (counter)",
     "device_healthy": "Exporter health verdict", "links_up": "Links up",
+    "core_clock": "Core clock", "memory_clock": "Memory clock", "power_limit": "Power limit",
+    "throttle_reasons": "Clock throttle reasons (bitmask)", "power_throttle": "Power throttling (share of time)",
+    "thermal_throttle": "Thermal throttling (share of time)", "link_data": "Device link data (counter)",
+    "pcie_traffic": "PCIe traffic (counter)", "pending_rows_correctable": "Rows pending remap (correctable)",
+    "pending_rows_uncorrectable": "Rows pending remap (uncorrectable)",
 }
 
 

@@ -23,6 +23,7 @@ UNIT_FACTORS: dict[str, Fraction] = {
     "uJ": Fraction(1, 10**6), "mJ": Fraction(1, 1000), "J": Fraction(1),
     "celsius": Fraction(1),
     "count": Fraction(1), "code": Fraction(1), "B/s": Fraction(1), "flag": Fraction(1),
+    "MHz": Fraction(10**6), "Hz": Fraction(1), "bitmask": Fraction(1),
 }
 
 
@@ -59,6 +60,16 @@ QUANTITIES: tuple[Quantity, ...] = tuple(
         ("link_traffic", "count", "link traffic"),
         ("device_healthy", "flag", "healthy"),
         ("links_up", "flag", "links up"),
+        ("core_clock", "hertz", "core clock"),
+        ("memory_clock", "hertz", "mem clock"),
+        ("power_limit", "watts", "power limit"),
+        ("throttle_reasons", "bitmask", "throttle reasons"),
+        ("power_throttle", "ratio", "power throttle"),
+        ("thermal_throttle", "ratio", "thermal throttle"),
+        ("link_data", "bytes", "link data"),
+        ("pcie_traffic", "bytes", "pcie traffic"),
+        ("pending_rows_correctable", "count", "pending rows (corr)"),
+        ("pending_rows_uncorrectable", "count", "pending rows (uncorr)"),
     )
 )
 #: The health quantities that flag a device: (quantity, what a problem means, the value that is a problem).
@@ -76,6 +87,7 @@ HEALTH_FLAGS: tuple[tuple[str, str, str], ...] = (
 HEALTH_SIGNALS: tuple[str, ...] = (
     "ecc_corrected", "pcie_replays", "link_errors",
     "remapped_rows_correctable", "remapped_rows_uncorrectable", "link_traffic",
+    "pending_rows_correctable", "pending_rows_uncorrectable",
 )
 QUANTITY_BY_KEY = {q.key: q for q in QUANTITIES}
 

@@ -13,13 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, refresh, sample_text, snapshot
-
-
-def _labels_of(text: str, metric: str, marker: str) -> str:
-    """The label block of ``metric``'s sample carrying ``marker``."""
-    line = next(l for l in text.splitlines() if l.startswith(metric + "{") and marker in l)
-    return line[len(metric) + 1:line.rindex("}")]
+from llm_d_lens.testing.telemetry_pages import by_name, fixture_text, labels_of, refresh, sample_text, snapshot
 
 
 @pytest.fixture(params=["prometheus", "snapshot"])
@@ -58,7 +52,7 @@ def test_the_shared_h100_page_without_health_fields_stays_unknown():
 
 def test_amd_gpu_health_zero_is_a_problem_and_one_is_ok():
     text = sample_text("amd-device-metrics-exporter.prom")
-    held, idle = (_labels_of(text, "gpu_gfx_activity", f'serial_number="{s}"') for s in ("PCB049874-0071", "PCB049874-0112"))
+    held, idle = (labels_of(text, "gpu_gfx_activity", f'serial_number="{s}"') for s in ("PCB049874-0071", "PCB049874-0112"))
     text += ("# HELP gpu_health Health of the GPU (0 = Unhealthy | 1 = Healthy)\n# TYPE gpu_health gauge\n"
              f"gpu_health{{{held}}} 1\ngpu_health{{{idle}}} 0\n")
     devices = by_name(snapshot(text, ["amd"]))
@@ -70,7 +64,7 @@ def test_amd_gpu_health_zero_is_a_problem_and_one_is_ok():
 
 def test_gaudi_a_nic_port_down_is_a_problem_and_replays_are_counted():
     text = sample_text("gaudi-metric-exporter.prom")
-    first, second = (_labels_of(text, "habanalabs_utilization", f'id="{i}"') for i in ("0", "1"))
+    first, second = (labels_of(text, "habanalabs_utilization", f'id="{i}"') for i in ("0", "1"))
     ports = "".join(f'habanalabs_nic_port_status{{{labels},port="{p}",port_type="{kind}"}} {status}\n'
                     for labels, statuses in ((first, (1, 1, 1)), (second, (1, 0, 1)))
                     for p, kind, status in zip(("0", "1", "8"), ("internal", "internal", "external"), statuses))

@@ -24,7 +24,8 @@ from llm_d_lens.testing.telemetry_pages import refresh
 from llm_d_lens.testing.prometheus import BASE_TIMESTAMP
 
 #: Grafana unit ids for the common units (Grafana's "Standard options > Unit" ids).
-KNOWN_UNITS = {"percentunit", "bytes", "watt", "joule", "celsius", "short", "none", "Bps", "bool"}  # "bool": Grafana's True/False unit
+KNOWN_UNITS = {"percentunit", "bytes", "watt", "joule", "celsius", "short", "none", "Bps", "bool",
+               "hertz"}  # "bool": Grafana's True/False unit; "hertz": its Hertz (1/s)
 HARDWARE = ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"]
 
 

@@ -20,7 +20,8 @@ from llm_d_lens.testing.prometheus import run_prometheus, to_openmetrics
 @pytest.mark.parametrize(
     "unit, factor",
     [("percent", Fraction(1, 100)), ("ratio", 1), ("MiB", 1048576), ("MB", 1048576), ("GiB", 1073741824), ("bytes", 1),
-     ("mW", Fraction(1, 1000)), ("W", 1), ("uJ", Fraction(1, 1000000)), ("mJ", Fraction(1, 1000)), ("J", 1), ("celsius", 1)],
+     ("mW", Fraction(1, 1000)), ("W", 1), ("uJ", Fraction(1, 1000000)), ("mJ", Fraction(1, 1000)), ("J", 1), ("celsius", 1),
+     ("MHz", 1000000), ("Hz", 1), ("bitmask", 1)],
 )
 def test_the_unit_table(unit, factor):
     assert UNIT_FACTORS[unit] == factor
@@ -35,7 +36,10 @@ def test_common_quantities_have_fixed_names_and_units():
         ("pcie_throughput_bytes_per_second", "B/s"), ("link_throughput_bytes_per_second", "B/s"), ("link_errors_count", "count"),
         ("row_remap_failure_flag", "flag"), ("remapped_rows_correctable_count", "count"),
         ("remapped_rows_uncorrectable_count", "count"), ("link_traffic_count", "count"), ("device_healthy_flag", "flag"),
-        ("links_up_flag", "flag"),
+        ("links_up_flag", "flag"), ("core_clock_hertz", "Hz"), ("memory_clock_hertz", "Hz"), ("power_limit_watts", "W"),
+        ("throttle_reasons_bitmask", "bitmask"), ("power_throttle_ratio", "ratio"), ("thermal_throttle_ratio", "ratio"),
+        ("link_data_bytes", "bytes"), ("pcie_traffic_bytes", "bytes"), ("pending_rows_correctable_count", "count"),
+        ("pending_rows_uncorrectable_count", "count"),
     ]
 
 
