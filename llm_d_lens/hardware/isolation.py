@@ -20,7 +20,6 @@ doctor`` never reads the cache. Payloads are still validated in this process on 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -303,9 +302,10 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
 
 
 def call_guarded(fn: Any, *, timeout: float) -> Any:
-    """Run ``fn()`` (a provider's import or construction) so that nothing it does escapes.
+    """Run ``fn()`` (the import or construction of one of Lens's own providers) so that nothing it does escapes.
 
-    Providers are live objects and load in this process, on first use. Any ``BaseException``
+    Lens's own providers are live objects and load in this process, on first use (a third-party
+    provider never does: ``provider_host.py`` builds and calls it in a worker). Any ``BaseException``
     but a real Ctrl-C, a hang past ``timeout`` (the call is left behind on a daemon thread) and
     output on ``sys.stdout``/``sys.stderr`` become a :class:`GuardedFailure` naming what went wrong.
     """
@@ -338,84 +338,6 @@ def call_guarded(fn: Any, *, timeout: float) -> Any:
                              "output")
     return box["value"]
 
-
-
-def probe_provider(ep: EntryPoint, *, timeout: float) -> None:
-    """Build the provider ``ep`` names once in a child process (``provider_probe.py``) first.
-
-    Returns when the child built it or it raised (the in-process load then says why, as before);
-    :class:`GuardedFailure` when the provider ended the child (exit, signal, the memory limit) or
-    hung past ``timeout``: then it must never be loaded in this process.
-    """
-    import secrets
-    import signal
-
-    nonce = secrets.token_hex(16)
-    read_fd, write_fd = os.pipe()
-    request = json.dumps({"path": list(sys.path), "name": ep.name, "value": ep.value, "group": ep.group, "nonce": nonce})
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "llm_d_lens.hardware.provider_probe", str(write_fd)],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                pass_fds=(write_fd,), start_new_session=True)
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
-    try:
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(request.encode())
-            proc.stdin.close()
-        except OSError:
-            pass
-        reply = b""
-        deadline = time.monotonic() + STARTUP_ALLOWANCE_SECONDS + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(read_fd, selectors.EVENT_READ)
-            while (remaining := deadline - time.monotonic()) > 0 and len(reply) < 4096:
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(read_fd, 4096)
-                if not chunk:
-                    break
-                reply += chunk
-        if time.monotonic() >= deadline and not reply.endswith(b"\n"):
-            raise GuardedFailure(f"did not finish building within {timeout:g} s in a child process "
-                                 "(LENS_PLUGINS_TIMEOUT); not loaded", "timeout")
-        try:
-            code = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # it closed its end and went on: a hang all the same
-            raise GuardedFailure(f"did not finish building within {timeout:g} s in a child process "
-                                 "(LENS_PLUGINS_TIMEOUT); not loaded", "timeout") from None
-        verdict = None
-        for line in reply.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("nonce") == nonce:
-                verdict = record
-        if verdict is None:
-            if code < 0:
-                try:
-                    name = signal.Signals(-code).name
-                except ValueError:
-                    name = f"signal {-code}"
-                how = f"was killed by {name}"
-            else:
-                how = f"ended the process with exit code {code}"
-            raise GuardedFailure(f"{how} while it was being built (tried in a child process first); not loaded",
-                                 "crashed")
-    finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # its whole group: what it spawned goes too
-            proc.wait()
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        os.close(read_fd)
 
 
 class GuardedFailure(Exception):
