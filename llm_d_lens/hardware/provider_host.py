@@ -6,8 +6,8 @@ process, one that calls ``os._exit``, segfaults (``ctypes``), holds the GIL (a c
 runs in C and never lets go) or loops for ever would end or freeze the server. So each third-party
 distribution gets one long-lived worker (``provider_worker.py``, its own session, a 4 GiB
 address-space limit) in which all its providers are built and called; Lens's own providers stay
-in-process. A worker, not a process per call: one round trip to a running worker costs well under
-a millisecond, starting an interpreter and rebuilding the provider for every call about 100 ms
+in-process. A worker, not a process per call: one round trip to a running worker costs about 0.3 ms,
+starting an interpreter and rebuilding the provider for every call 150-500 ms, some 500 times more
 (``bench/provider_calls.py`` measures both).
 
 What crosses is plain data. Lens's live objects a hook is offered (a runner, a clock, a cluster
@@ -93,7 +93,7 @@ class ProviderHost:
         self.broken: WorkerBroken | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_child = self._from_child = -1
-        self._buffer = b""
+        self._buffer = bytearray()
         self._lock = threading.Lock()
         self._next_id = 0
         self._listeners: list[Callable[[WorkerBroken], None]] = []
@@ -216,9 +216,10 @@ class ProviderHost:
 
     def _receive(self, doing: str, timeout: float, setting: str) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
+        end = self._buffer.find(b"\n")
         with selectors.DefaultSelector() as selector:
             selector.register(self._from_child, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
+            while end < 0:
                 if len(self._buffer) > MAX_ANSWER_BYTES:
                     raise self._break(f"answered with a line of more than {MAX_ANSWER_BYTES} bytes {doing}; "
                                       "its worker was ended", "answer")
@@ -231,8 +232,11 @@ class ProviderHost:
                 chunk = os.read(self._from_child, 1 << 20)
                 if not chunk:
                     raise self._break(f"{self._how_it_ended()} {doing}; its worker was ended", "crashed")
+                found = chunk.find(b"\n")  # only the new bytes are searched: a long line costs its length once
+                end = len(self._buffer) + found if found >= 0 else -1
                 self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
         try:
             from llm_d_lens.jsonread import loads
 
