@@ -13,8 +13,9 @@ plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (de
 ``$XDG_CACHE_HOME/llm-d-lens``), keyed by the content of what a load reads: every loaded distribution's metadata and the files
 of the plugin's package wherever the import system finds it (``site-packages``, a folder on
 ``PYTHONPATH``, or an editable install's own project folder); reinstalling, upgrading or editing a
-plugin changes the key. A load that timed out, crashed or was interrupted is never kept: it says
-something of that moment, not of the plugin, and is tried again on the next run. ``lens hardware
+plugin changes the key. A load that timed out or was interrupted (Ctrl-C, a kill from outside, the
+OOM killer) is never kept: it says something of that moment, not of the plugin, and is tried again
+on the next run; a crash of the plugin's own (an exit code, a segfault) is kept like any outcome. ``lens hardware
 doctor`` never reads the cache. Payloads are still validated in this process on every run.
 """
 
@@ -24,6 +25,7 @@ import hashlib
 import json
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -96,8 +98,19 @@ def forget_dist_meta() -> None:
     _dist_meta.clear()
 
 
-#: what a failed load says of the moment, not of the plugin: never kept, tried again on the next run
-TRANSIENT = frozenset({"timeout", "crashed", "interrupted"})
+#: what a failed load says of the moment, not of the plugin: never kept, tried again on the next run.
+#: A crash (an exit code, a segfault) is the plugin's own doing and is kept like any outcome: its
+#: files unchanged, it would crash again
+TRANSIENT = frozenset({"timeout", "interrupted"})
+#: exit codes of a loader ended from outside (Ctrl-C, kill, the OOM killer's SIGKILL), not by the plugin
+_FROM_OUTSIDE = frozenset({130, -signal.SIGINT, -signal.SIGTERM, -signal.SIGHUP, -signal.SIGKILL})
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _dist_stamp(ep: EntryPoint) -> list[Any]:
@@ -218,7 +231,8 @@ def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outco
         if stuck is None:  # the child ended on its own: anything unreported crashed with it
             for local in range(len(batch)):
                 outcomes.setdefault(batch[local], Outcome(error="the loading process ended before this plugin "
-                                                                "was reached", kind="crashed"))
+                                                                "was reached; it is tried again on the next run",
+                                                          kind="interrupted"))
             break
         local, outcome = stuck
         outcomes[batch[local]] = outcome
@@ -279,9 +293,12 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
             if not chunk:  # the child closed its end: it finished or died
                 code = proc.wait()
                 if current is not None and current not in results:
-                    if code < 0 or code == 130:  # killed or interrupted from outside: not the plugin's doing
+                    if code in _FROM_OUTSIDE:  # killed or interrupted from outside: not the plugin's doing
                         return results, (current, Outcome(error=f"loading was interrupted (exit code {code}); it is "
                                                                 "tried again on the next run", kind="interrupted"))
+                    if code < 0:  # a signal the plugin's own code raised: a segfault, an abort, a bus error
+                        return results, (current, Outcome(error=f"the loading process was killed by {_signal_name(-code)} "
+                                                                "while loading this plugin", kind="crashed"))
                     return results, (current, Outcome(error=f"the loading process died (exit code {code}) while "
                                                             "loading this plugin", kind="crashed"))
                 return results, None

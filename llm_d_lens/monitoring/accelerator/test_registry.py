@@ -139,8 +139,8 @@ class Poisons:
     ("acme-poisons", "telemetry provider Poisons: derive() left values Lens does not take ($[0].values.memory_used_bytes: "
                      "'a lot' is not a finite number)", False),
 ])
-def test_a_telemetry_provider_that_dies_or_poisons_the_values_costs_only_its_quantities(  # noqa: F811
-        provider_id, says, ended, plugins, fresh_registry, capsys):
+def test_a_telemetry_provider_that_dies_or_poisons_the_values_costs_only_its_quantities(
+        provider_id, says, ended, plugins, fresh_registry, capsys):  # noqa: F811
     from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
 
     plugins.make("acme-lens", profiles={"acme": [acme(provider_id)]}, module_source=HOSTILE_DERIVE,
