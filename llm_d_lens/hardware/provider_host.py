@@ -290,6 +290,20 @@ atexit.register(close_all)
 
 # -- Lens's side of a call -----------------------------------------------------------------------
 
+def _field_names(value: Any) -> list[str] | None:
+    if isinstance(value, type):
+        return None
+    if dataclasses.is_dataclass(value):
+        return [f.name for f in dataclasses.fields(value)]
+    fields = getattr(type(value), "__struct_fields__", None)  # msgspec
+    if isinstance(fields, tuple):
+        return list(fields)
+    fields = getattr(type(value), "model_fields", None)  # pydantic
+    if isinstance(fields, dict):
+        return list(fields)
+    return None
+
+
 class Encoder:
     """Turns a call's arguments into what crosses: plain data, with Lens's live objects by reference."""
 
@@ -319,9 +333,9 @@ class Encoder:
             cluster_id = getattr(value, "cluster_id", None) or getattr(value.runner, "context", None)
             return {"__lens__": "view", "runner": self(value.runner, depth + 1),
                     "cluster_id": cluster_id if isinstance(cluster_id, str) else None}
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return {"__lens__": "object",
-                    "fields": {f.name: self(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}}
+        names = _field_names(value)
+        if names is not None:  # a dataclass or a contract model: an object of its fields, on the worker's side too
+            return {"__lens__": "object", "fields": {name: self(getattr(value, name), depth + 1) for name in names}}
         raise PlainRefused(f"a {type(value).__name__} cannot be handed to a provider in another process")
 
     def _ref(self, value: Any) -> int:
