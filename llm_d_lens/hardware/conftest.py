@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from llm_d_lens.hardware.discovery import discover
+from llm_d_lens.hardware.provider_host import close_all
 from llm_d_lens.hardware.registry import Registry, set_registry
 from llm_d_lens.hardware.settings import PluginSettings
 from llm_d_lens.testing.plugins import PluginFactory
@@ -46,3 +47,4 @@ def _forget_registry(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path_factory.mktemp("lens-cache")))
     yield
     set_registry(None)
+    close_all()  # third-party providers' workers: a test's plugins must not outlive it

@@ -13,18 +13,19 @@ plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (de
 ``$XDG_CACHE_HOME/llm-d-lens``), keyed by the content of what a load reads: every loaded distribution's metadata and the files
 of the plugin's package wherever the import system finds it (``site-packages``, a folder on
 ``PYTHONPATH``, or an editable install's own project folder); reinstalling, upgrading or editing a
-plugin changes the key. A load that timed out, crashed or was interrupted is never kept: it says
-something of that moment, not of the plugin, and is tried again on the next run. ``lens hardware
+plugin changes the key. A load that timed out or was interrupted (Ctrl-C, a kill from outside, the
+OOM killer) is never kept: it says something of that moment, not of the plugin, and is tried again
+on the next run; a crash of the plugin's own (an exit code, a segfault) is kept like any outcome. ``lens hardware
 doctor`` never reads the cache. Payloads are still validated in this process on every run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
@@ -97,8 +98,19 @@ def forget_dist_meta() -> None:
     _dist_meta.clear()
 
 
-#: what a failed load says of the moment, not of the plugin: never kept, tried again on the next run
-TRANSIENT = frozenset({"timeout", "crashed", "interrupted"})
+#: what a failed load says of the moment, not of the plugin: never kept, tried again on the next run.
+#: A crash (an exit code, a segfault) is the plugin's own doing and is kept like any outcome: its
+#: files unchanged, it would crash again
+TRANSIENT = frozenset({"timeout", "interrupted"})
+#: exit codes of a loader ended from outside (Ctrl-C, kill, the OOM killer's SIGKILL), not by the plugin
+_FROM_OUTSIDE = frozenset({130, -signal.SIGINT, -signal.SIGTERM, -signal.SIGHUP, -signal.SIGKILL})
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _dist_stamp(ep: EntryPoint) -> list[Any]:
@@ -219,7 +231,8 @@ def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outco
         if stuck is None:  # the child ended on its own: anything unreported crashed with it
             for local in range(len(batch)):
                 outcomes.setdefault(batch[local], Outcome(error="the loading process ended before this plugin "
-                                                                "was reached", kind="crashed"))
+                                                                "was reached; it is tried again on the next run",
+                                                          kind="interrupted"))
             break
         local, outcome = stuck
         outcomes[batch[local]] = outcome
@@ -280,9 +293,12 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
             if not chunk:  # the child closed its end: it finished or died
                 code = proc.wait()
                 if current is not None and current not in results:
-                    if code < 0 or code == 130:  # killed or interrupted from outside: not the plugin's doing
+                    if code in _FROM_OUTSIDE:  # killed or interrupted from outside: not the plugin's doing
                         return results, (current, Outcome(error=f"loading was interrupted (exit code {code}); it is "
                                                                 "tried again on the next run", kind="interrupted"))
+                    if code < 0:  # a signal the plugin's own code raised: a segfault, an abort, a bus error
+                        return results, (current, Outcome(error=f"the loading process was killed by {_signal_name(-code)} "
+                                                                "while loading this plugin", kind="crashed"))
                     return results, (current, Outcome(error=f"the loading process died (exit code {code}) while "
                                                             "loading this plugin", kind="crashed"))
                 return results, None
@@ -303,9 +319,10 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
 
 
 def call_guarded(fn: Any, *, timeout: float) -> Any:
-    """Run ``fn()`` (a provider's import or construction) so that nothing it does escapes.
+    """Run ``fn()`` (the import or construction of one of Lens's own providers) so that nothing it does escapes.
 
-    Providers are live objects and load in this process, on first use. Any ``BaseException``
+    Lens's own providers are live objects and load in this process, on first use (a third-party
+    provider never does: ``provider_host.py`` builds and calls it in a worker). Any ``BaseException``
     but a real Ctrl-C, a hang past ``timeout`` (the call is left behind on a daemon thread) and
     output on ``sys.stdout``/``sys.stderr`` become a :class:`GuardedFailure` naming what went wrong.
     """
@@ -338,84 +355,6 @@ def call_guarded(fn: Any, *, timeout: float) -> Any:
                              "output")
     return box["value"]
 
-
-
-def probe_provider(ep: EntryPoint, *, timeout: float) -> None:
-    """Build the provider ``ep`` names once in a child process (``provider_probe.py``) first.
-
-    Returns when the child built it or it raised (the in-process load then says why, as before);
-    :class:`GuardedFailure` when the provider ended the child (exit, signal, the memory limit) or
-    hung past ``timeout``: then it must never be loaded in this process.
-    """
-    import secrets
-    import signal
-
-    nonce = secrets.token_hex(16)
-    read_fd, write_fd = os.pipe()
-    request = json.dumps({"path": list(sys.path), "name": ep.name, "value": ep.value, "group": ep.group, "nonce": nonce})
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "llm_d_lens.hardware.provider_probe", str(write_fd)],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                pass_fds=(write_fd,), start_new_session=True)
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
-    try:
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(request.encode())
-            proc.stdin.close()
-        except OSError:
-            pass
-        reply = b""
-        deadline = time.monotonic() + STARTUP_ALLOWANCE_SECONDS + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(read_fd, selectors.EVENT_READ)
-            while (remaining := deadline - time.monotonic()) > 0 and len(reply) < 4096:
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(read_fd, 4096)
-                if not chunk:
-                    break
-                reply += chunk
-        if time.monotonic() >= deadline and not reply.endswith(b"\n"):
-            raise GuardedFailure(f"did not finish building within {timeout:g} s in a child process "
-                                 "(LENS_PLUGINS_TIMEOUT); not loaded", "timeout")
-        try:
-            code = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # it closed its end and went on: a hang all the same
-            raise GuardedFailure(f"did not finish building within {timeout:g} s in a child process "
-                                 "(LENS_PLUGINS_TIMEOUT); not loaded", "timeout") from None
-        verdict = None
-        for line in reply.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("nonce") == nonce:
-                verdict = record
-        if verdict is None:
-            if code < 0:
-                try:
-                    name = signal.Signals(-code).name
-                except ValueError:
-                    name = f"signal {-code}"
-                how = f"was killed by {name}"
-            else:
-                how = f"ended the process with exit code {code}"
-            raise GuardedFailure(f"{how} while it was being built (tried in a child process first); not loaded",
-                                 "crashed")
-    finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # its whole group: what it spawned goes too
-            proc.wait()
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        os.close(read_fd)
 
 
 class GuardedFailure(Exception):

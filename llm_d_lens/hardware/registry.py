@@ -198,24 +198,37 @@ class Registry:
             return self._providers.setdefault(profile.id, provider)
 
     def _load_provider(self, ref: ProviderRef) -> Any:
-        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, probe_provider, timeout_from_env
+        """Lens's own provider is built here; a third-party one in its distribution's worker (``provider_host.py``)."""
+        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
+        from llm_d_lens.hardware.provider_host import RemoteProvider
+        from llm_d_lens.hardware.providers.base import HARDWARE_HOOKS
 
         def load() -> Any:
             target = ref.entry_point.load()
             return target() if isinstance(target, type) else target
 
         try:
-            if not ref.own:  # built in a child first: one that exits or crashes there never loads here
-                probe_provider(ref.entry_point, timeout=timeout_from_env())
-            provider = call_guarded(load, timeout=timeout_from_env())
+            if ref.own:
+                return call_guarded(load, timeout=timeout_from_env())
+            provider = RemoteProvider.build(ref.entry_point, HARDWARE_HOOKS, timeout=timeout_from_env())
         except GuardedFailure as exc:  # a provider may do anything on import; report it, named
+            failure = self._provider_failed(ref, str(exc))
+            raise PluginLoadFailed(f"provider of {ref.profile_id!r} failed to load: {failure}", details=failure.to_dict()) from None
+        provider.host.on_broken(lambda broken: self._provider_failed(ref, f"{provider.class_name} {broken}"))
+        return provider
+
+    def _provider_failed(self, ref: ProviderRef, reason: str) -> LoadFailure:
+        """Record a provider that failed to load, or whose worker later died or hung: named, once."""
+        with self._lock:
+            known = self._provider_load_failures.get(ref.profile_id)
+            if known is not None:
+                return known
             failure = LoadFailure("llm_d_lens.hardware.providers", ref.profile_id, ref.origin.location,
-                                  str(exc), ref.profile_id, kind="provider")
+                                  reason, ref.profile_id, kind="provider")
             self.failures.append(failure)
             self._provider_load_failures[ref.profile_id] = failure
             self._provider_refs.pop(ref.profile_id, None)
-            raise PluginLoadFailed(f"provider of {ref.profile_id!r} failed to load: {failure}", details=failure.to_dict()) from None
-        return provider
+            return failure
 
     def provider_status(self, profile_id: str) -> dict[str, Any]:
         """Which provider serves a hardware, from where, and which rival entry points were refused.
@@ -227,6 +240,7 @@ class Registry:
         status of the one that serves: it is listed under ``refused``.
         """
         from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
+        from llm_d_lens.hardware.provider_host import provider_name
         from llm_d_lens.hardware.providers.base import ProfileProvider
 
         profile = self.get(profile_id)
@@ -243,7 +257,7 @@ class Registry:
             status, name, source = "failed", None, str(origin) if origin else failed.distribution
         elif origin is not None:
             status = "serving" if loaded is not None else "not-loaded"
-            name, source = (type(loaded).__name__ if loaded is not None else None), str(origin)
+            name, source = (provider_name(loaded) if loaded is not None else None), str(origin)
         elif loaded is not None and type(loaded) is not ProfileProvider:
             status, name, source = "serving", type(loaded).__name__, "registered in code (register_provider)"
         else:

@@ -147,3 +147,17 @@ def test_a_loader_killed_from_outside_is_reported_but_not_cached(plugins):
                               kind="interrupted")
     load_entry_points([ep], timeout=30)
     assert list(Path(os.environ["LENS_CACHE_DIR"]).glob("plugins-*.json")) == []
+
+
+def test_a_segfaulting_profile_plugin_is_a_crash_named_by_its_signal_and_the_cache_stays_on(plugins):
+    """It was reported as "interrupted" (every negative exit code was) and, never cached, cost every run a reload."""
+    from llm_d_lens.hardware.isolation import load_entry_points
+
+    plugins.make("segv", module_source="import ctypes\nctypes.string_at(0)\n", profile_entry_points={"segv": "segv_lens:x"})
+    plugins.make("zgood", profiles={"zgood": [minimal_profile("zgood")]})
+    eps = [EntryPoint("segv", "segv_lens:x", "llm_d_lens.hardware.profiles"),
+           EntryPoint("zgood", "zgood_lens:load_zgood", "llm_d_lens.hardware.profiles")]
+    crashed, good = load_entry_points(eps, timeout=30)
+    assert crashed.kind == "crashed" and "killed by SIGSEGV" in crashed.error
+    assert good.error is None and good.payloads[0]["id"] == "zgood"  # the next one loads in a new child
+    assert len(list(Path(os.environ["LENS_CACHE_DIR"]).glob("plugins-*.json"))) == 1

@@ -22,7 +22,7 @@ HOSTILE = {
     "exits at import": "import os\nos._exit(3)\nclass Provider: ...\n",
     "hangs": "import time\nclass Provider:\n    def __init__(self):\n        time.sleep(60)\n",
 }
-SAYS = {"exits": "exit code 7", "segfaults": "SIGSEGV", "exits at import": "exit code 3", "hangs": "did not finish"}
+SAYS = {"exits": "exit code 7", "segfaults": "SIGSEGV", "exits at import": "exit code 3", "hangs": "did not answer within 1 s"}
 
 
 def install(plugins, kind: str) -> None:
@@ -66,10 +66,21 @@ def test_readiness_names_it_while_the_server_lives(plugins, fresh_registry) -> N
     assert found and found[0]["kind"] == "provider" and "exit code 7" in found[0]["reason"]
 
 
-def test_a_well_behaved_provider_still_loads_once_in_this_process(plugins, fresh_registry) -> None:
+def test_a_well_behaved_provider_is_built_once_in_its_worker_and_never_in_this_process(plugins, fresh_registry,
+                                                                                        tmp_path, monkeypatch) -> None:
+    import os
+    import sys
+
+    built = tmp_path / "built"
+    monkeypatch.setenv("GOOD_BUILT_FILE", str(built))
     plugins.make("good-lens", profiles={"good": [minimal_profile("good")]},
                  provider_entry_points={"good": "good_lens_lens:Provider"},
-                 module_source="class Provider:\n    built = 0\n    def __init__(self):\n        type(self).built += 1\n")
+                 module_source="import os\nclass Provider:\n    def __init__(self):\n"
+                               "        open(os.environ['GOOD_BUILT_FILE'], 'a').write(f'{os.getpid()}\\n')\n")
     registry = fresh_registry()
     provider = registry.provider("good")
-    assert type(provider).__name__ == "Provider" and type(provider).built == 1
+    assert registry.provider("good") is provider
+    [pid] = built.read_text().split()
+    assert int(pid) != os.getpid() and "good_lens_lens" not in sys.modules
+    assert registry.provider_status("good")["status"] == "serving"
+    assert registry.provider_status("good")["provider"] == "Provider"

@@ -38,6 +38,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LENS_PLUGINS_ALLOW", "plugins", "comma-separated distributions: only these third-party plugins load"),
     Setting("LENS_PROFILES_BLOCK", "plugins", "comma-separated profile ids never registered, built-in or not"),
     Setting("LENS_PLUGINS_TIMEOUT", "plugins", "seconds one plugin may take to load", "5"),
+    Setting("LENS_PROVIDER_TIMEOUT", "plugins", "seconds a third-party provider's hook may compute before it answers "
+            "(its worker is ended past it)", "30"),
     Setting("LENS_CACHE_DIR", "plugins", "where plugin load outcomes are cached", "$XDG_CACHE_HOME/llm-d-lens"),
     Setting("LENS_BENCHMARK_PROFILES", "plugins", "llm-d-benchmark profile names known beyond the bundled list"),
     Setting("LENS_CLUSTERS", "cluster", "the clusters file (a server serves exactly these)", "~/.config/lens/clusters.yaml"),

@@ -48,8 +48,17 @@ def throwaway_venv(where: Path) -> Path:
 
 def editable_install(project: Path, python: Path) -> None:
     """``pip install -e PROJECT`` into the environment of ``python``, as a plugin author does while developing."""
+    _pip_into(python, ["-e", str(project)])
+
+
+def venv_install(projects: list[Path], python: Path) -> None:
+    """``pip install PROJECT...`` (real wheels, built once each) into the environment of ``python``, in one pip run."""
+    _pip_into(python, [str(p) for p in projects])
+
+
+def _pip_into(python: Path, what: list[str]) -> None:
     argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-            "--no-build-isolation", "--no-index", "--disable-pip-version-check", "-e", str(project)]
+            "--no-build-isolation", "--no-index", "--disable-pip-version-check", *what]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=dict(os.environ, PIP_NO_INPUT="1"))
     if result.returncode != 0:
-        raise AssertionError(f"pip install -e {project} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+        raise AssertionError(f"pip install {' '.join(what)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")

@@ -17,6 +17,13 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from llm_d_lens.hardware.models import HardwareProfile
 
 
+#: every method of a hardware provider Lens calls: a third-party provider's are called in its worker
+#: process (``provider_host.py``), so only these cross
+HARDWARE_HOOKS = ("profile", "ensure_presence", "driver_status", "install_driver", "extra_install_options")
+#: the one method of a telemetry provider Lens calls
+TELEMETRY_HOOKS = ("derive",)
+
+
 @runtime_checkable
 class HardwareProvider(Protocol):
     def profile(self) -> HardwareProfile: ...

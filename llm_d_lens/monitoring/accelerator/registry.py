@@ -9,9 +9,11 @@ value a class (instantiated without arguments) or an instance with one method::
     def derive(self, profile, devices) -> list[str]:
         # add or change values in each DeviceReading.values (field name -> value), return warnings
 
-A quantity a provider adds appears in each device's ``derived`` mapping. A provider is imported on
-first use, guarded like a hardware provider (``hardware/isolation.py``): one that fails to load
-or raises in ``derive`` is reported, named, and the readings stay as the declarative part made them.
+A quantity a provider adds appears in each device's ``derived`` mapping. A provider is built on
+first use in its distribution's worker process (``hardware/provider_host.py``) and ``derive`` is
+called there: the devices cross as plain data and their ``values`` come back checked. One that
+fails to load, raises in ``derive``, answers amiss, dies or hangs is reported, named, and the
+readings stay as the declarative part made them.
 A profile whose ``provider_id`` names no registered provider is refused by name, field and value.
 """
 
@@ -90,27 +92,38 @@ class TelemetryRegistry:
         return found
 
     def _load(self, ref: EntryPoint, profile: HardwareProfile) -> Any:
-        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
-
-        def load() -> Any:
-            target = ref.load()
-            return target() if isinstance(target, type) else target
+        """Built in its distribution's worker (``hardware/provider_host.py``): every provider here is a plugin's."""
+        from llm_d_lens.hardware.isolation import GuardedFailure, timeout_from_env
+        from llm_d_lens.hardware.provider_host import RemoteProvider
+        from llm_d_lens.hardware.providers.base import TELEMETRY_HOOKS
 
         try:
-            provider = call_guarded(load, timeout=timeout_from_env())
+            provider = RemoteProvider.build(ref, TELEMETRY_HOOKS, timeout=timeout_from_env())
         except GuardedFailure as exc:
             raise TelemetryProviderFailed(f"telemetry provider {ref.name!r} (for {profile.id!r}) failed to load: {exc}",
                                           details={"hardware": profile.id, "provider_id": ref.name}) from None
         if not callable(getattr(provider, "derive", None)):
             raise TelemetryProviderFailed(f"telemetry provider {ref.name!r} (for {profile.id!r}) has no derive(profile, "
                                           "devices) method", details={"hardware": profile.id, "provider_id": ref.name})
+        dist = f"{ref.dist.name} {ref.dist.version}" if ref.dist is not None else "an unknown distribution"
+
+        def broken(failure: Exception) -> None:  # its worker died or hung in a later call: /readyz names it
+            with self._lock:
+                self.failures.append({"provider_id": ref.name, "distribution": dist,
+                                      "reason": f"telemetry provider {provider.class_name} {failure}"})
+
+        provider.host.on_broken(broken)
         return provider
 
 
 def derive(provider: Any, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]:
     """Run a provider's ``derive``; anything it raises or returns amiss becomes one warning."""
+    from llm_d_lens.hardware.provider_host import RemoteProvider
+
     if isinstance(provider, DeclarativeProvider):
         return []
+    if isinstance(provider, RemoteProvider):
+        return _derive_remote(provider, profile, devices)
     name = type(provider).__name__
     saved = [dict(d.values) for d in devices]
     try:
@@ -120,11 +133,40 @@ def derive(provider: Any, profile: HardwareProfile, devices: Sequence[Any]) -> l
             device.values = values
         return [f"{profile.id}: telemetry provider {name} failed in derive(): {type(exc).__name__}: {exc}; "
                 "its quantities are left out"]
+    return _warnings(profile, name, warnings)
+
+
+def _warnings(profile: HardwareProfile, name: str, warnings: Any) -> list[str]:
     if warnings is None:
         return []
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         return [f"{profile.id}: telemetry provider {name}: derive() must return a list of warning strings"]
     return warnings
+
+
+def _derive_remote(provider: Any, profile: HardwareProfile, devices: Sequence[Any]) -> list[str]:
+    """``derive`` in the provider's worker: the devices cross as plain data and only their ``values`` come back,
+    each checked (a mapping of quantity names to finite numbers, one per device); anything amiss leaves them as they were."""
+    from llm_d_lens.hardware.isolation import GuardedFailure
+    from llm_d_lens.hardware.plain import PlainRefused, from_plain
+
+    name = provider.class_name
+    try:
+        reply = provider.call("derive", [profile, list(devices)], return_args=[1])
+        returned = (reply.get("args") or {}).get("1")
+        if not isinstance(returned, list) or len(returned) != len(devices):
+            raise PlainRefused("the devices it was handed did not come back one for one")
+        values = [from_plain(dict[str, float], item.get("values") if isinstance(item, dict) else None, f"$[{i}].values")
+                  for i, item in enumerate(returned)]
+    except GuardedFailure as exc:
+        what = f"failed in derive(): {exc}" if exc.kind == "raised" else str(exc)
+        return [f"{profile.id}: telemetry provider {name} {what}; its quantities are left out"]
+    except PlainRefused as exc:
+        return [f"{profile.id}: telemetry provider {name}: derive() left values Lens does not take ({exc}); "
+                "its quantities are left out"]
+    for device, new in zip(devices, values):
+        device.values = new
+    return _warnings(profile, name, reply.get("value"))
 
 
 _registry: TelemetryRegistry | None = None

@@ -115,3 +115,40 @@ def test_a_plugin_provider_derives_from_the_combined_refresh(plugins, fresh_regi
     for device in report.devices:
         assert device.values["memory_free_bytes"] == device.values["memory_total_bytes"] - device.values["memory_used_bytes"]
     assert [d.values for d in report.devices] == [d.values for d in refresh(prometheus.url, ["acme"], combined=False).devices]
+
+
+HOSTILE_DERIVE = """
+import os
+
+
+class Exits:
+    def derive(self, profile, devices):
+        os._exit(9)
+
+
+class Poisons:
+    def derive(self, profile, devices):
+        for device in devices:
+            device.values["memory_used_bytes"] = "a lot"
+        return []
+"""
+
+
+@pytest.mark.parametrize("provider_id, says, ended", [
+    ("acme-exits", "telemetry provider Exits ended the process with exit code 9 in derive()", True),
+    ("acme-poisons", "telemetry provider Poisons: derive() left values Lens does not take ($[0].values.memory_used_bytes: "
+                     "'a lot' is not a finite number)", False),
+])
+def test_a_telemetry_provider_that_dies_or_poisons_the_values_costs_only_its_quantities(
+        provider_id, says, ended, plugins, fresh_registry, capsys):  # noqa: F811
+    from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
+
+    plugins.make("acme-lens", profiles={"acme": [acme(provider_id)]}, module_source=HOSTILE_DERIVE,
+                 groups={GROUP: {"acme-exits": "acme_lens_lens:Exits", "acme-poisons": "acme_lens_lens:Poisons"}})
+    registry = fresh_registry()
+    code, report, err = devices(capsys)
+    assert code == 0, err
+    assert report["devices"] and all(isinstance(d["memory_used_bytes"], (int, float)) for d in report["devices"])
+    assert any(w.startswith(f"acme: {says}") for w in report["warnings"]), report["warnings"]
+    named = [p for p in get_telemetry_registry().problems(registry.profiles()) if p["name"] == provider_id]
+    assert bool(named) == ended and (not ended or "exit code 9" in named[0]["reason"])

@@ -10,7 +10,11 @@ clusters file, else the kubeconfig context in use) and, only if its signature as
 ``extra_install_options(target, view)``, values derived from the cluster at install time.
 
 A provider that raises (anything, ``SystemExit`` included) or returns the wrong type fails with
-``PROVIDER_FAILED`` naming the hardware and the provider, never a traceback or a 500.
+``PROVIDER_FAILED`` naming the hardware and the provider, never a traceback or a 500. A
+third-party provider lives in its distribution's worker process (``hardware/provider_host.py``):
+its answer arrives as plain data and is rebuilt here as the contract's type with every field
+checked, and a worker that dies or hangs is ``PROVIDER_FAILED`` too, with every other hardware
+carrying on.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.isolation import GuardedFailure
 from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.plain import PlainRefused, from_plain
+from llm_d_lens.hardware.provider_host import HookFailed, RemoteProvider, provider_name
 from llm_d_lens.monitoring.gpu_driver.clock import Clock, SystemClock
 from llm_d_lens.monitoring.gpu_driver.errors import ProviderFailed
 from llm_d_lens.monitoring.gpu_driver.install import InstallResult, install
@@ -63,18 +70,40 @@ class DriverOps:
         self.provider = provider
 
     def _who(self) -> str:
-        return f"provider {type(self.provider).__name__} of {self.profile.id!r}"
+        return f"provider {provider_name(self.provider)} of {self.profile.id!r}"
+
+    async def _invoke(self, name: str, method: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Call a hook: what it raises, and its worker dying or hanging (a third party's), is PROVIDER_FAILED."""
+        try:
+            return await method(*args, **kwargs)
+        except LensError:
+            raise
+        except HookFailed as exc:  # it raised, in its worker
+            what = f"failed in {name}(): {exc}" if exc.kind == "raised" else f"{name}() {exc}"
+            raise ProviderFailed(f"{self._who()} {what}", details={"hardware": self.profile.id, "method": name}) from None
+        except GuardedFailure as exc:  # its worker died, hung or broke the protocol: the distribution is unavailable
+            raise ProviderFailed(f"{self._who()} {exc}", details={"hardware": self.profile.id, "method": name,
+                                                                  "kind": exc.kind}) from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a provider must not take Lens down
+            raise ProviderFailed(f"{self._who()} failed in {name}(): {type(exc).__name__}: {exc}",
+                                 details={"hardware": self.profile.id, "method": name}) from None
+
+    def _checked(self, name: str, result: Any, expected: Any) -> Any:
+        """A third-party hook's plain answer rebuilt as the contract's type, every field checked."""
+        try:
+            return from_plain(expected, result)
+        except PlainRefused as exc:
+            raise ProviderFailed(f"{self._who()}: {name}() answered what its contract does not allow: {exc}",
+                                 details={"hardware": self.profile.id, "method": name}) from None
 
     async def _call(self, name: str, args: Sequence[Any], offered: Mapping[str, Any], expect: type,
                     many: bool = False) -> Any:
         method = getattr(self.provider, name)
-        try:
-            result = await method(*args, **_accepted(method, offered))
-        except LensError:
-            raise
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a provider must not take Lens down
-            raise ProviderFailed(f"{self._who()} failed in {name}(): {type(exc).__name__}: {exc}",
-                                 details={"hardware": self.profile.id, "method": name}) from None
+        result = await self._invoke(name, method, args, _accepted(method, offered))
+        if isinstance(self.provider, RemoteProvider):
+            if many and not isinstance(result, list):
+                result = [result]
+            return self._checked(name, result, list[expect] if many else expect)  # type: ignore[valid-type]
         items = result if many and isinstance(result, list) else [result]
         if not all(isinstance(item, expect) for item in items):
             shown = type(result).__name__
@@ -119,13 +148,9 @@ class DriverOps:
             return None
 
         async def guarded(target: DriverTarget, view: ClusterView) -> Mapping[str, Any]:
-            try:
-                derived = await hook(target, view)
-            except LensError:
-                raise
-            except (Exception, SystemExit) as exc:  # noqa: BLE001
-                raise ProviderFailed(f"{self._who()} failed in extra_install_options(): {type(exc).__name__}: {exc}",
-                                     details={"hardware": self.profile.id, "method": "extra_install_options"}) from None
+            derived = await self._invoke("extra_install_options", hook, (target, view), {})
+            if isinstance(self.provider, RemoteProvider):
+                return self._checked("extra_install_options", derived, dict[str, Any])
             if not isinstance(derived, Mapping):
                 raise ProviderFailed(f"{self._who()}: extra_install_options() returned {type(derived).__name__}, "
                                      "expected a mapping", details={"hardware": self.profile.id})

@@ -23,11 +23,20 @@ from llm_d_lens.monitoring.gpu_driver.kube import ClusterView
 from llm_d_lens.testing.fake_runner import FakeRunner
 
 GUIDE_PROVIDER = """
+import json, os
+
 from llm_d_lens.hardware.registry import get_profile
 from llm_d_lens.monitoring.gpu_driver.presence import PresenceReport
 from llm_d_lens.monitoring.gpu_driver.status import ModeStatus
 
-CALLS = []
+
+class _Calls:  # the provider lives in its own worker process: it tells the test what it heard through a file
+    def append(self, call):
+        with open(os.environ["ACME_CALLS_FILE"], "a") as out:
+            out.write(json.dumps(call) + "\\n")
+
+
+CALLS = _Calls()
 
 
 class GuideProvider:
@@ -49,11 +58,14 @@ class GuideProvider:
 
 
 @pytest.fixture
-def guide_plugin(plugins, fresh_registry):  # noqa: F811
+def guide_plugin(plugins, fresh_registry, tmp_path, monkeypatch):  # noqa: F811
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("ACME_CALLS_FILE", str(calls))
     plugins.make("acme-lens", profiles={"acme": [minimal_profile("acme")]}, module_source=GUIDE_PROVIDER,
                  provider_entry_points={"acme": "acme_lens_lens:GuideProvider"})
     fresh_registry()
-    yield lambda: sys.modules["acme_lens_lens"].CALLS
+    yield lambda: [tuple(json.loads(line)) for line in calls.read_text().splitlines()] if calls.exists() else []
+    assert "acme_lens_lens" not in sys.modules, "a third-party provider is never imported into Lens's process"
 
 
 def test_the_cli_uses_a_guide_provider_and_passes_the_context_as_cluster_id(guide_plugin, capsys):
