@@ -45,6 +45,7 @@ ROUTERS: tuple[str, ...] = (
 
 
 def create_app() -> FastAPI:
+    from llm_d_lens.console.front import SettledPages
     from llm_d_lens.console.security import SecurityHeaders
 
     # /docs and /redoc are served below from local files: FastAPI's own pages load their assets from a CDN
@@ -56,6 +57,8 @@ def create_app() -> FastAPI:
     # at a fraction of its time); a console page that is already gzipped (console/pages.py) passes through,
     # a 304 has no body to compress, and the ETag stays (it names the content, not its encoding)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM, compresslevel=6)
+    # a settled console page (kept bytes, already gzipped) is answered here, before routing (console/front.py)
+    app.add_middleware(SettledPages)
     app.add_middleware(SecurityHeaders)  # outermost: every answer carries the headers, compressed or not
 
     @app.exception_handler(LensError)
@@ -98,11 +101,13 @@ def create_app() -> FastAPI:
             return problem(503, "NOT_READY", describe(found), problems=found)
         return {"status": "ready", "version": __version__}
 
+    # the console first: its pages are what a browser asks for most, and FastAPI tries routes in order (an
+    # API request passes the console's few routes at the cost of a failed match each; none shadows another)
+    _mount_console(app)
     for module in ROUTERS:
         domain = importlib.import_module(module)
         # a query parameter a route does not declare is a 400 (see api/query_params.py)
         app.include_router(domain.router, prefix="/api/v1", dependencies=[Depends(reject_unknown_query)])
-    _mount_console(app)
     declare_problems(app)
     return app
 

@@ -69,24 +69,42 @@ def kubectl_timeout(env: Mapping[str, str] | None = None) -> float:
 
 # -- what a route depends on: overridden in tests (a FakeRunner, another source) ---------------
 
-#: what :func:`cluster_source` reads from the environment (a LENS_CLUSTERS file is read every time)
+#: what :func:`served_clusters` reads from the environment
 _SOURCE_SETTINGS = (CLUSTERS_ENV, *SINGLE_SETTINGS, "LENS_KUBECTL_TIMEOUT")
-_last_source: tuple[tuple[str | None, ...], ClusterSource] | None = None
+_last_source: tuple[tuple[object, ...], ClusterSource] | None = None
+
+
+def settings_key() -> tuple[object, ...]:
+    """What the served clusters are worked out from: the settings, and the ``LENS_CLUSTERS`` file's identity.
+
+    The same key is the same clusters: a cache of anything derived from them may be keyed on it.
+    The file is named by its device, inode, size and modification time (one ``stat``); a file
+    that cannot be read ends the key in None: nothing keyed so is kept, so its error is met again.
+    """
+    values = tuple(os.environ.get(name) for name in _SOURCE_SETTINGS)
+    path = (values[0] or "").strip()
+    if not path:
+        return (*values, "no file")
+    try:
+        found = os.stat(os.path.expanduser(path))
+    except OSError:
+        return (*values, None)
+    return (*values, (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns))
 
 
 def cluster_source() -> ClusterSource:
-    """The server's first (default) cluster; worked out again only when the settings it comes from change.
+    """The server's first (default) cluster; worked out again only when :func:`settings_key` changes.
 
     Every overview request asks for it, and working it out from the environment cost a cached
-    answer about as much as the rest of the route; a ``LENS_CLUSTERS`` file is read each time.
+    answer about as much as the rest of the route.
     """
     global _last_source
-    settings = tuple(os.environ.get(name) for name in _SOURCE_SETTINGS)
+    key = settings_key()
     last = _last_source
-    if last is not None and last[0] == settings:
+    if last is not None and last[0] == key and key[-1] is not None:
         return last[1]
     source = served_clusters().clusters[0].source(kubectl_timeout())
-    _last_source = None if settings[0] else (settings, source)
+    _last_source = (key, source)
     return source
 
 

@@ -107,6 +107,30 @@ def tabs(document: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda t: (t["order"], t["name"].lower(), t["id"]))
 
 
+def kept_inventory(cluster: str | None = None) -> dict[str, Any] | None:
+    """The inventory panel's data when it is kept already (an unchanged snapshot whose view was built), else None.
+
+    No work: a settings check, one ``stat`` and two lookups, so it is safe on the event loop and
+    cheap enough to run before every page (console/front.py). Only the default cluster is looked up here.
+    """
+    from llm_d_lens.cluster import served
+    from llm_d_lens.console.views import cached_view
+    from llm_d_lens.serving.inventories import kept_inventory as kept
+    from llm_d_lens.serving.watched import freshness
+
+    if cluster is not None:
+        return None
+    try:
+        source = served.cluster_source()
+    except LensError:
+        return None
+    found = kept(source, served.cluster_runner())
+    view = cached_view(found) if found is not None else None
+    if view is None:
+        return None
+    return {"view": view, "read_at": found.read_at, "freshness": freshness(source, found)}
+
+
 async def inventory(cluster: str | None = None) -> Panel:
     """A configured cluster's inventory (the first without a name) as its kept :class:`~.views.InventoryView`, and when it was read.
 
@@ -115,20 +139,20 @@ async def inventory(cluster: str | None = None) -> Panel:
     """
     from llm_d_lens.cluster import served
     from llm_d_lens.console.views import cached_view, view_of
-    from llm_d_lens.serving.inventories import kept_inventory, read_inventory
+    from llm_d_lens.serving.inventories import read_inventory
     from llm_d_lens.serving.watched import freshness
 
     async def load() -> dict[str, Any]:
+        known = kept_inventory(cluster)
+        if known is not None:
+            return known
         if cluster is None:
             source = served.cluster_source()
         else:
             source = served.served_clusters().get(cluster).source(served.kubectl_timeout())
         runner = served.cluster_runner()
-        found = kept_inventory(source, runner)
-        view = cached_view(found) if found is not None else None
-        if view is None:
-            found = await read_inventory(source, runner)
-            view = cached_view(found) or await run_in_threadpool(view_of, found)
+        found = await read_inventory(source, runner)
+        view = cached_view(found) or await run_in_threadpool(view_of, found)
         return {"view": view, "read_at": found.read_at, "freshness": freshness(source, found)}
 
     return await guarded(load)
@@ -148,15 +172,31 @@ async def fleet() -> Panel:
     return await guarded(load)
 
 
-def cluster_choices() -> list[dict[str, str]]:
-    """The served clusters for the selector; none when there is only one (or they cannot be read: the page says why)."""
-    from llm_d_lens.cluster.served import served_clusters
+#: (the served clusters' settings key, the selector's choices): see :func:`cluster_choices`
+_choices: tuple[tuple[object, ...], list[dict[str, str]]] | None = None
 
+
+def cluster_choices() -> list[dict[str, str]]:
+    """The served clusters for the selector; none when there is only one (or they cannot be read: the page says why).
+
+    Kept while :func:`~llm_d_lens.cluster.served.settings_key` is unchanged; an unreadable
+    configuration is never kept.
+    """
+    global _choices
+    from llm_d_lens.cluster.served import served_clusters, settings_key
+
+    key = settings_key()
+    known = _choices
+    if known is not None and known[0] == key:
+        return known[1]
     try:
         found = served_clusters().clusters
     except LensError:
         return []
-    return [{"name": c.name, "label": c.display_name} for c in found] if len(found) > 1 else []
+    choices = [{"name": c.name, "label": c.display_name} for c in found] if len(found) > 1 else []
+    if key[-1] is not None:
+        _choices = (key, choices)
+    return choices
 
 
 async def driver_status(profile_id: str) -> Panel:
@@ -195,14 +235,23 @@ def presence(profile: dict[str, Any], view: Any) -> dict[str, Any]:
 _benchmarks: dict[tuple[int, str], tuple[Any, Panel]] = {}
 
 
+def kept_benchmark(profile_id: str) -> Panel | None:
+    """The hardware's scenario panel if it was built for this registry already, else None (no work)."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    registry = get_registry()
+    known = _benchmarks.get((id(registry), profile_id))
+    return known[1] if known is not None and known[0] is registry else None
+
+
 async def benchmark(profile_id: str) -> Panel:
     """``POST /api/v1/evaluate/config`` for the hardware: the llm-d-benchmark scenario block, built once per registry."""
     from llm_d_lens.hardware.registry import get_registry
 
     registry = get_registry()
-    known = _benchmarks.get((id(registry), profile_id))
-    if known is not None and known[0] is registry:
-        return known[1]
+    known = kept_benchmark(profile_id)
+    if known is not None:
+        return known
 
     async def load() -> Any:
         from llm_d_lens.evaluate.service import scenario_document
@@ -259,15 +308,29 @@ class TelemetryRequest:
     namespace: str | None
 
 
-def telemetry_settings() -> tuple[bool, bool]:
-    """(a Prometheus is configured, the demo telemetry is on), read from the server's settings; a bad setting reads as configured so its error is shown."""
-    from llm_d_lens.monitoring.settings import TelemetrySettings
+#: (the telemetry settings' values, what they say): see :func:`telemetry_settings`
+_telemetry: tuple[tuple[str | None, ...], tuple[bool, bool]] | None = None
 
+
+def telemetry_settings() -> tuple[bool, bool]:
+    """(a Prometheus is configured, the demo telemetry is on), read from the server's settings; a bad setting reads as
+    configured so its error is shown. Worked out again only when a telemetry setting's value changes."""
+    global _telemetry
+    import os
+
+    from llm_d_lens.monitoring.settings import TelemetrySettings
+    from llm_d_lens.settings import SETTINGS
+
+    key = tuple(os.environ.get(s.name) for s in SETTINGS if s.concern == "telemetry")
+    known = _telemetry
+    if known is not None and known[0] == key:
+        return known[1]
     try:
         settings = TelemetrySettings.from_env()
     except LensError:
         return True, False
-    return bool(settings.prometheus_url), bool(settings.demo)
+    _telemetry = (key, (bool(settings.prometheus_url), bool(settings.demo)))
+    return _telemetry[1]
 
 
 PROMETHEUS_HINT = "start the server with LENS_PROMETHEUS_URL set to a Prometheus that scrapes the exporters"

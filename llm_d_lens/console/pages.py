@@ -60,10 +60,15 @@ def kept(store: dict[Any, Rendered], key: Any, render: Callable[[], Rendered]) -
 
 def respond(request: Request, page: Rendered) -> Response:
     """The page, gzipped when the client takes gzip, or an empty 304 when it already holds it."""
+    return answer(page, request.headers.get("if-none-match"), request.headers.get("accept-encoding", ""))
+
+
+def answer(page: Rendered, if_none_match: str | None, accept_encoding: str) -> Response:
+    """:func:`respond` from the two request headers it reads (console/front.py has no Request to hand)."""
     headers = {"ETag": page.etag, "Cache-Control": REVALIDATE, "Vary": "Accept-Encoding"}
-    if page.status == 200 and not_modified(request.headers.get("if-none-match"), page.etag):
+    if page.status == 200 and not_modified(if_none_match, page.etag):
         return Response(status_code=304, headers=headers)
-    if page.gzipped is not None and "gzip" in request.headers.get("accept-encoding", ""):
+    if page.gzipped is not None and "gzip" in accept_encoding:
         headers["Content-Encoding"] = "gzip"
         return Response(page.gzipped, status_code=page.status, media_type=HTML, headers=headers)
     return Response(page.body, status_code=page.status, media_type=HTML, headers=headers)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -76,23 +78,85 @@ def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 _loose: dict[Any, pages.Rendered] = {}
 
 
-def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
-    """(tabs, the banner's problems as /readyz lists them, the capabilities panel); a registry that cannot load is shown, not raised."""
-    from llm_d_lens.serving.readiness import problems
+@dataclass(frozen=True)
+class Frame:
+    """What every page's frame shows (the tabs, the banner's problems, the capabilities panel), and its key."""
+
+    tabs: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    registry: data.Panel
+    #: the same key is the same frame: a new frame gets a new one (a serial number, never reused)
+    key: Any
+
+
+_frame_serial = itertools.count()
+#: ((the capabilities document, the registry problems, the watch problems), their frame)
+_last_frame: tuple[tuple[Any, Any, list[dict[str, Any]]], Frame] | None = None
+
+
+def frame() -> Frame:
+    """The frame, built again only when the registry's document, its problems or a watch's problems change.
+
+    The registry and its problems are kept by their owners (``data.registry_state``,
+    ``readiness.registry_problems``) and compared by identity; the watches' problems by value (an
+    empty list when nothing is watched). A registry that cannot load is shown, not raised, and not kept.
+    """
+    global _last_frame
+    from llm_d_lens.serving.readiness import registry_problems, watch_problems
 
     try:
         document, tabs = data.registry_state()
-        found = problems()  # exactly what /readyz reports
+        static = registry_problems()  # with the watches' below: exactly what /readyz reports
     except LensError as exc:
-        return [], [], data.failed(exc)
-    return tabs, found, data.Panel(document)
+        return Frame([], [], data.failed(exc), ("registry failed", next(_frame_serial)))
+    watches = watch_problems()
+    known = _last_frame
+    if known is not None and known[0][0] is document and known[0][1] is static and known[0][2] == watches:
+        return known[1]
+    made = Frame(tabs, [*static, *watches], data.Panel(document), ("frame", next(_frame_serial)))
+    _last_frame = ((document, static, watches), made)
+    return made
 
 
-def _state_key(failures: list[dict[str, Any]], registry: data.Panel) -> Any:
-    """What the shared frame (banners, tabs) shows, as a key: the same key is the same frame."""
-    import json
+def settled(path: str, query: str) -> tuple[dict[Any, pages.Rendered], Any] | None:
+    """Where a *settled* page is kept: (its inventory view's store, its key), or None when the page is not settled.
 
-    return (json.dumps(failures, sort_keys=True, default=str), id(registry.data), registry.code, registry.message)
+    A page is settled when everything it shows is kept already or follows from the server's
+    settings alone: the default cluster's inventory is kept (an unchanged snapshot or the demo),
+    and, on an accelerator tab, no panel reads anything live (drivers need a live cluster, no llm-d
+    checkout or Prometheus or demo telemetry is configured) and the benchmark block is built. The
+    key names the path and query as sent, the frame, the inventory (its view) and its freshness,
+    and the settings the panels follow; the same key is the same page, so console/front.py answers
+    it without routing, and the route itself keeps what it renders under it.
+    """
+    known = data.kept_inventory()
+    if known is None:
+        return None
+    shown = frame()
+    view = known["view"]
+    base = (path, query, shown.key, view.serial, _freshness_key(data.Panel(known)))
+    if path == "/":
+        if query:
+            return None  # a chosen cluster: the route keys it
+        return view.pages, ("settled", *base, tuple((c["name"], c["label"]) for c in data.cluster_choices()))
+    key = path.removeprefix("/accelerators/")
+    tab = next((t for t in shown.tabs if t["id"] == key or key in t["profile"].get("aliases", [])), None)
+    if tab is None or "/" in key or data.llm_d_root_configured():
+        return None
+    profile = tab["profile"]
+    telemetry = data.telemetry_settings()
+    if (profile.get("telemetry") or {}).get("device_metric_sources") and telemetry != (False, False):
+        return None
+    benchmark = data.kept_benchmark(profile["id"])
+    if benchmark is None:
+        return None
+    return view.pages, ("settled", *base, telemetry, id(benchmark))
+
+
+def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.Panel]:
+    """(tabs, the banner's problems as /readyz lists them, the capabilities panel)."""
+    found = frame()
+    return found.tabs, found.failures, found.registry
 
 
 def _freshness_key(found: data.Panel) -> Any:
@@ -111,7 +175,9 @@ def _panel_key(panel: data.Panel) -> Any:
 
 @router.get("/", response_class=HTMLResponse)
 async def overview_page(request: Request, cluster: str | None = Query(None)) -> Response:
-    tabs, failures, registry = _registry_state()
+    place = settled(request.url.path, request.url.query)  # before anything is read: a page never outlives its key
+    shown = frame()
+    tabs, failures, registry = shown.tabs, shown.failures, shown.registry
     inventory = await data.inventory(cluster or None)
     clusters = data.cluster_choices()
     chosen = cluster or (clusters[0]["name"] if clusters else None)
@@ -130,8 +196,10 @@ async def overview_page(request: Request, cluster: str | None = Query(None)) -> 
             "overview.html", page="overview", tabs=tabs, failures=failures, registry=registry, inventory=inventory,
             view=view, cards=cards, chart=chart, clusters=clusters, cluster=chosen))
 
+    if place is not None:
+        return pages.respond(request, pages.kept(place[0], place[1], build))
     store = inventory.data["view"].pages if inventory.ok else _loose
-    key = ("overview", chosen, tuple((c["name"], c["label"]) for c in clusters), _state_key(failures, registry),
+    key = ("overview", chosen, tuple((c["name"], c["label"]) for c in clusters), shown.key,
            _freshness_key(inventory), None if inventory.ok else (inventory.code, inventory.message))
     return pages.respond(request, pages.kept(store, key, build))
 
@@ -214,7 +282,9 @@ async def accelerator_page(
     node: str | None = Query(None, max_length=253, description="Chart and devices of this node only."),
     namespace: str | None = Query(None, max_length=63, description="Serving pods in this namespace."),
 ) -> Response:
-    tabs, failures, registry = _registry_state()
+    place = settled(request.url.path, request.url.query)  # before anything is read: a page never outlives its key
+    shown = frame()
+    tabs, failures, registry = shown.tabs, shown.failures, shown.registry
     tab = next((t for t in tabs if t["id"] == key or key in t["profile"].get("aliases", [])), None)
     if tab is None:
         return render("accelerator.html", status_code=404, page="accelerators", tabs=tabs, failures=failures,
@@ -268,10 +338,12 @@ async def accelerator_page(
             chart_nodes=chart_nodes, params=params, quantities=data.TITLES, has_telemetry=has_telemetry,
         ))
 
+    if place is not None:
+        return pages.respond(request, pages.kept(place[0], place[1], build))
     if view is None or series.ok or devices.ok or pods.ok:
         return pages.respond(request, build())  # live figures: rendered for this request only
     key_ = ("accelerator", profile["id"], q, sort, desc, page, dq, dsort, ddesc, dpage, minutes, first, node, namespace,
-            _state_key(failures, registry), _freshness_key(inventory), _panel_key(drivers), id(benchmark),
+            shown.key, _freshness_key(inventory), _panel_key(drivers), id(benchmark),
             _panel_key(benchmark) if not benchmark.ok else None, _panel_key(overlays),
             *(_panel_key(p) for p in (series, devices, pods)))
     return pages.respond(request, pages.kept(view.pages, key_, build))

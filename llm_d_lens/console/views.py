@@ -11,6 +11,7 @@ never stale; the views of dropped inventories go with them (weak references).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections.abc import Callable
@@ -51,6 +52,8 @@ class InventoryView:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: rendered pages for this inventory (see console/pages.py), bounded
     pages: dict[Any, Any] = field(default_factory=dict, repr=False)
+    #: this view's number, never reused: a key naming it names this inventory
+    serial: int = field(default_factory=lambda: next(_serials))
 
     def bucket(self, profile_id: str) -> dict[str, Any] | None:
         return next((v for v in self.vendors if v["profile_id"] == profile_id), None)
@@ -133,6 +136,7 @@ def _node_rows(nodes: Any, profile_id: str) -> list[dict[str, Any]]:
 
 
 _lock = threading.Lock()
+_serials = itertools.count()
 #: id(inventory) -> (a weak reference to it, its view); an entry whose inventory is gone is dropped
 _views: dict[int, tuple[weakref.ref[Any], InventoryView]] = {}
 #: at most this many views (a fleet of snapshots, a watch's recent generations)

@@ -14,15 +14,41 @@ from typing import Any
 
 def problems() -> list[dict[str, Any]]:
     """Hardware plugin failures and conflicts, then telemetry providers the profiles name but nobody registered."""
+    return [*registry_problems(), *watch_problems()]
+
+
+#: (what the registry problems were worked out from, the list): see :func:`registry_problems`
+_registry_problems: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
+
+
+def registry_problems() -> list[dict[str, Any]]:
+    """The plugin and telemetry-provider part of :func:`problems`, kept while the registries are unchanged.
+
+    Both registries are fixed once built, except for the failures they record: the list is worked
+    out again when either registry is replaced or records another failure. A telemetry provider that
+    failed to load just now (its import timed out, say) is not recorded by its registry and may load
+    next time, so a list holding one is never kept. The list returned is shared: do not change it.
+    """
+    global _registry_problems
     from llm_d_lens.hardware.registry import get_registry
     from llm_d_lens.monitoring.accelerator.registry import get_telemetry_registry
 
-    registry = get_registry()
+    registry, telemetry = get_registry(), get_telemetry_registry()
+    known = _registry_problems
+    if known is not None and known[0] == _registries_key(registry, telemetry):
+        return known[1]
     registry.load_all_providers()
     found = [failure.to_dict() for failure in registry.failures]
-    found += get_telemetry_registry().problems(registry.profiles())
-    found += watch_problems()
+    recorded = telemetry.problems([])  # the failures the telemetry registry recorded itself
+    found += telemetry.problems(registry.profiles())
+    transient = len(found) - len(registry.failures) > len(recorded)
+    _registry_problems = None if transient else (_registries_key(registry, telemetry), found)
     return found
+
+
+def _registries_key(registry: Any, telemetry: Any) -> tuple[Any, ...]:
+    # the objects themselves, not their ids: a replaced registry's id may be reused by the next one
+    return (registry, len(registry.failures), telemetry, len(telemetry.failures))
 
 
 def watch_problems() -> list[dict[str, Any]]:
