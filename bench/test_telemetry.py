@@ -24,22 +24,17 @@ def test_the_benchmark_reports_query_count_and_ratio():
     lines = done.stdout.splitlines()
     assert len(lines) == 8, done.stdout
     assert lines[0].startswith("devices: 24 on 6 nodes (nvidia, amd, intel-xpu); series backfilled: ")
-    queries = re.fullmatch(r"queries per refresh: (\d+) at (\d+) devices, (\d+) at 24 devices \(constant: yes\)", lines[1])
-    from llm_d_lens.hardware.registry import get_registry
-    from llm_d_lens.monitoring.accelerator.plan import plan_for
-
-    # one combined query per hardware
-    assert queries and queries.group(1) == queries.group(3) == "3"
-    assert re.fullmatch(r"floor \(one raw /api/v1/query of \S+, \d+ series\): median [\d.]+ ms", lines[2])
-    assert re.fullmatch(r"refresh \(3 hardware, 3 queries\): median [\d.]+ ms = [\d.]+x floor \(goal <= 3x: (met|NOT met)\)", lines[3])
-    # one query per part: per hardware its inventory, quantities and (where declared) sentinels, plus one targets query
-    from llm_d_lens.monitoring.accelerator.queries import queries as parts_of
-
-    separate = sum(len(parts_of(plan_for(get_registry().get(h)))) for h in ("nvidia", "amd", "intel-xpu")) + 1
-    assert re.fullmatch(rf"one query per part \({separate} queries\): median [\d.]+ ms = [\d.]+x floor; "
-                        r"the combined refresh takes [\d.]+x its time", lines[4])
-    assert re.fullmatch(r"second floor \(each of the \d+ metrics read, raw, all in flight, \d+ series\): "
-                        r"median [\d.]+ ms; refresh = [\d.]+x that", lines[5])
-    assert re.fullmatch(r"cpu time of Lens and Prometheus: floor \d+ ms, refresh \d+ ms \([\d.]+x\), "
-                        r"one query per part \d+ ms \([\d.]+x\)", lines[6])
-    assert re.fullmatch(r"of which Lens: floor \d+ ms, refresh \d+ ms, one query per part \d+ ms; load average [\d.]+", lines[7])
+    # the recorded selector (the probe finds nothing there), then one combined query per hardware, at any size
+    assert re.fullmatch(r"queries per refresh without recording rules: 4 at \d+ devices, 4 at 24 devices "
+                        r"\(constant: yes; the recorded selector, then one per hardware\)", lines[1]), lines[1]
+    assert re.fullmatch(r"one raw /api/v1/query of \S+ \(\d+ series\): median [\d.]+ ms", lines[2])
+    ratio = r"ratio [\d.]+x \(goal <= 1.2x: (met|NOT met)\)"
+    assert re.fullmatch(r"refresh without rules: median [\d.]+ ms; the raw client sending the same requests "
+                        r"\(httpx \+ msgspec decode, nothing else\): [\d.]+ ms; " + ratio, lines[3]), lines[3]
+    assert re.fullmatch(r"refresh --raw \(no probe, one query per hardware\): median [\d.]+ ms; raw client [\d.]+ ms; "
+                        r"ratio [\d.]+x; the probe costs -?[\d.]+ ms", lines[4]), lines[4]
+    # with the rules backfilled, every hardware is read from its recorded series in one query
+    assert re.fullmatch(r"refresh with recording rules \(1 query, 24 devices, all read from recorded series\): median "
+                        r"[\d.]+ ms; one raw query of the recorded selector: [\d.]+ ms; " + ratio +
+                        r"; [\d.]+x the refresh without rules", lines[5]), lines[5]
+    assert lines[6].startswith("cpu time of Lens and Prometheus: refresh ") and lines[7].startswith("load average ")

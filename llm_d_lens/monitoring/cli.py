@@ -81,6 +81,7 @@ def devices(
     snapshot: str = commands.Option(None, "--snapshot", metavar="FILE", help="Read one exporter page from a file instead of Prometheus."),
     scrape: str = commands.Option(None, "--scrape", metavar="URL", help="Read one exporter page over HTTP instead of Prometheus (path defaults to the profile's scrape_path)."),
     per_part: bool = commands.Option(False, "--per-part", help="Send each part of a refresh as its own query instead of one per hardware (for an engine whose matching differs from Prometheus'; VictoriaMetrics needs it no longer)."),
+    raw: bool = commands.Option(False, "--raw", help="Read the exporters' series even where Lens' recording rules (lens telemetry rules) recorded them."),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Every accelerator in common units, with the pod it works for."""
@@ -94,18 +95,20 @@ def devices(
     if snapshot or scrape:
         report = _run(_snapshot(snapshot, scrape, selection, settings, node, objects, mode))
     else:
-        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode, not per_part))
+        report = _run(_devices(settings.require_url(prometheus), selection, settings, parse_time(at), node, objects, mode,
+                               not per_part, not raw))
     _warn(report.warnings, output)
     emit(report.to_dict(), output, lambda data: _devices_table(data, wide=output is OutputFormat.wide))
 
 
 async def _devices(url: str, selection: Any, settings: Any, at: float | None, node: str | None, objects: Any, mode: str | None,
-                   combined: bool = True) -> Any:
+                   combined: bool = True, recorded: bool = True) -> Any:
     from llm_d_lens.monitoring.accelerator.service import read_devices
     from llm_d_lens.prometheus.client import PrometheusClient
 
     async with PrometheusClient(url, timeout=settings.timeout) as client:
-        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode, combined=combined)
+        return await read_devices(client, selection, at=at, node=node, cluster=objects, mode=mode, combined=combined,
+                                  recorded=recorded)
 
 
 async def _snapshot(path: str | None, url: str | None, selection: Any, settings: Any, node: str | None, objects: Any, mode: str | None) -> Any:
@@ -422,7 +425,7 @@ def _devices_table(report: dict[str, Any], wide: bool = False) -> Any:
 
     title = f"{len(report['devices'])} devices from {report['source']}"
     if report["queries"]:
-        title += f" ({report['queries']} queries)"
+        title += f" ({report['queries']} queries" + (", recorded series)" if report.get("recorded") else ")")
     t = Table(title=title, title_justify="left")
     several = len({d["hardware"] for d in report["devices"]}) > 1  # one hardware: its name is in the command line
     shown = [(h, numeric) for h, numeric, default in _DEVICE_COLUMNS if wide or default or (h == "HARDWARE" and several)]

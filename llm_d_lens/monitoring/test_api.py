@@ -25,7 +25,7 @@ def test_devices(api, prometheus, monkeypatch):
     devices = {d["device"]: d for d in answer.json()["devices"]}
     assert devices["PCB049874-0071"]["memory_total_bytes"] == 196592 * 2**20
     assert devices["PCB049874-0071"]["attribution"]["pod"] == "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
-    assert answer.json()["queries"] == 1  # the inventory, twelve quantities and the targets, in one query
+    assert answer.json()["queries"] == 2  # the recorded selector (none here), then the inventory, quantities and targets in one
 
 
 @needs_prometheus

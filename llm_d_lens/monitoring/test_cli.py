@@ -27,7 +27,7 @@ def test_devices_as_json(prometheus, capsys):
     assert code == 0
     report = json.loads(out)
     # the inventory, 16 quantities and the targets, in one query
-    assert report["queries"] == 1 and report["hardware"] == ["nvidia"]
+    assert report["queries"] == 2 and report["hardware"] == ["nvidia"]
     assert [(d["device"], d["power_watts"], d["memory_total_bytes"]) for d in report["devices"]] == [
         ("0", 612.35, (73421 + 7557 + 581) * 2**20), ("1", 71.2, (80978 + 581) * 2**20)]
 

@@ -123,8 +123,16 @@ def run_prometheus(
     scrape_targets: Iterable[str] = (),
     scrape_interval: str = "1s",
     workdir: str | os.PathLike[str] | None = None,
+    rule_files: Iterable[str | os.PathLike[str]] = (),
+    remote_write: str | None = None,
+    blocks: Iterable[str | os.PathLike[str]] = (),
 ) -> Iterator[PrometheusServer]:
-    """A Prometheus on 127.0.0.1, with ``openmetrics`` backfilled and/or scraping ``targets``."""
+    """A Prometheus on 127.0.0.1, with ``openmetrics`` backfilled and/or scraping ``targets``.
+
+    ``rule_files`` are evaluated every ``scrape_interval``; ``remote_write`` (a URL) receives every sample
+    it stores, recorded ones included; ``blocks`` are directories of TSDB blocks (``promtool tsdb
+    create-blocks-from``' output) copied into its data directory before it starts.
+    """
     prometheus, promtool = binaries()
     if not (prometheus and promtool):
         raise RuntimeError(skip_reason())
@@ -137,18 +145,25 @@ def run_prometheus(
             source.write_text(openmetrics, encoding="utf-8")
             subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(source), str(data)],
                            check=True, capture_output=True, timeout=120)
+        for directory in blocks:
+            for block in Path(directory).iterdir():
+                if block.is_dir():
+                    shutil.copytree(block, data / block.name)
         targets = list(scrape_targets)
-        config = root / "prometheus.yml"
+        rules = [str(Path(r).resolve()) for r in rule_files]
+        lines = [f"global: {{scrape_interval: {scrape_interval}, evaluation_interval: {scrape_interval}}}"]
+        if rules:
+            lines.append("rule_files: [" + ", ".join(f'"{r}"' for r in rules) + "]")
+        if remote_write:
+            lines.append(f'remote_write: [{{url: "{remote_write}", queue_config: {{batch_send_deadline: 200ms}}}}]')
         if targets:
             rendered = ", ".join(f'"{t}"' for t in targets)
-            config.write_text(
-                f"global: {{scrape_interval: {scrape_interval}, evaluation_interval: {scrape_interval}}}\n"
-                f"scrape_configs:\n  - job_name: lens-test\n    scrape_interval: {scrape_interval}\n"
-                f"    scrape_timeout: {scrape_interval}\n    static_configs: [{{targets: [{rendered}]}}]\n",
-                encoding="utf-8",
-            )
+            lines.append(f"scrape_configs:\n  - job_name: lens-test\n    scrape_interval: {scrape_interval}\n"
+                         f"    scrape_timeout: {scrape_interval}\n    static_configs: [{{targets: [{rendered}]}}]")
         else:
-            config.write_text("scrape_configs: []\n", encoding="utf-8")
+            lines.append("scrape_configs: []")
+        config = root / "prometheus.yml"
+        config.write_text("\n".join(lines) + "\n", encoding="utf-8")
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         process = subprocess.Popen(
@@ -161,6 +176,19 @@ def run_prometheus(
             yield PrometheusServer(url, data, process)
         finally:
             stop(process)
+
+
+def backfill_rules(url: str, rules: str | os.PathLike[str], output: str | os.PathLike[str], start: float, end: float,
+                   interval: str = "60s") -> Path:
+    """The recording rules of ``rules`` evaluated over the Prometheus at ``url`` from ``start`` to ``end``, written
+    as TSDB blocks into ``output`` (``promtool tsdb create-blocks-from rules``, Prometheus' own rule backfill)."""
+    tool = binaries()[1]
+    if not tool:
+        raise RuntimeError(promtool_skip_reason())
+    subprocess.run([tool, "tsdb", "create-blocks-from", "rules", "-q", f"--url={url}", f"--start={int(start)}",
+                    f"--end={int(end)}", f"--eval-interval={interval}", f"--output-dir={output}", str(rules)],
+                   check=True, capture_output=True, timeout=300)
+    return Path(output)
 
 
 def promtool_skip_reason() -> str | None:
@@ -211,9 +239,10 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 2
 
 @contextmanager
 def run_victoria_metrics(
-    *, scrape_targets: Iterable[str], scrape_interval: str = "1s", workdir: str | os.PathLike[str] | None = None,
+    *, scrape_targets: Iterable[str] = (), scrape_interval: str = "1s", workdir: str | os.PathLike[str] | None = None,
 ) -> Iterator[PrometheusServer]:
-    """VictoriaMetrics single-node on 127.0.0.1, scraping ``scrape_targets`` with a Prometheus scrape config.
+    """VictoriaMetrics single-node on 127.0.0.1, scraping ``scrape_targets`` with a Prometheus scrape config
+    (none: it only stores what is written to it, e.g. by a Prometheus' ``remote_write`` to ``<url>/api/v1/write``).
 
     Its query API is Prometheus' (``/api/v1/query``), so the same :class:`PrometheusServer` handle reads
     it. ``-search.latencyOffset`` is cut from its 30 s default, or an instant query at "now" would not
@@ -224,18 +253,22 @@ def run_victoria_metrics(
         raise RuntimeError(victoria_metrics_skip_reason())
     with tempfile.TemporaryDirectory(prefix="lens-vm-", dir=workdir) as tmp:
         root = Path(tmp)
-        rendered = ", ".join(f'"{t}"' for t in scrape_targets)
-        config = root / "scrape.yml"
-        config.write_text(
-            f"global: {{scrape_interval: {scrape_interval}}}\n"
-            f"scrape_configs:\n  - job_name: lens-test\n    static_configs: [{{targets: [{rendered}]}}]\n",
-            encoding="utf-8",
-        )
+        targets = list(scrape_targets)
+        scrape = []
+        if targets:
+            rendered = ", ".join(f'"{t}"' for t in targets)
+            config = root / "scrape.yml"
+            config.write_text(
+                f"global: {{scrape_interval: {scrape_interval}}}\n"
+                f"scrape_configs:\n  - job_name: lens-test\n    static_configs: [{{targets: [{rendered}]}}]\n",
+                encoding="utf-8",
+            )
+            scrape = [f"-promscrape.config={config}"]
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         process = subprocess.Popen(
-            [binary, f"-storageDataPath={root / 'data'}", f"-httpListenAddr=127.0.0.1:{port}",
-             f"-promscrape.config={config}", "-search.latencyOffset=0s", "-retentionPeriod=100y", "-loggerLevel=ERROR"],
+            [binary, f"-storageDataPath={root / 'data'}", f"-httpListenAddr=127.0.0.1:{port}", *scrape,
+             "-search.latencyOffset=0s", "-retentionPeriod=100y", "-loggerLevel=ERROR"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:

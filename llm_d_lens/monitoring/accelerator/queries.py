@@ -147,7 +147,9 @@ def _folded(plan: DevicePlan, expression: str, fold: str) -> str:
     return f"({fold} by ({device_by}) {device_level} or {fold} by ({device_by}) {tiles})"
 
 
-def _relabelled(plan: DevicePlan, expression: str, commons: tuple[str, ...]) -> str:
+def on_lens_labels(plan: DevicePlan, expression: str, commons: tuple[str, ...]) -> str:
+    """``expression`` (rows on the exporter's labels) as one series per ``lens_*`` key of ``commons``: the max of
+    those landing on one key, rows without a device left out."""
     by = ", ".join(lens_label(c) for c in commons)
     return f"(max by ({by}) ({relabel(expression, plan, commons)}) unless on({_DEVICE}) vector(1))"
 
@@ -163,7 +165,7 @@ def on_node(expression: str, node: str | None) -> str:
 def dashboard_query(plan: DevicePlan, quantity: QuantityPlan, node: str | None = None) -> str:
     """Self-contained PromQL: one series per device (or tile) in the common unit, on ``lens_*`` labels."""
     folded = _folded(plan, _sourced(plan, quantity), quantity.fold)
-    return on_node(_relabelled(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
+    return on_node(on_lens_labels(plan, folded, DEVICE_KEY if quantity.fold != "none" else TILE_KEY), node)
 
 
 def dashboard_queries(plan: DevicePlan, node: str | None = None) -> dict[str, str]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, fallbacks_used, per_device, relabelled
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
@@ -137,10 +137,13 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
     return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
 
 
-def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = ()) -> Assembled:
+def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
+             recorded: tuple[Mapping[str, Mapping[Key, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    ``recorded`` gives each quantity per device instead, and the fallback that answered it, as the
+    recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read as ever.
     A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
     ``pod`` of every series the exporter did not label, and of all of them once it renamed the
     exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
@@ -186,10 +189,15 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
             elif owner not in r.owners:
                 r.owners.append(owner)
     for quantity in plan.quantities:
-        quantity_rows = rows.get(quantity.quantity.key, ())
-        for (n, device, sub), value in per_device(plan, quantity, quantity_rows).items():
+        key = quantity.quantity.key
+        if recorded is None:
+            quantity_rows = rows.get(key, ())
+            values, used = per_device(plan, quantity, quantity_rows), fallbacks_used(plan, quantity, quantity_rows)
+        else:
+            values, used = recorded[0].get(key, {}), recorded[1].get(key, {})
+        for (n, device, sub), value in values.items():
             reading(n, device, sub).values[quantity.quantity.field] = value
-        for (n, device, sub), number in fallbacks_used(plan, quantity, quantity_rows).items():
+        for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)
     warnings = [

@@ -4,6 +4,13 @@ Each hardware that declares device sources gets one rule group. Its recording ru
 declared quantity as ``lens:accelerator_<field>`` (``lens:accelerator_memory_used_bytes`` …) with the
 hardware in ``lens_hardware``; each expression is :func:`.queries.dashboard_query`, the PromQL Lens
 already holds to a refresh's numbers, so a recorded series is what ``lens telemetry devices`` reports.
+Beside them, what else a refresh reads, so a refresh can read one selector instead of the exporters'
+series (:mod:`.recorded`): the inventory (``lens:accelerator_inventory``, the exporter's identity and
+pod labels as the inventory query groups them, with ``lens_rules``, a digest of the group's recording
+rules, so a refresh never reads series recorded by other rules), which fallback answered a device
+(``lens:accelerator_fallback``, its number, per quantity in ``lens_quantity``), the sentinel rows
+(``lens:accelerator_sentinel``) and which pod each of the hardware's scrape targets is
+(``lens:accelerator_scrape_target``).
 Its alerting rules come after, in the same group (Prometheus evaluates a group's rules in order, so
 an alert reads the values recorded in the same evaluation):
 
@@ -20,15 +27,22 @@ exporter metrics the profile reads, so no vendor name is written here.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
-from llm_d_lens.monitoring.accelerator.plan import HEALTH_FLAGS, IDENTITY_ORDER, DevicePlan, QuantityPlan, lens_label
-from llm_d_lens.monitoring.accelerator.queries import TARGET_LABELS, dashboard_query
-from llm_d_lens.prometheus.promql import matcher, quote, selector
+from llm_d_lens.monitoring.accelerator.plan import (
+    FALLBACK_LABEL, HEALTH_FLAGS, IDENTITY_ORDER, DevicePlan, QuantityPlan, lens_label,
+)
+from llm_d_lens.monitoring.accelerator.queries import (
+    DEVICE_KEY, TARGET_LABELS, TILE_KEY, dashboard_query, on_lens_labels, inventory_query, quantity_query, sentinel_query,
+)
+from llm_d_lens.prometheus.combine import PART_LABEL
+from llm_d_lens.prometheus.promql import label_name, matcher, quote, selector
 
 RECORD_PREFIX = "lens:accelerator_"
 HARDWARE_LABEL = lens_label("hardware")
@@ -39,6 +53,14 @@ TARGET_LOOKBACK = "1h"
 #: and its labels as ``label_<sanitised key>`` (only the keys its ``--metric-labels-allowlist`` names).
 NODE_CAPACITY, NODE_LABELS = "kube_node_status_capacity", "kube_node_labels"
 PROMETHEUS_RULE_API = "monitoring.coreos.com/v1"
+#: What else a refresh reads, recorded beside the quantities.
+INVENTORY_RECORD = RECORD_PREFIX + "inventory"
+FALLBACK_RECORD = RECORD_PREFIX + "fallback"
+SENTINEL_RECORD = RECORD_PREFIX + "sentinel"
+TARGET_RECORD = RECORD_PREFIX + "scrape_target"
+#: The inventory record's label holding :func:`rules_digest`; the quantity a fallback record is of.
+DIGEST_LABEL = lens_label("rules")
+QUANTITY_LABEL = PART_LABEL
 
 
 @dataclass(frozen=True)
@@ -102,10 +124,54 @@ def recorded_selector(hardware: str, quantity: QuantityPlan) -> str:
     return f"{recorded_name(quantity)}{{{HARDWARE_LABEL}={quote(hardware)}}}"
 
 
+def fallback_query(plan: DevicePlan, quantity: QuantityPlan) -> str | None:
+    """Which fallback answered each device (or tile) of ``quantity``: its number (1 = first), the largest of the
+    device's tiles, on ``lens_*`` labels; None when the quantity has no fallback."""
+    if not quantity.fallbacks:
+        return None
+    by = ", ".join(label_name(n) for n in plan.raw_labels(TILE_KEY))
+    sourced = quantity_query(plan, quantity)
+    numbered = " or ".join(
+        f'({number} * count by ({by}) ({sourced} and on({FALLBACK_LABEL}) '
+        f'label_replace(vector(1), {quote(FALLBACK_LABEL)}, "{number}", "", "")))'
+        for number in range(1, len(quantity.fallbacks) + 1))
+    return on_lens_labels(plan, f"({numbered})", DEVICE_KEY if quantity.fold != "none" else TILE_KEY)
+
+
+def targets_record_query(plan: DevicePlan) -> str:
+    """Which pod each scrape target that serves the hardware's identity series is (its ``up`` series' labels)."""
+    by = ", ".join(TARGET_LABELS)
+    served = " or ".join(selector(metric, matchers) for metric, matchers in plan.identity_selectors())
+    return f"group by ({by}, namespace, pod) (up and on ({by}) ({served}))"
+
+
+def _records(plan: DevicePlan) -> list[dict[str, Any]]:
+    hardware = {HARDWARE_LABEL: plan.hardware}
+    rules = [{"record": recorded_name(q), "expr": dashboard_query(plan, q), "labels": dict(hardware)} for q in plan.quantities]
+    for q in plan.quantities:
+        expr = fallback_query(plan, q)
+        if expr is not None:
+            rules.append({"record": FALLBACK_RECORD, "expr": expr, "labels": {**hardware, QUANTITY_LABEL: q.quantity.key}})
+    sentinels = sentinel_query(plan)
+    if sentinels is not None:
+        rules.append({"record": SENTINEL_RECORD, "expr": sentinels, "labels": dict(hardware)})
+    if "pod" in plan.labels:
+        rules.append({"record": TARGET_RECORD, "expr": targets_record_query(plan), "labels": dict(hardware)})
+    return rules
+
+
+def rules_digest(plan: DevicePlan) -> str:
+    """A digest of every recording rule of the hardware but the inventory's own label: what its series were made by."""
+    inventory = {"record": INVENTORY_RECORD, "expr": inventory_query(plan)}
+    text = json.dumps([*_records(plan), inventory], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def recording_rules(plan: DevicePlan) -> list[dict[str, Any]]:
-    """One recording rule per declared quantity, in the plan's order."""
-    return [{"record": recorded_name(q), "expr": dashboard_query(plan, q), "labels": {HARDWARE_LABEL: plan.hardware}}
-            for q in plan.quantities]
+    """One recording rule per declared quantity, in the plan's order, then what else a refresh reads."""
+    inventory = {"record": INVENTORY_RECORD, "expr": inventory_query(plan),
+                 "labels": {HARDWARE_LABEL: plan.hardware, DIGEST_LABEL: rules_digest(plan)}}
+    return [*_records(plan), inventory]
 
 
 def _reads(quantity: QuantityPlan) -> str:

@@ -24,6 +24,7 @@ from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
+from llm_d_lens.monitoring.accelerator.recorded import Recorded, read_recorded
 from llm_d_lens.monitoring.accelerator.refresh import read_refresh
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
@@ -48,12 +49,15 @@ class DeviceReport:
     hardware: list[str] = field(default_factory=list)
     queries_sent: int = 0
     source: str = ""
+    recorded: list[str] = field(default_factory=list)  # the hardware read from Lens' recorded series
+
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "hardware": self.hardware,
             "queries": self.queries_sent,
+            "recorded": self.recorded,
             "devices": [d.to_dict() for d in self.devices],
             "pods": [
                 {"namespace": ns or None, "pod": pod, "allocations": [a.to_dict() for a in allocations]}
@@ -124,9 +128,12 @@ def _wanted(cluster: ClusterObjects | None, node: str | None) -> str | None:
 
 
 def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterObjects | None, mode: str | None,
-              wanted: str | None, targets: Sequence[Sample]) -> _Read:
-    """Assemble and attribute one hardware's rows; only devices (and pods) on ``wanted`` when it is set."""
-    assembled = assemble(chosen.plan, rows, targets)
+              wanted: str | None, targets: Sequence[Sample], recorded: Recorded | None = None) -> _Read:
+    """Assemble and attribute one hardware's rows (or recorded rows); only devices (and pods) on ``wanted`` when it is set."""
+    if recorded is not None:
+        assembled = assemble(chosen.plan, recorded.rows, recorded.targets, (recorded.values, recorded.fallbacks))
+    else:
+        assembled = assemble(chosen.plan, rows, targets)
     own_mode = mode if mode in chosen.profile.access_modes else None
     pods = [(ref, allocation) for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items()
             if wanted is None or allocation.node == wanted]
@@ -183,10 +190,13 @@ async def read_devices(
     cluster: ClusterObjects | None = None,
     mode: str | None = None,
     combined: bool = True,
+    recorded: bool = True,
 ) -> DeviceReport:
     """Devices of every selected hardware from Prometheus: one query per hardware, all in flight together.
 
-    ``combined`` off sends each part of a hardware's refresh as its own query (the same answers, one
+    With ``recorded`` (the default), one selector of Lens' recorded series goes first (:mod:`.recorded`):
+    each hardware whose recording rules run is read from it, the others from the exporters' series.
+    ``combined`` off sends each part of a hardware's raw refresh as its own query (the same answers, one
     round trip per quantity), as does a hardware whose exporter labels include the part tag.
     """
     from llm_d_lens.cluster.snapshot import gc_paused
@@ -196,14 +206,17 @@ async def read_devices(
     # the cyclic collector would walk them a few times over (a fifth of Lens' time in a refresh at
     # 1,000 devices) and find nothing, so it waits until the refresh is done.
     with gc_paused():
-        return await _read_devices(client, selection, at, node, cluster, mode, combined)
+        return await _read_devices(client, selection, at, node, cluster, mode, combined, recorded)
 
 
 async def _read_devices(client: PrometheusClient, selection: Sequence[Selected], at: float | None, node: str | None,
-                        cluster: ClusterObjects | None, mode: str | None, combined: bool) -> DeviceReport:
+                        cluster: ClusterObjects | None, mode: str | None, combined: bool, recorded: bool) -> DeviceReport:
     """Each hardware is assembled as soon as its answer (and the scrape targets') is in, while
     Prometheus still evaluates the others' queries, so little of Lens' work waits for the last answer."""
-    parts = refresh_plan(selection)
+    before = client.queries_sent
+    found, stale = await read_recorded(client, [s.plan for s in selection], at) if recorded else ({}, [])
+    raw = [s for s in selection if s.profile.id not in found]
+    parts = refresh_plan(raw)
     wanted = _wanted(cluster, node)
     targets: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
     if not any("targets" in named for named in parts.values()):
@@ -219,8 +232,16 @@ async def _read_devices(client: PrometheusClient, selection: Sequence[Selected],
             targets.set_result(rows.pop("targets"))
         return _hardware(chosen, rows, cluster, mode, wanted, await targets)
 
-    before = client.queries_sent
-    report = _report(selection, await gather_all(*(read(s) for s in selection)))
+    async def read_or_recorded(chosen: Selected) -> _Read:
+        rows = found.get(chosen.profile.id)
+        if rows is None:
+            return await read(chosen)
+        await asyncio.sleep(0)  # the raw refreshes' queries go out first
+        return _hardware(chosen, {}, cluster, mode, wanted, (), rows)
+
+    report = _report(selection, await gather_all(*(read_or_recorded(s) for s in selection)))
+    report.warnings[:0] = stale
+    report.recorded = [s.profile.id for s in selection if s.profile.id in found]
     report.queries_sent = client.queries_sent - before
     report.source = client.url
     return report

@@ -133,8 +133,8 @@ def test_the_combined_refresh_reports_what_the_separate_queries_report(prometheu
     one, separate = refresh(prometheus.url, chosen), refresh(prometheus.url, chosen, combined=False)
     assert one.devices and one.to_dict()["devices"] == separate.to_dict()["devices"]
     assert (one.pods, one.warnings, one.hardware) == (separate.pods, separate.warnings, separate.hardware)
-    assert one.queries_sent == len(one.hardware)
-    assert separate.queries_sent == sum(len(queries(s.plan)) for s in select(chosen)) + 1  # and the targets
+    assert one.queries_sent == 1 + len(one.hardware)  # the recorded selector (none here), then one per hardware
+    assert separate.queries_sent == sum(len(queries(s.plan)) for s in select(chosen)) + 2  # the targets, the probe
 
 
 # -- the fake Prometheus --------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def test_a_hardware_whose_exporter_labels_include_the_tag_is_read_one_query_per_
 
     async def run():
         async with PrometheusClient("http://prometheus.test:9090", transport=fake([], sent)) as client:
-            return await read_devices(client, [Selected(profile, clashing)], at=BASE_TIMESTAMP)
+            return await read_devices(client, [Selected(profile, clashing)], at=BASE_TIMESTAMP, recorded=False)
     report = asyncio.run(run())
     assert report.queries_sent == len(sent) == len(queries(clashing)) + 1  # the pod labels bring the targets query
     assert sorted(sent) == sorted(refresh_parts(clashing, targets=True).values())  # each part as it is, untagged

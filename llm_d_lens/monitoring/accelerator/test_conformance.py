@@ -187,10 +187,10 @@ def test_one_refresh_sends_one_query_per_hardware_whatever_the_devices(prometheu
     small = refresh(prometheus.url, ["amd"], node="amd-node-01")  # 2 devices
     large = refresh(prometheus.url, ["amd"])  # 4 devices on two nodes, 18 partitions
     assert len(small.devices) == 2 and len(large.devices) == 4
-    assert small.queries_sent == large.queries_sent == 1
+    assert small.queries_sent == large.queries_sent == 2  # the recorded selector (none here), then the hardware
     # separately: the inventory, one per quantity, the sentinel rows, the targets
-    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 3
-    assert refresh(prometheus.url, ["amd", "nvidia", "intel-xpu"]).queries_sent == 3
+    assert refresh(prometheus.url, ["amd"], combined=False).queries_sent == declared + 4
+    assert refresh(prometheus.url, ["amd", "nvidia", "intel-xpu"]).queries_sent == 4
 
 
 #: the profiles shipped in llm_d_lens/hardware/profiles (a plugin installed beside them has no fixture here)

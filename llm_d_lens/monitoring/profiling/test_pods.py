@@ -127,7 +127,7 @@ def test_the_pod_report_gives_each_pod_the_figures_of_its_own_devices(prometheus
     assert pod["devices"]["power_watts"] == 688
     assert pod["devices"]["memory_used_bytes"] == 178944 * 2**20
     # one query per pod metric, and one for the devices (the inventory, twelve quantities, the targets)
-    assert report.queries_sent == len(POD_METRICS) + 1
+    assert report.queries_sent == len(POD_METRICS) + 2  # and the recorded selector
 
 
 @needs_prometheus

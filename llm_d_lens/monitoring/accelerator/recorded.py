@@ -1,0 +1,112 @@
+"""A refresh that reads what Lens' recording rules recorded: one selector, no client-side matching.
+
+Where the rules of :mod:`.rules` run (a PrometheusRule, or ``lens telemetry rules`` in
+``rule_files``), everything a refresh needs is already stored per device under ``lens:accelerator_*``:
+each quantity in its common unit, folded and on ``lens_*`` labels; which fallback answered it; the
+sentinel rows; the inventory with the exporter's identity and pod labels; the pods of the scrape
+targets. So the refresh first sends one plain selector of those series for every selected hardware
+(:func:`recorded_query`). A hardware is read from it when its inventory record is there and carries
+the digest of the rules this Lens generates (:func:`.rules.rules_digest`); any other hardware (no
+rules, rules of another version, no devices) is read from the exporters' series as before, in the
+same refresh. The probe is the read: with the rules, one round trip in all; without, one cheap
+selector more.
+
+The rows are taken apart here into what :func:`.readings.assemble` takes from a raw refresh: the
+inventory, sentinel and target rows as they are, and each quantity as per-device values and the
+fallback that answered, keyed as :func:`.fold.per_device` keys them, so every number is the recorded
+series' own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from llm_d_lens.monitoring.accelerator.fold import Key
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan, lens_label
+from llm_d_lens.monitoring.accelerator.rules import (
+    DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, RECORD_PREFIX, SENTINEL_RECORD,
+    TARGET_RECORD, recorded_name, rules_digest,
+)
+from llm_d_lens.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.prometheus.promql import matcher, regex_literal
+
+NAME = "__name__"
+_NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
+#: the labels a recorded row carries that the exporter's own rows do not
+_RECORDING = (NAME, HARDWARE_LABEL, DIGEST_LABEL)
+
+
+def recorded_query(plans: Sequence[DevicePlan]) -> str:
+    """One selector of every ``lens:accelerator_*`` series of the hardware ``plans`` read."""
+    names = matcher(NAME, "=~", regex_literal(RECORD_PREFIX) + ".+")
+    hardware = matcher(HARDWARE_LABEL, "=~", "|".join(regex_literal(p.hardware) for p in plans))
+    return f"{{{names}, {hardware}}}"
+
+
+@dataclass
+class Recorded:
+    """One hardware's recorded rows, as a refresh's assembly takes them."""
+
+    rows: dict[str, list[Sample]] = field(default_factory=dict)  # inventory, sentinels
+    targets: list[Sample] = field(default_factory=list)
+    values: dict[str, dict[Key, float]] = field(default_factory=dict)  # quantity key -> per device
+    fallbacks: dict[str, dict[Key, int]] = field(default_factory=dict)  # quantity key -> fallback number per device
+    digests: set[str] = field(default_factory=set)
+
+
+def _key(labels: dict[str, str], tiles: bool) -> Key:
+    return (labels.get(_NODE, ""), labels.get(_DEVICE, ""), labels.get(_SUB, "") if tiles else "")
+
+
+def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> dict[str, Recorded]:
+    """Each hardware's rows of a :func:`recorded_query` answer; a series no plan reads is left out.
+
+    The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place.
+    """
+    by_hardware = {p.hardware: Recorded() for p in plans}
+    quantities = {(p.hardware, recorded_name(q)): (q.quantity.key, q.fold == "none") for p in plans for q in p.quantities}
+    tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
+    for sample in samples:
+        labels: dict[str, str] = sample.labels  # type: ignore[assignment]
+        hardware, name = labels.get(HARDWARE_LABEL, ""), labels.get(NAME, "")
+        found = by_hardware.get(hardware)
+        if found is None:
+            continue
+        if name == INVENTORY_RECORD:
+            found.digests.add(labels.get(DIGEST_LABEL, ""))
+        for label in _RECORDING:
+            labels.pop(label, None)
+        quantity = quantities.get((hardware, name))
+        if quantity is not None:
+            found.values.setdefault(quantity[0], {})[_key(labels, quantity[1])] = sample.value
+        elif name == FALLBACK_RECORD:
+            key = labels.get(QUANTITY_LABEL, "")
+            if (hardware, key) in tiled:
+                found.fallbacks.setdefault(key, {})[_key(labels, tiled[(hardware, key)])] = int(sample.value)
+        elif name == INVENTORY_RECORD:
+            found.rows.setdefault("inventory", []).append(sample)
+        elif name == SENTINEL_RECORD:
+            found.rows.setdefault("sentinels", []).append(sample)
+        elif name == TARGET_RECORD:
+            found.targets.append(sample)
+    return by_hardware
+
+
+def usable(plan: DevicePlan, recorded: Recorded) -> bool:
+    """Whether the hardware's recorded series come from the rules this Lens generates for ``plan``, and list devices."""
+    return recorded.digests == {rules_digest(plan)}
+
+
+async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
+                        at: float | None = None) -> tuple[dict[str, Recorded], list[str]]:
+    """The recorded rows of every hardware in ``plans`` that has usable ones (:func:`usable`), in one round trip,
+    and a warning per hardware whose recorded series other rules made."""
+    if not plans:
+        return {}, []
+    found = split_recorded(plans, await client.query(recorded_query(plans), at))
+    warnings = [f"{p.hardware}: the series recorded as {INVENTORY_RECORD} come from other rules than this Lens generates "
+                f"({DIGEST_LABEL} {', '.join(sorted(d or '(none)' for d in found[p.hardware].digests))}, expected "
+                f"{rules_digest(p)}); read from the exporters' series instead (lens telemetry rules regenerates them)"
+                for p in plans if found[p.hardware].digests and not usable(p, found[p.hardware])]
+    return {p.hardware: found[p.hardware] for p in plans if usable(p, found[p.hardware])}, warnings
