@@ -50,18 +50,24 @@ def _prometheus_rule(_: str) -> str:
     return printed.getvalue()
 
 
-def _planning_table(current: str) -> str:
-    from llm_d_lens.generate.checkpoints import BEGIN, END, render_table
+def _between(current: str, begin: str, end: str, table: str) -> str:
+    start, stop = current.index(begin) + len(begin), current.index(end)
+    return current[:start] + "\n" + table + "\n" + current[stop:]
 
-    start, end = current.index(BEGIN) + len(BEGIN), current.index(END)
-    return current[:start] + "\n" + render_table() + "\n" + current[end:]
+
+def _planning_tables(current: str) -> str:
+    from llm_d_lens.generate import checkpoints as c
+
+    current = _between(current, c.BEGIN, c.END, c.render_table())
+    return _between(current, c.CALIBRATION_BEGIN, c.CALIBRATION_END, c.render_calibration_table())
 
 
 GENERATED: tuple[Generated, ...] = (
     Generated("llm_d_lens/hardware/schema.json", _schema, "the profile models (hardware/models.py)"),
     Generated("docs/cli.md", _cli_reference, "the lens commands (cli/docs.py)"),
     Generated("manifests/monitoring/prometheusrule.yaml", _prometheus_rule, "lens telemetry rules, from the profiles"),
-    Generated("docs/planning.md", _planning_table, "the checkpoint table, from planning/testdata/checkpoints"),
+    Generated("docs/planning.md", _planning_tables, "the checkpoint table (planning/testdata/checkpoints) and the "
+                                                    "calibration table (planning/calibration.json)"),
 )
 
 

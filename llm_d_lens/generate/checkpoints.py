@@ -28,3 +28,28 @@ def render_table() -> str:
                      f"({(params / facts['parameters'] - 1) * 100:+.2f}%) | {facts['checkpoint_bytes'] / 1e9:,.2f} / "
                      f"{size / 1e9:,.2f} ({(size / facts['checkpoint_bytes'] - 1) * 100:+.2f}%) |")
     return "\n".join(lines)
+
+
+CALIBRATION_BEGIN, CALIBRATION_END = "<!-- calibration-table:begin -->", "<!-- calibration-table:end -->"
+
+
+def render_calibration_table() -> str:
+    """The calibration table: every published point of planning/calibration.json beside Lens's estimate."""
+    from llm_d_lens.planning import calibration
+
+    lines = ["| hardware | model | engine | batch | TP | ISL/OSL | weights/KV | published tok/s | Lens tok/s | error | source |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in calibration.rows():
+        p, source = row["point"], row["source"]
+        kv = f"{p.kv} (assumed)" if p.assumed == "kv" else p.kv
+        verdict = "" if abs(row["error"]) <= calibration.LIMIT else " **miss**"
+        lines.append(f"| {p.product} | {p.model} | {p.engine} | {p.batch:,} | {p.tp} | {p.isl}/{p.osl} | {p.weights}/{kv} | "
+                     f"{p.tokens_per_s:,.0f} | {row['estimate']:,.0f} | {row['error'] * 100:+.1f}%{verdict} | "
+                     f"[{p.source}]({source['url']}) |")
+    lines.append("")
+    lines.append("| hardware profile | engine | points | compute efficiency | bandwidth efficiency | worst error |")
+    lines.append("|---|---|---|---|---|---|")
+    for (hardware, engine), group in calibration.groups().items():
+        c, b, worst = calibration.fit(group)
+        lines.append(f"| {hardware} | {engine} | {len(group)} | {c:g} | {b:g} | {worst * 100:.1f}% |")
+    return "\n".join(lines)

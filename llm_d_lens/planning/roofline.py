@@ -16,7 +16,10 @@ The terms, for a pod of TP devices (``P`` active parameters, ``h`` hidden size, 
     EP all-to-all    = MoE layers x 2 x tokens x experts a token x h x 2 B x (N-1)/N / link bandwidth
     KV hand-over     = tokens x KV bytes a token / link bandwidth (P/D: prefill to decode)
 
-A step is ``max(compute, memory) + communication``. Attention's own FLOPs (quadratic in the
+A prefill is ``max(compute, memory) + communication``; a decode step is ``memory + compute +
+communication``: its small-batch kernels do not hide one bound under the other, which the
+published measurements in ``calibration.json`` show (the max rule misses them further at every
+batch size; docs/planning.md has the table). Attention's own FLOPs (quadratic in the
 prompt) and collective latencies are not counted: the estimate says so.
 """
 
@@ -42,7 +45,9 @@ FORMULAS: dict[str, str] = {
     "tp_all_reduce": "2 all-reduces a layer x layers x 2 (TP-1)/TP x tokens x hidden x 2 B / intra-node bandwidth one way",
     "ep_all_to_all": "MoE layers x 2 (dispatch, combine) x tokens x experts a token x hidden x 2 B x (N-1)/N / link bandwidth one way",
     "kv_transfer": "prompt tokens x KV bytes a token (all layers) / link bandwidth one way",
-    "step": "max(compute, memory) + communication",
+    "prefill_step": "max(compute, memory) + communication",
+    "decode_step": "memory + compute + communication (a decode step's small-batch kernels do not overlap the two; "
+                   "see docs/planning.md, calibration)",
 }
 ASSUMPTIONS = (
     "attention's own FLOPs (quadratic in the prompt) and collective latencies are not counted",
@@ -144,12 +149,16 @@ class Estimate:
         return {"ms": None if self.seconds is None else round(self.seconds * 1e3, 3), "terms": [t.to_dict() for t in self.terms]}
 
 
-def _step(bounds: list[Term], comms: list[Term]) -> Estimate:
+def combine(bounds: list[float], comm: float, overlapped: bool) -> float:
+    """A step's seconds from its bounds: the slowest where they overlap (prefill), their sum where not (decode)."""
+    return (max(bounds) if overlapped else sum(bounds)) + comm
+
+
+def _step(bounds: list[Term], comms: list[Term], overlapped: bool = True) -> Estimate:
     if any(t.seconds is None for t in bounds):
         return Estimate(None, tuple(bounds + comms))
-    slowest = max(t.seconds or 0.0 for t in bounds)
     comm = sum(t.seconds or 0.0 for t in comms if t.counted)
-    return Estimate(slowest + comm, tuple(bounds + comms))
+    return Estimate(combine([t.seconds or 0.0 for t in bounds], comm, overlapped), tuple(bounds + comms))
 
 
 def compute_term(name: str, model: ModelSpec, tokens: int, devices: int, speed: Speed, weights_dtype: str) -> Term:
@@ -220,5 +229,5 @@ def decode_step(model: ModelSpec, batch: int, context: int, tp: int, speed: Spee
                           f"weights {weights_per_device / GB:.3f} GB + {batch} seqs x {context:,} tokens x "
                           f"{kv_per_token_per_device:,.0f} B KV"),
               compute_term("decode_compute", model, batch, tp, speed, weights_dtype)]
-    return _step(bounds, comms if comms is not None else [all_reduce_term(model, batch, tp, speed)])
+    return _step(bounds, comms if comms is not None else [all_reduce_term(model, batch, tp, speed)], overlapped=False)
 

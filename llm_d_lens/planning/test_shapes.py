@@ -33,8 +33,8 @@ TARGETS = Targets(isl=1000, osl=100, ttft_ms=1000.0, tpot_ms=50.0).checked()
 # By hand, for ISL 1000, OSL 100, batch 16 on DEVICE (see test_roofline for each term):
 PREFILL_MS = 8.0 + 1.31072  # compute 8 ms + all-reduce 1.31072 ms
 # decode at the mean length 1000 + 100/2 = 1050: (8e9 + 16 x 1050 x 65,536 B) / 2000e9 = 4.5505024 ms,
-# + all-reduce 0.02097152 ms
-STEP_MS = 4.5505024 + 0.02097152
+# + compute 2 x 8e9 x 16 / (2 x 1000e12) = 0.128 ms (a decode step adds them) + all-reduce 0.02097152 ms
+STEP_MS = 4.5505024 + 0.128 + 0.02097152
 
 
 def context():
@@ -44,10 +44,10 @@ def context():
 def test_aggregated_tpot_carries_the_batch_prefills():
     shape = shapes.aggregated(context(), tp2())
     assert shape.ttft_s * 1e3 == pytest.approx(PREFILL_MS)
-    # TPOT = step + 16 x prefill / 100 = 4.57147392 + 1.4897152 = 6.06118912 ms
-    assert shape.tpot_s * 1e3 == pytest.approx(6.06118912)
-    # requests a second: 16 / (16 x 9.31072 ms + 100 x 4.57147392 ms) = 16 / 0.606118912 s = 26.39739
-    assert shape.requests_per_s == pytest.approx(26.39739, rel=1e-5)
+    # TPOT = step + 16 x prefill / 100 = 4.69947392 + 1.4897152 = 6.18918912 ms
+    assert shape.tpot_s * 1e3 == pytest.approx(6.18918912)
+    # requests a second: 16 / (16 x 9.31072 ms + 100 x 4.69947392 ms) = 16 / 0.618918912 s = 25.85153
+    assert shape.requests_per_s == pytest.approx(25.85153, rel=1e-5)
     assert shape.guide == "optimized-baseline"
 
 
@@ -62,7 +62,7 @@ def test_disaggregated_adds_the_kv_hand_over_and_is_bound_by_its_slower_side():
 
 
 def test_a_tight_tpot_ranks_the_disaggregated_shape_first_and_the_cheaper_pool_first():
-    tight = dataclasses.replace(TARGETS, tpot_ms=5.0)  # aggregated (6.06 ms) misses, P/D (4.57 ms) meets
+    tight = dataclasses.replace(TARGETS, tpot_ms=5.0)  # aggregated (6.19 ms) misses, P/D (4.70 ms) meets
     cheap, dear = pool("vendor-a", "Device A", nodes=2), pool("vendor-b", "Device B", nodes=2)
     prices = Prices({"vendor-a": 1.0, "vendor-b": 2.0})
     found = shapes.search(model(), REQUEST, tight, [(cheap, [tp2()]), (dear, [tp2()])],
@@ -71,21 +71,21 @@ def test_a_tight_tpot_ranks_the_disaggregated_shape_first_and_the_cheaper_pool_f
     # two nodes of 8 hold every ratio's TP2 pods: 5 P/D shapes on each pool meet, the aggregated ones miss
     assert [s["meets"] for s in ranked].index(False) == 10
     assert ranked[0]["kind"] == "disaggregated" and ranked[0]["pool"] == cheap.name
-    # the cheapest P/D balances its sides. Each decode pod serves 16 / (100 x 4.57147392 ms) = 35.0 req/s, a prefill
+    # the cheapest P/D balances its sides. Each decode pod serves 16 / (100 x 4.69947392 ms) = 34.05 req/s, a prefill
     # pod 1 / 9.31072 ms = 107.4. All devices' cost a million output tokens at $1 a device-hour:
-    #   1P:3D min(107.4, 105.0) = 105.0 on 8 devices: 8 / (105.0 x 100 x 3600) x 1e6 = $0.2116  <- cheapest
-    #   1P:2D 70.0 on 6: $0.2381; 1P:4D 107.4 on 10: $0.2586; 1P:1D 35.0 on 4: $0.3175; 2P:1D 35.0 on 6: $0.4762
+    #   1P:3D min(107.4, 102.14) = 102.14 on 8 devices: 8 / (102.14 x 100 x 3600) x 1e6 = $0.2176  <- cheapest
+    #   1P:2D 68.1 on 6: $0.2448; 1P:4D 107.4 on 10: $0.2586; 1P:1D 34.05 on 4: $0.3264; 2P:1D 34.05 on 6: $0.4895
     assert (ranked[0]["prefill_workers"], ranked[0]["decode_workers"]) == (1, 3)
     assert [(s["prefill_workers"], s["decode_workers"]) for s in ranked if s["pool"] == cheap.name and s["meets"]] == [
         (1, 3), (1, 2), (1, 4), (1, 1), (2, 1)]
-    assert ranked[0]["cost_per_million_output_all_devices"] == pytest.approx(0.2116, abs=1e-4)
+    assert ranked[0]["cost_per_million_output_all_devices"] == pytest.approx(0.2176, abs=1e-4)
     # the same shape on the pool twice the price is ranked after it, at twice the cost
     twin = next(s for s in ranked if s["pool"] == dear.name and (s["prefill_workers"], s["decode_workers"]) == (1, 3))
     assert twin["cost_per_million_output_all_devices"] == pytest.approx(2 * ranked[0]["cost_per_million_output_all_devices"],
                                                                         rel=1e-3)
     assert ranked.index(twin) > 0 and found["best"]["pool"] == cheap.name
     misses = next(s for s in ranked if not s["meets"])["misses"]
-    assert misses == ["TPOT 6.06 ms > 5 ms"]
+    assert misses == ["TPOT 6.19 ms > 5 ms"]
     assert found["best"]["hand_off"]["deploy"] == "lens deploy render --guide pd-disaggregation --hardware vendor-a --count 2"
 
 
