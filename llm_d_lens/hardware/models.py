@@ -124,6 +124,9 @@ class Deployment(Contract):
     pci_attribute_domain: str = ""
     pci_attribute: str = ""
     runtime_image: str | None = Field(default=None, description="Image used when the overlay's image comes from a managed repository.")
+    product_overlays: dict[str, str] = Field(
+        default_factory=dict, description="Product name -> the overlay its guides use where several fit the hardware "
+                                          "(the * level of overlay_root, e.g. a TPU generation); a plan's hand-off names it.")
     managed_image_repositories: list[str] = Field(default_factory=list)
     runtime_class_matchers: list[str] = Field(
         default_factory=list, description="Regular expressions matched against a cluster's RuntimeClass names and handlers."
