@@ -177,6 +177,9 @@ class Deployment(Contract, kw_only=True):
     runtime_image: (
         Annotated[str, Meta(description="Image used when the overlay's image comes from a managed repository.")] | None
     ) = None
+    product_overlays: Annotated[dict[str, str], Meta(
+        description="Product name -> the overlay its guides use where several fit the hardware "
+        "(the * level of overlay_root, e.g. a TPU generation); a plan's hand-off names it.")] = field(default_factory=dict)
     managed_image_repositories: list[str] = field(default_factory=list)
     runtime_class_matchers: Annotated[
         list[str], Meta(description="Regular expressions matched against a cluster's RuntimeClass names and handlers.")

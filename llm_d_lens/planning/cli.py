@@ -47,12 +47,15 @@ def plan(
     timeout: float = commands.Option(DEFAULT_TIMEOUT, "--timeout", min=1, help="Seconds each kubectl call may take."),
     isl: int = commands.Option(4000, "--isl", help="AIC and --shapes: input tokens a request has."),
     osl: int = commands.Option(1000, "--osl", help="AIC and --shapes: output tokens a request has."),
-    ttft: float = commands.Option(2000.0, "--ttft", "--ttft-ms", help="AIC and --shapes: time to first token target, ms."),
-    tpot: float = commands.Option(30.0, "--tpot", "--tpot-ms", help="AIC and --shapes: time per output token target, ms."),
+    ttft: float | None = commands.Option(None, "--ttft", "--ttft-ms", help="AIC and shapes: time to first token target, ms "
+                                                                        "(default 2000; giving it searches shapes)."),
+    tpot: float | None = commands.Option(None, "--tpot", "--tpot-ms", help="AIC and shapes: time per output token target, ms "
+                                                                        "(default 30; giving it searches shapes)."),
     backend: str = commands.Option("vllm", "--backend", help="AIC: serving engine to predict (vllm, sglang, trtllm)."),
     predict: bool = commands.Option(True, "--predict/--no-predict", help="AIC predictions when the planning extra is installed."),
     shapes: bool = commands.Option(False, "--shapes", help="Search aggregated, P/D and wide-EP shapes per pool, ranked by the "
-                                                         "targets then cost (a roofline estimate where AIC has no data)."),
+                                                         "targets then cost (a roofline estimate where AIC has no data); "
+                                                         "on when --ttft, --tpot or a price is given."),
     price: list[str] = commands.Option([], "--price", help="Price of a device-hour, KEY=USD; KEY a profile, product or pool "
                                                         "(acme=2.5, 'acme/Acme X1=3.1'); repeatable."),
     prices_file: Path | None = commands.Option(None, "--prices", help="YAML file of device-hour prices (prices: {KEY: USD})."),
@@ -77,9 +80,12 @@ def plan(
     spec = resolve(model)
     request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
                          max_num_batched_tokens, max_num_seqs)
-    targets = Targets(isl, osl, ttft, tpot, backend).checked()
+    shapes = shapes or ttft is not None or tpot is not None or bool(price) or prices_file is not None
+    defaults = Targets()
+    targets = Targets(isl, osl, defaults.ttft_ms if ttft is None else ttft, defaults.tpot_ms if tpot is None else tpot,
+                      backend).checked()
     prices = None
-    if shapes or price or prices_file is not None:
+    if shapes:
         from llm_d_lens.planning.cost import prices_from
 
         prices = prices_from(price, prices_file)  # a bad price is refused before any cluster is read

@@ -121,6 +121,15 @@ def shapes_renderables(shapes: dict[str, Any]) -> list[Any]:
     lines.append(f"chosen: {best['pool']} {_shape_layout(best)} ({best['guide']}); {best['hand_off']['note']}:")
     parts.append(Text("\n".join(lines)))
     parts.append(Text(best["hand_off"]["deploy"], no_wrap=True, overflow="ignore"))
+    others = [s for s in shapes.get("best_per_pool", []) if s["pool"] != best["pool"]]
+    if others:
+        parts.append(Text("best shape on each other pool:"))
+    for shape in others:
+        verdict = "meets both targets" if shape["meets"] else "; ".join(shape["misses"])
+        dtype = f", {shape['weights_dtype']} weights" if shape.get("weights_dtype") else ""
+        parts.append(Text(f"  {shape['pool']}: {_shape_layout(shape)} ({shape['guide']}{dtype}): {verdict}; "
+                          f"{shape['hand_off']['note']}:"))
+        parts.append(Text(shape["hand_off"]["deploy"], no_wrap=True, overflow="ignore"))
     return parts
 
 

@@ -17,6 +17,7 @@ from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.planning.architecture import ModelSpec
 from llm_d_lens.planning.engine_memory import DeviceFacts, facts_from_profile
 from llm_d_lens.planning.fit import ASSUMPTIONS, FORMULAS, FitRequest, Option, fit_pool
+from llm_d_lens.planning.handoff import render_command
 from llm_d_lens.planning.pools import Pool, pools_from_overview
 
 #: the llm-d guide a hand-over to `lens deploy render` names unless the user picks another
@@ -67,16 +68,8 @@ class PoolPlan:
             engine += ["--pipeline-parallel-size", str(option.pipeline_parallel)]
         if context is not None:
             engine += ["--max-model-len", str(context)]
-        deploy = ["lens", "deploy", "render", "--guide", DEFAULT_GUIDE, "--hardware", hardware]
-        deploy += self.pool.deploy_options()
-        if served is not None:
-            deploy += ["--model", served]
-        deploy += ["--tensor-parallel", str(option.tensor_parallel)]
-        if option.pipeline_parallel > 1:
-            deploy += ["--pipeline-parallel", str(option.pipeline_parallel)]
-        if context is not None:
-            deploy += ["--max-model-len", str(context)]
-        deploy += ["--replicas", str(replicas)]
+        deploy = render_command(self.pool, DEFAULT_GUIDE, served, option.tensor_parallel, option.pipeline_parallel,
+                                context, replicas)
         unit = f"one {self.pool.partition} partition" if self.pool.partition else f"{option.width} device(s)"
         note = f"renders the {DEFAULT_GUIDE} overlay serving the planned model on {unit} a pod, {replicas} replica(s)"
         if served is None:
@@ -86,7 +79,7 @@ class PoolPlan:
             note += (f"; but {self.pool.partition} partitions are DRA devices, and lens deploy render claims whole "
                      "devices of the access mode's class: claim the partition in the overlay")
         return {
-            "deploy": None if whole_only else shlex.join(deploy),
+            "deploy": None if whole_only else deploy,
             "evaluate": f"lens evaluate config --hardware {hardware} --tensor-parallel {option.width} --replicas {replicas}",
             "engine_args": shlex.join(engine), "guide": DEFAULT_GUIDE,
             "model": served, "replicas": replicas,
@@ -272,7 +265,41 @@ def search_shapes(result: Plan, targets: Any, prices: Any = None) -> dict[str, A
     for plan_ in result.pools:
         profile = profiles.get(plan_.pool.profile_id)
         speeds[plan_.pool.name] = speed_from_profile(profile, plan_.pool.product, targets.backend) if profile else None
+    narrower = {}
+    for plan_ in result.pools:
+        speed = speeds[plan_.pool.name]
+        if speed is None or any(o.fits and o.pipeline_parallel == 1 for o in plan_.options):
+            continue
+        found = narrower_weights(result.model, result.request, plan_.pool, speed, device_facts(plan_.pool, profiles))
+        if found is not None:
+            narrower[plan_.pool.name] = found
     found = shapes.search(result.model, result.request, targets, [(p.pool, p.options) for p in result.pools], speeds,
-                          prices or cost.Prices(), result.predictions)
+                          prices or cost.Prices(), result.predictions, served_model(result.model), narrower)
     result.shapes = found
     return found
+
+
+def narrower_weights(model: ModelSpec, request: FitRequest, pool: Pool, speed: Any,
+                     facts: DeviceFacts) -> tuple[FitRequest, list[Option], str] | None:
+    """For a pool no option fits at 16-bit weights: the fit at the first 8-bit dtype the device publishes a peak for.
+
+    What an engine's online quantization serves (vLLM ``--quantization fp8``, or an int8 checkpoint);
+    the shapes searched with it say so. None when the weights are already narrower or nothing fits either.
+    """
+    from dataclasses import replace
+
+    from llm_d_lens.planning import dtypes
+
+    if dtypes.bytes_per_value(request.dtype or model.dtype) < 2:
+        return None
+    for narrow in ("fp8", "int8"):
+        if narrow not in speed.peak_flops:
+            continue
+        narrowed = replace(request, dtype=narrow)
+        options = fit_pool(model, narrowed, pool, facts)
+        if any(o.fits and o.pipeline_parallel == 1 for o in options):
+            return narrowed, options, (f"{request.dtype} weights fit no option on {pool.name}: searched at {narrow} weights "
+                                       f"(an {narrow} checkpoint or the engine's online {narrow} quantization), "
+                                       f"KV {narrowed.kv_dtype}")
+        break
+    return None

@@ -25,6 +25,7 @@ from typing import Any
 from llm_d_lens.planning import cost, dtypes, roofline
 from llm_d_lens.planning.architecture import ModelSpec
 from llm_d_lens.planning.fit import FitRequest, Option, kv_per_token_per_device, weights_per_device
+from llm_d_lens.planning.handoff import render_command
 from llm_d_lens.planning.pools import Pool
 from llm_d_lens.planning.predictions import Targets, copies
 from llm_d_lens.planning.roofline import Estimate, Speed
@@ -76,6 +77,10 @@ class Shape:
     misses: list[str] = field(default_factory=list)
     price: tuple[float, str] | None = None
     notes: list[str] = field(default_factory=list)
+    #: what the hand-off serves: the model id, the context length and the weights' dtype
+    served: str | None = None
+    max_model_len: int | None = None
+    weights_dtype: str | None = None
 
     @property
     def guide(self) -> str:
@@ -109,7 +114,7 @@ class Shape:
 
     def hand_off(self) -> dict[str, Any]:
         hardware = self.pool.profile_id
-        command = f"lens deploy render --guide {self.guide} --hardware {hardware} --count {self.tensor_parallel}"
+        command = render_command(self.pool, self.guide, self.served, self.tensor_parallel, 1, self.max_model_len, 1)
         if self.kind == "disaggregated":
             note = (f"{self.prefill_workers} prefill and {self.decode_workers} decode pod(s) of {self.tensor_parallel} device(s): "
                     f"set the guide's prefill and decode replicas to them")
@@ -132,7 +137,7 @@ class Shape:
             "output_tokens_per_s_per_device": _rounded(output / self.devices if self.devices else None),
             "price_usd_per_device_hour": self.price[0] if self.price else None,
             "price_key": self.price[1] if self.price else None, **self.costs(targets),
-            "hand_off": self.hand_off(), "terms": self.terms, "notes": list(self.notes),
+            "weights_dtype": self.weights_dtype, "hand_off": self.hand_off(), "terms": self.terms, "notes": list(self.notes),
         }
 
 
@@ -265,8 +270,12 @@ def _unknown(*estimates: Estimate) -> str:
 
 
 def pool_shapes(model: ModelSpec, request: FitRequest, targets: Targets, pool: Pool, options: list[Option],
-                speed: Speed, prices: cost.Prices) -> tuple[list[Shape], list[str]]:
-    """Every shape the pool can hold, judged and priced, and notes on those left out."""
+                speed: Speed, prices: cost.Prices, served: str | None = None,
+                narrowed: str | None = None) -> tuple[list[Shape], list[str]]:
+    """Every shape the pool can hold, judged and priced, and notes on those left out.
+
+    ``narrowed`` says why the request's weights dtype is not the plan's (the plan's fits no option here).
+    """
     ctx = Context(model, request, targets, pool, speed)
     devices = ctx.whole_devices()
     fitting = [o for o in options if o.fits and o.pipeline_parallel == 1]
@@ -296,6 +305,9 @@ def pool_shapes(model: ModelSpec, request: FitRequest, targets: Targets, pool: P
     price = prices.for_pool(pool.name, pool.profile_id, pool.product)
     for shape in shapes:
         shape.price = price
+        shape.served, shape.max_model_len, shape.weights_dtype = served, request.context, ctx.dtype
+        if narrowed:
+            shape.notes.append(narrowed)
         judge(shape, targets)
     return shapes, notes
 
@@ -322,8 +334,13 @@ def aic_shapes(pool: Pool, entry: dict[str, Any], targets: Targets, prices: cost
 
 
 def search(model: ModelSpec, request: FitRequest, targets: Targets, pools: list[tuple[Pool, list[Option]]],
-           speeds: dict[str, Speed | None], prices: cost.Prices, predictions: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The shapes of every pool, ranked, with the formulas, the device figures used and what was left out."""
+           speeds: dict[str, Speed | None], prices: cost.Prices, predictions: dict[str, Any] | None = None,
+           served: str | None = None, narrower: dict[str, tuple[FitRequest, list[Option], str]] | None = None) -> dict[str, Any]:
+    """The shapes of every pool, ranked, with the formulas, the device figures used and what was left out.
+
+    ``narrower`` maps a pool whose options at the plan's dtype all fail to a request at narrower
+    weights, its options and why: that pool's shapes are searched with them, each saying so.
+    """
     shapes: list[Shape] = []
     notes: list[str] = []
     devices: dict[str, Any] = {}
@@ -335,7 +352,12 @@ def search(model: ModelSpec, request: FitRequest, targets: Targets, pools: list[
                          f"for {pool.product!r}")
         else:
             devices[pool.name] = speed.to_dict()
-            found, left = pool_shapes(model, request, targets, pool, options, speed, prices)
+            alternative = (narrower or {}).get(pool.name)
+            if alternative is not None:
+                found, left = pool_shapes(model, alternative[0], targets, pool, alternative[1], speed, prices, served,
+                                          alternative[2])
+            else:
+                found, left = pool_shapes(model, request, targets, pool, options, speed, prices, served)
             shapes += found
             notes += left
         entry = predicted.get(pool.name)
@@ -343,6 +365,10 @@ def search(model: ModelSpec, request: FitRequest, targets: Targets, pools: list[
             shapes += aic_shapes(pool, entry, targets, prices)
         if prices.by_key and prices.for_pool(pool.name, pool.profile_id, pool.product) is None:
             notes.append(f"{pool.name}: no price given: its shapes rank after priced ones")
+    calibrated = sorted(name for name, d in devices.items() if d["calibration_source"] != roofline.UNCALIBRATED)
+    if calibrated and len(calibrated) < len(devices):
+        notes.append(f"calibrated to measurements: {', '.join(calibrated)}; the other pools' estimates are their "
+                     "hardware's bound, faster than any engine: compare across the two with care")
     for key in prices.unmatched([(p.name, p.profile_id, p.product) for p, _ in pools]):
         notes.append(f"price {key!r} is used by no pool of this plan (no pool matches, or a more specific price wins)")
     shapes.sort(key=lambda s: s.rank_key(targets))
@@ -350,7 +376,17 @@ def search(model: ModelSpec, request: FitRequest, targets: Targets, pools: list[
         "targets": {**targets.to_dict(), "concurrency": request.concurrency},
         "ranked": [s.to_dict(targets) for s in shapes],
         "best": shapes[0].to_dict(targets) if shapes and shapes[0].meets else None,
+        "best_per_pool": _best_per_pool(shapes, targets),
         "devices": devices, "prices": prices.to_dict(),
         "formulas": {**roofline.FORMULAS, **FORMULAS, **cost.FORMULAS},
         "assumptions": [*roofline.ASSUMPTIONS, *ASSUMPTIONS], "notes": notes,
     }
+
+
+def _best_per_pool(ranked: list[Shape], targets: Targets) -> list[dict[str, Any]]:
+    """Each pool's first shape in the ranking (meeting the targets where any of its shapes does), in rank order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for shape in ranked:
+        if shape.pool.name not in seen:
+            seen[shape.pool.name] = shape.to_dict(targets)
+    return list(seen.values())

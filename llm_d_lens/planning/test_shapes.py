@@ -86,7 +86,8 @@ def test_a_tight_tpot_ranks_the_disaggregated_shape_first_and_the_cheaper_pool_f
     assert ranked.index(twin) > 0 and found["best"]["pool"] == cheap.name
     misses = next(s for s in ranked if not s["meets"])["misses"]
     assert misses == ["TPOT 6.19 ms > 5 ms"]
-    assert found["best"]["hand_off"]["deploy"] == "lens deploy render --guide pd-disaggregation --hardware vendor-a --count 2"
+    assert found["best"]["hand_off"]["deploy"] == ("lens deploy render --guide pd-disaggregation --hardware vendor-a "
+                                                   "--tensor-parallel 2 --max-model-len 2048 --replicas 1")
 
 
 def test_a_pool_too_small_for_a_ratio_skips_it_and_a_pool_without_figures_is_said():
