@@ -8,14 +8,14 @@ such a release without a new Lens.
 """
 
 from __future__ import annotations
-from llm_d_lens import settings
 
-import difflib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.resources import files
+
+from llm_d_lens import settings
 
 ENV = "LENS_BENCHMARK_PROFILES"
 
@@ -29,6 +29,8 @@ class KnownProfiles:
 
     def nearest(self, name: str) -> list[str]:
         """Up to three known names close to ``name``, closest first."""
+        import difflib  # asked only when a name is unknown
+
         return difflib.get_close_matches(name, sorted(self.names), n=3, cutoff=0.5)
 
     def describe(self) -> str:
@@ -38,7 +40,8 @@ class KnownProfiles:
 
 @lru_cache(maxsize=1)
 def _bundled() -> tuple[frozenset[str], str, str]:
-    data = json.loads(files("llm_d_lens.hardware").joinpath("benchmark_profiles.json").read_text(encoding="utf-8"))
+    with open(os.path.join(os.path.dirname(__file__), "benchmark_profiles.json"), encoding="utf-8") as handle:
+        data = json.load(handle)
     return frozenset(data["profiles"]), data["source"], data["revision"]
 
 

@@ -10,13 +10,13 @@ Provider entry points are only recorded here: they are imported on first use (``
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
-from importlib.resources import files
 from typing import Any
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.entry_points import EntryPoint, installed
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
 from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
 from llm_d_lens.hardware.loader import parse_profile_text, validate_payload
@@ -102,12 +102,13 @@ def canonical(payload: Any) -> str:
 
 def _bundled_payloads() -> list[tuple[str, Any, ProfileOrigin]]:
     out = []
-    folder = files("llm_d_lens.hardware").joinpath("profiles")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".json"):
+    folder = os.path.join(os.path.dirname(__file__), "profiles")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
             continue
-        origin = ProfileOrigin("bundled", f"llm_d_lens/hardware/profiles/{entry.name}")
-        out.append((entry.name, entry.read_text(encoding="utf-8"), origin))
+        origin = ProfileOrigin("bundled", f"llm_d_lens/hardware/profiles/{name}")
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            out.append((name, handle.read(), origin))
     return out
 
 
@@ -128,13 +129,12 @@ def discover(
     settings = settings or PluginSettings.from_env()
     forget_dist_meta()  # name and version read once per discovery: each read parses METADATA
     if profile_entry_points is None or provider_entry_points is None:
-        # one pass over the installed distributions for both groups: each call of entry_points()
-        # reads every distribution's entry_points.txt (and works out its name) again
-        installed = entry_points()
+        # one pass over the installed distributions for both groups
+        groups = installed((PROFILES_GROUP, PROVIDERS_GROUP))
         if profile_entry_points is None:
-            profile_entry_points = list(installed.select(group=PROFILES_GROUP))
+            profile_entry_points = groups[PROFILES_GROUP]
         if provider_entry_points is None:
-            provider_entry_points = list(installed.select(group=PROVIDERS_GROUP))
+            provider_entry_points = groups[PROVIDERS_GROUP]
     found = Discovery()
     builtins: list[DiscoveredProfile] = []
     others: list[DiscoveredProfile] = []

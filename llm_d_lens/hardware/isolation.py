@@ -28,16 +28,15 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
 from llm_d_lens import settings
 from llm_d_lens import __version__
+from llm_d_lens.hardware.entry_points import EntryPoint
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 #: an interpreter has to start before the first plugin's clock runs
@@ -89,8 +88,7 @@ def dist_meta(ep: EntryPoint) -> tuple[str, str]:
         return "", ""
     key = id(dist)
     if key not in _dist_meta:
-        meta = dist.metadata  # one parse of METADATA for both fields
-        _dist_meta[key] = (meta["Name"] or "", meta["Version"] or "")
+        _dist_meta[key] = (dist.name or "", dist.version or "")
     return _dist_meta[key]
 
 
@@ -119,7 +117,7 @@ def _dist_stamp(ep: EntryPoint) -> list[Any]:
     if dist is None:
         return ["", "", ""]
     name, version = dist_meta(ep)
-    location = str(getattr(dist, "_path", ""))
+    location = dist.path
     metadata = [_file_digest(os.path.join(location, meta)) for meta in ("entry_points.txt", "METADATA", "RECORD")]
     top = ep.value.partition(":")[0].strip().partition(".")[0]
     return [name, version, location, metadata, package_digest(top)]
@@ -193,6 +191,8 @@ def _read_cache(path: Path, count: int) -> list[Outcome] | None:
 def _write_cache(path: Path, outcomes: list[Outcome]) -> None:
     """Best effort: a read-only or full disk only costs the next run a reload."""
     try:
+        import tempfile  # a write follows a fresh load only: a command served from the cache never imports it
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plugins-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -242,6 +242,8 @@ def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outco
 
 def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
     """Run one worker; returns what it reported and, if it hung or died mid-plugin, that plugin."""
+    import tempfile
+
     read_fd, write_fd = os.pipe()
     request = json.dumps({"path": list(sys.path), "entry_points": entries})
     with tempfile.TemporaryFile() as stray:

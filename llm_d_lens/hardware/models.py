@@ -9,7 +9,6 @@ Every object forbids unknown keys, so a typo in a vendor's profile is an error, 
 ignored field.
 """
 
-from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -62,7 +61,7 @@ class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     """
 
     @classmethod
-    def decode(cls: type[C], data: Any) -> C:
+    def decode(cls: "type[C]", data: Any) -> "C":
         """``data`` (builtins, as JSON gives them) checked into this type; :class:`msgspec.ValidationError` otherwise."""
         return msgspec.convert(data, cls, strict=True)
 
@@ -71,7 +70,7 @@ class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
         data: dict[str, Any] = msgspec.to_builtins(self)
         return _without_none(data) if exclude_none else data
 
-    def replace(self: C, **changes: Any) -> C:
+    def replace(self: "C", **changes: Any) -> "C":
         """A copy with ``changes`` applied (the object itself is immutable)."""
         return msgspec.structs.replace(self, **changes)
 
@@ -892,7 +891,7 @@ class HardwareProfile(Contract, kw_only=True):
     ui: UI | None = None
 
     @classmethod
-    def decode(cls, data: Any) -> HardwareProfile:
+    def decode(cls, data: Any) -> "HardwareProfile":
         """A profile payload checked into the model, after the guide's short forms are read as Lens reads them:
         ``evaluation_profile`` alone is the benchmark profile (not BENCHMARK_PROFILE_MISSING), a bare
         ``device_metrics`` name is that quantity's source, ``pod_metrics.gpu_cache_usage`` is kv_cache_usage."""

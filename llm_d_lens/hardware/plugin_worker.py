@@ -19,8 +19,9 @@ import os
 import signal
 import sys
 import tempfile
-from importlib.metadata import EntryPoint
 from typing import Any
+
+from llm_d_lens.hardware.entry_points import EntryPoint
 
 #: how much of a plugin's stray output a failure record quotes
 OUTPUT_QUOTE = 200

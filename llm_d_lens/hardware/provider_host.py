@@ -25,7 +25,6 @@ once, and every other hardware carries on. A hook that merely raises keeps its w
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import dataclasses
@@ -39,10 +38,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import EntryPoint
 from typing import Any
 
 from llm_d_lens import settings
+from llm_d_lens.hardware.entry_points import EntryPoint
 from llm_d_lens.hardware.isolation import STARTUP_ALLOWANCE_SECONDS, GuardedFailure, dist_meta
 
 DEFAULT_CALL_TIMEOUT_SECONDS = 30.0
@@ -430,6 +429,8 @@ class RemoteProvider:
 
     async def acall(self, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         """A call from async code: the wait runs on a thread, callbacks on this event loop. Returns the plain value."""
+        import asyncio  # only a server awaits a provider: a command that reads profiles never pays for it
+
         encode = Encoder()
         encoded_args, encoded_kwargs = [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()}
         loop = asyncio.get_running_loop()

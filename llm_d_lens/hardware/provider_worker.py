@@ -101,7 +101,7 @@ class _Worker:
     # -- requests --------------------------------------------------------------------------------
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
-        from importlib.metadata import EntryPoint
+        from llm_d_lens.hardware.entry_points import EntryPoint
 
         sys.path[:] = request["path"]
         entry = request["entry"]

@@ -8,9 +8,9 @@ Run ``python -m llm_d_lens.generate`` (``make generate``) after changing ``model
 from __future__ import annotations
 
 import json
+import os
 import sys
 from functools import lru_cache
-from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.hardware.errors import ProfileIssue
@@ -40,7 +40,8 @@ def render_schema(schema: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
-    return json.loads(files("llm_d_lens.hardware").joinpath("schema.json").read_text(encoding="utf-8"))
+    with open(os.path.join(os.path.dirname(__file__), "schema.json"), encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,8 @@ constants equal to the monitoring registry's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import EntryPoint, entry_points
+
+from llm_d_lens.hardware.entry_points import EntryPoint, installed
 
 GROUP = "llm_d_lens.telemetry.providers"
 DECLARATIVE = "declarative"
@@ -18,5 +19,5 @@ DECLARATIVE = "declarative"
 
 def registered_ids(eps: Iterable[EntryPoint] | None = None) -> frozenset[str]:
     """The built-in id and every entry-point name in the group (whether it loads is the doctor's and /readyz's)."""
-    found = eps if eps is not None else entry_points(group=GROUP)
+    found = eps if eps is not None else installed((GROUP,))[GROUP]
     return frozenset({DECLARATIVE, *(ep.name for ep in found)})

@@ -279,21 +279,23 @@ def test_a_provider_from_another_distribution_than_the_profile_is_refused(plugin
 
 def test_discovery_reads_each_distributions_metadata_once(plugins, monkeypatch, tmp_path):
     """entry_points.txt and METADATA of every installed distribution are read once per discovery, not per group."""
+    import builtins
     import collections
-    import importlib.metadata as metadata
+    import os
+
+    from llm_d_lens.hardware import entry_points
 
     for number in range(3):
         plugins.make(f"vendor{number}-lens", profiles={f"vendor{number}": [minimal_profile(f"vendor{number}")]},
                      provider_entry_points={f"vendor{number}": f"vendor{number}_lens:Provider"},
                      module_source="class Provider:\n    pass\n")
     reads: collections.Counter[tuple[str, str]] = collections.Counter()
-    read_text = metadata.PathDistribution.read_text
 
-    def counted(self, filename):
-        reads[(str(self._path), filename)] += 1
-        return read_text(self, filename)
+    def counted(path, *args, **kwargs):
+        reads[(os.path.dirname(path), os.path.basename(path))] += 1
+        return builtins.open(path, *args, **kwargs)
 
-    monkeypatch.setattr(metadata.PathDistribution, "read_text", counted)
+    monkeypatch.setattr(entry_points, "open", counted, raising=False)
     monkeypatch.setenv("LENS_CACHE_DIR", str(tmp_path / "cache"))
     registry = build()
     assert {"vendor0", "vendor1", "vendor2"} <= set(registry.ids())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib.resources import files
+import os
 from typing import Any
 
 
@@ -12,7 +12,9 @@ def bundled_loader(profile_id: str) -> Callable[[], list[dict[str, Any]]]:
     """A ``load_profiles`` that returns the bundled JSON of one built-in profile."""
 
     def load_profiles() -> list[dict[str, Any]]:
-        text = files("llm_d_lens.hardware").joinpath("profiles").joinpath(f"{profile_id}.json").read_text(encoding="utf-8")
+        path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "profiles", f"{profile_id}.json")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
         return [json.loads(text)]
 
     load_profiles.__qualname__ = f"load_profiles[{profile_id}]"

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from llm_d_lens.errors import LensError
+from llm_d_lens.hardware.entry_points import EntryPoint, installed
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.hardware.providers.base import TelemetryProvider
 from llm_d_lens.hardware.telemetry_providers import DECLARATIVE, GROUP
@@ -48,7 +48,7 @@ class TelemetryRegistry:
         self._refs: dict[str, EntryPoint] = {}
         self.failures: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        for ep in eps if eps is not None else entry_points(group=GROUP):
+        for ep in eps if eps is not None else installed((GROUP,))[GROUP]:
             dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else "an unknown distribution"
             if ep.name in self._providers or ep.name in self._refs:
                 self.failures.append({"provider_id": ep.name, "distribution": dist,
