@@ -144,7 +144,8 @@ def _shape(pod: PodTemplate, requests: list[DeviceRequest], profile: HardwarePro
     any_claim = [r for r in requests if r.kind == "claim" and r.profile_id]
     where, issues = pod.display, []
     if mode.request_model == "dra":
-        wanted = [r for r in claims if r.key == mode.device_class]
+        wanted = [r for r in claims if r.key == mode.device_class
+                  or (mode.partition_device_class is not None and r.key == mode.partition_device_class)]
         if not wanted:
             issues.append(Issue("error", "RESOURCE_CLAIM_TEMPLATE_MISSING", where,
                                 f"ResourceClaimTemplate is missing: no container asks for {mode.device_class} through a "
