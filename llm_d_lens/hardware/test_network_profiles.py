@@ -56,3 +56,33 @@ def test_a_bad_network_profile_is_refused_naming_the_field(changes, path):
     with pytest.raises(ProfileInvalid) as caught:
         check_network(nic("bad", **changes), "test:bad")
     assert path in str(caught.value.to_dict() if hasattr(caught.value, "to_dict") else caught.value)
+
+
+def test_lens_hardware_network_lists_them_and_hardware_list_does_not(capsys):
+    import json
+
+    from llm_d_lens.cli.app import main
+    from llm_d_lens.hardware.registry import set_registry
+
+    set_registry(None)
+    assert main(["hardware", "network", "-o", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == BUILT_IN
+    assert {r["id"]: r["benchmark_resource"] for r in rows}["rdma-shared-device"] == "rdma/rdma_shared_device_a"
+    assert rows[0]["from"] == ["bundled profile llm_d_lens/hardware/profiles/network/dranet.json"]
+    assert main(["hardware", "list", "-o", "json"]) == 0
+    assert not set(BUILT_IN) & {r["id"] for r in json.loads(capsys.readouterr().out)}
+
+
+def test_the_api_answers_the_network_profiles_beside_the_accelerators():
+    from fastapi.testclient import TestClient
+
+    from llm_d_lens.api.app import create_app
+    from llm_d_lens.hardware.registry import set_registry
+
+    set_registry(None)
+    client = TestClient(create_app())
+    body = client.get("/api/v1/hardware/network").json()
+    assert [p["id"] for p in body["profiles"]] == BUILT_IN
+    capabilities = client.get("/api/v1/hardware/capabilities").json()
+    assert not set(BUILT_IN) & {p["id"] for p in capabilities["profiles"]}
