@@ -170,3 +170,18 @@ def test_a_dra_mode_refuses_a_resource_that_is_no_partition():
     with pytest.raises(DeployRequestInvalid) as caught:
         Fitter(registry.get("nvidia"), FitOptions(mode="dra", resource_name="nvidia.com/gpu.shared"), Resolver(registry))
     assert "nvidia.com/gpu.shared" in str(caught.value)
+
+
+@needs_tree
+@needs_kustomize
+@pytest.mark.parametrize("overlay_name, nics, status", [
+    ("coreweave", {"infiniband": 1}, "shared"),  # rdma/ib: 1 beside 8 GPUs
+    ("gke", {}, "platform"),  # networking.gke.io.networks/rdma-N: "0", the webhook injects the .IP requests
+])
+def test_the_upstream_wide_ep_overlays_report_their_pairing_per_pod(overlay_name, nics, status):
+    result = render(RenderRequest(guide="wide-ep-lws", hardware="nvidia", overlay=overlay_name), root=ROOT)
+    pairing = result.to_dict(objects=False)["pairing"]
+    assert {p["pod"].split(" ")[0] for p in pairing} == {"LeaderWorkerSet/wide-ep-llm-d-decode",
+                                                         "LeaderWorkerSet/wide-ep-llm-d-prefill"}
+    assert all((p["accelerators"], p["nics"], p["status"]) == (8, nics, status) for p in pairing)
+    assert not [w for w in result.warnings if w.code.startswith("NIC_") or w.code == "DEVICE_NOT_REGISTERED"]
