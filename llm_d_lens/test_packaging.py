@@ -20,6 +20,7 @@ def test_the_wheel_ships_profiles_and_schema_but_no_tests(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "llm_d_lens/hardware/schema.json" in names
     assert {f"llm_d_lens/hardware/profiles/{p}.json" for p in ("nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu", "cpu")} <= set(names)
+    assert {f"llm_d_lens/hardware/profiles/network/{p}.json" for p in ("dranet", "gke-rdma", "rdma-shared-device")} <= set(names)
     assert "llm_d_lens/hardware/registry.py" in names
     assert "llm_d_lens/evaluate/benchmark_overlays.json" in names  # read by lens evaluate config
     # the console works from the wheel alone: templates, its own assets, and the demo telemetry

@@ -18,6 +18,7 @@ CLUSTERS = "clusters:\n  - name: demo\n    demo: true\n  - name: far-away\n    c
 #: list command -> (its arguments, the names its JSON document holds, in order)
 LISTS: dict[str, tuple[list[str], Any]] = {
     "hardware list": (["hardware", "list"], lambda doc: [r["id"] for r in doc if r["status"] == "registered"]),
+    "hardware network": (["hardware", "network"], lambda doc: [r["id"] for r in doc]),
     "profiles list": (["profiles", "list"], lambda doc: [r["name"] for r in doc]),
     "deploy guides": (["deploy", "guides", "--llm-d-root", str(LLM_D)], lambda doc: doc["guides"]),
     "cluster list": (["cluster", "list", "--clusters", "{clusters}"], None),  # names without probing: see below

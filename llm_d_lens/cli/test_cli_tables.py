@@ -42,6 +42,7 @@ def _s(*args: str, needs: str = "") -> Sample:
 SAMPLES: dict[str, Sample] = {
     "version": _s("version", needs="cluster"),
     "hardware list": _s("hardware", "list"),
+    "hardware network": _s("hardware", "network"),
     "hardware show": _s("hardware", "show", "nvidia"),
     "hardware validate": _s("hardware", "validate", str(PROFILE)),
     "hardware resolve": _s("hardware", "resolve", "--resource", "nvidia.com/mig-1g.10gb", "--device-class",

@@ -36,7 +36,15 @@ class ResourceRole:
     """What one extended resource name is: whose, and whether it counts whole devices or partitions."""
 
     profile_id: str
-    kind: str  # "device" | "partition" | "other"
+    kind: str  # "device" | "partition" | "share" | "fraction" | "other"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkRole:
+    """Which network device profile an extended resource belongs to, and which NIC of the node it names."""
+
+    profile_id: str
+    nic: str  # resource names with the same nic are one NIC (rdma-0 and rdma-0.IP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +60,16 @@ class Catalog:
         self._resources: dict[str, ResourceRole | None] = {}
         self._drivers: dict[str, str | None] = {}
         self._classes: dict[str, str | None] = {}
-        self._patterns: dict[str, tuple[list[re.Pattern[str]], list[re.Pattern[str]]]] = {}
+        self._patterns: dict[str, tuple[list[re.Pattern[str]], ...]] = {}
+        self._network_roles: dict[str, NetworkRole | None] = {}
+        networks = self.registry.network_profiles()
+        self._networks = {p.id: p for p in networks}
+        self._network_names = {name: p.id for p in networks for name in p.resource_names}
+        self._network_patterns = [(re.compile(pattern), p.id) for p in networks for pattern in p.resource_patterns]
+        self._network_groups = {p.id: re.compile(p.network.device_group_pattern) for p in networks
+                                if p.network.device_group_pattern}
+        self._network_drivers = {driver: p.id for p in networks for driver in p.dra_drivers}
+        self._network_classes = {cls: p.id for p in networks for cls in p.device_classes}
         self._models: dict[str, dict[str, tuple[float, str]]] = {}
         self._selectors: dict[str, dict[str, str]] = {
             p.id: dict(p.node_label_selector) for p in self.registry.profiles() if p.node_label_selector
@@ -76,8 +93,10 @@ class Catalog:
         if self.is_extended(name):
             found = self.resolver.match_resource(name)
             if found.supported and found.profile_id is not None:
-                partitions, others = self._resource_patterns(found.profile_id)
+                partitions, others, shares, fractions = self._resource_patterns(found.profile_id)
                 kind = "other" if any(p.search(name) for p in others) else (
+                    "fraction" if any(p.search(name) for p in fractions) else
+                    "share" if any(p.search(name) for p in shares) else
                     "partition" if any(p.search(name) for p in partitions) else "device")
                 role = ResourceRole(found.profile_id, kind)
         self._resources[name] = role
@@ -127,14 +146,47 @@ class Catalog:
         matched.sort(key=self._order.__getitem__)
         return [(pid, selectors[pid]) for pid in matched]
 
-    def _resource_patterns(self, profile_id: str) -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
+    def _resource_patterns(self, profile_id: str) -> tuple[list[re.Pattern[str]], ...]:
         if profile_id not in self._patterns:
             inventory = self.profile(profile_id).inventory
             self._patterns[profile_id] = (
                 [re.compile(p) for p in inventory.partition_resource_patterns],
                 [re.compile(p) for p in inventory.non_device_resource_patterns],
+                [re.compile(p) for p in inventory.shared_resource_patterns],
+                [re.compile(p) for p in inventory.fractional_resource_patterns],
             )
         return self._patterns[profile_id]
+
+    # -- network devices -------------------------------------------------------------------------
+
+    def network_resource(self, name: str) -> NetworkRole | None:
+        """The network device profile an extended resource belongs to, with the NIC it names; None if none."""
+        try:
+            return self._network_roles[name]
+        except KeyError:
+            pass
+        profile_id = self._network_names.get(name)
+        if profile_id is None:
+            profile_id = next((pid for pattern, pid in self._network_patterns if pattern.search(name)), None)
+        role = None
+        if profile_id is not None:
+            group = self._network_groups.get(profile_id)
+            found = group.search(name) if group is not None else None
+            role = NetworkRole(profile_id, found.group(1) if found is not None and found.groups() else name)
+        self._network_roles[name] = role
+        return role
+
+    def network_driver(self, driver: str) -> str | None:
+        return self._network_drivers.get(driver)
+
+    def network_class(self, name: str) -> str | None:
+        return self._network_classes.get(name)
+
+    def network(self, profile_id: str) -> Any:
+        return self._networks[profile_id]
+
+    def network_ids(self) -> list[str]:
+        return sorted(self._networks)
 
     # -- memory --------------------------------------------------------------------------------
 

@@ -68,6 +68,8 @@ class Device:
 class UnclaimedDriver:
     devices: set[tuple[str, str]] = field(default_factory=set)  # (pool, device)
     nodes: set[str] = field(default_factory=set)
+    #: (pool, device) -> (node, attributes): what a network device profile reads of a driver no accelerator claims
+    details: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -158,6 +160,10 @@ def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | 
                 node = slice_node or device.get("nodeName")
                 if node:
                     unclaimed.nodes.add(node)
+                body = device["basic"] if isinstance(device.get("basic"), dict) else device
+                attributes = body.get("attributes")
+                unclaimed.details[(pool, str(device.get("name")))] = (
+                    node if isinstance(node, str) else None, attributes if isinstance(attributes, dict) else {})
         return
     inventory = catalog.profile(profile_id).inventory
     partition_rule = inventory.dra_partition

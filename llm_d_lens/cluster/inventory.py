@@ -28,9 +28,12 @@ from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.model import (
     Bucket,
     Channel,
+    NetworkBucket,
     NodeHardware,
+    NodeNetwork,
     NodeRecord,
     Overview,
+    Sharing,
     Unsupported,
 )
 from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
@@ -63,6 +66,7 @@ class _Slot:
     dra: list[Device] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     selector: dict[str, str] | None = None
+    fractional: dict[str, list[int]] = field(default_factory=dict)
 
 
 class _Builder:
@@ -74,6 +78,7 @@ class _Builder:
         self.buckets: dict[str, Bucket] = {}
         self._advertises: dict[str, bool] = {}
         self._memory: dict[str, bool] = {}
+        self._nic_groups: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
 
     def build(self, source: dict[str, Any]) -> Overview:
         objects, catalog = self.objects, self.catalog
@@ -81,6 +86,7 @@ class _Builder:
         usage = read_pods(objects.pods, catalog)
         apply_claims(dra, objects.resource_claims, catalog, usage.claim_pod_phases)
         dra_resources = self._device_classes()
+        network_dra = self._network_dra(dra)
         dra_by_node = dra.by_node()
         nodes: list[NodeRecord] = []
         known: set[str] = set()
@@ -91,6 +97,7 @@ class _Builder:
             name = node["metadata"]["name"]
             known.add(name)
             record = self._node(node, dra_by_node.get(name, ()), usage, dra_resources, orphans_by_node.get(name, ()), dra)
+            self._node_network_dra(record, network_dra.pop(name, {}))
             nodes.append(record)
             self._count(record)
         self._nodeless(dra_by_node, orphans_by_node, known, dra)
@@ -106,10 +113,15 @@ class _Builder:
         if objects.ignored_kinds:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
             self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
+        for node_name, found in sorted(network_dra.items(), key=lambda item: item[0] or ""):
+            for profile_id, (nics, others) in sorted(found.items()):
+                where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
+                self.notes.append(f"{profile_id}: {nics} DRA network device(s) published {where}")
         buckets = sorted(self.buckets.values(), key=lambda b: (not b.accelerator, -b.counts.devices, b.profile_id))
         nodes.sort(key=lambda n: n.name)
         unsupported = sorted(self.unsupported.values(), key=lambda u: (u.kind, u.name))
-        return Overview(source, objects.dra_api, buckets, nodes, unsupported, self.notes, objects.counts())
+        return Overview(source, objects.dra_api, buckets, nodes, unsupported, self.notes, objects.counts(),
+                        self._network_buckets(nodes))
 
     # -- one node ------------------------------------------------------------------------------
 
@@ -134,6 +146,10 @@ class _Builder:
         for resource in names:
             if "/" not in resource:
                 continue
+            network = catalog.network_resource(resource)
+            if network is not None:
+                self._network_resource(record, network, resource, node, capacity, allocatable)
+                continue
             role = catalog.resource(resource)
             if role is None:
                 if catalog.is_extended(resource):
@@ -146,6 +162,9 @@ class _Builder:
                            capacity.get(resource, allocatable.get(resource)))
             usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
                             allocatable.get(resource, capacity.get(resource)))
+            if role.kind == "fraction":  # a declared quantity (MiB, percent): never a device or a unit
+                _slot(slots, role.profile_id).fractional[resource] = [total, usable]
+                continue
             _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
         for profile_id, selector in catalog.present(labels):
             _slot(slots, profile_id).selector = selector
@@ -157,6 +176,7 @@ class _Builder:
         self._node_usage(record, slots, usage, dra_resources)
         for profile_id in sorted(slots):
             record.hardware.append(self._hardware(slots[profile_id], labels, dra))
+        self._network_usage(record, usage)
         return record
 
     def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], usage: PodUsage,
@@ -185,7 +205,10 @@ class _Builder:
         inventory = self.catalog.profile(slot.profile_id).inventory
         hardware = NodeHardware(slot.profile_id, present_by_labels=slot.selector is not None)
         notes, counts = hardware.notes, hardware.counts
-        plugin = _plugin_figures(slot, hardware)
+        hardware.fractional = dict(slot.fractional)
+        sharing = self._sharing(slot, inventory, labels, notes)
+        hardware.sharing = sharing
+        plugin = _plugin_figures(slot, hardware, sharing)
         claimed = _dra_figures(slot, hardware, dra)
 
         count_label = self._count_label(inventory.count_labels, labels, notes)
@@ -193,6 +216,12 @@ class _Builder:
             counts.devices = max(count_label, claimed.whole)
         else:
             counts.devices = max(plugin.whole, claimed.whole)
+            if plugin.shares and not plugin.whole and not claimed.whole:
+                counts.devices = plugin.shares // sharing.replicas if sharing and sharing.replicas > 1 else 0
+                if not counts.devices:
+                    notes.append(f"{plugin.shares} share(s) advertised; the physical device count is not published "
+                                 "(no count or replica label)")
+        counts.shares = plugin.shares
         counts.partitions = plugin.partitions + claimed.partitions
         counts.allocated = plugin.allocated + claimed.allocated
         if plugin.units and claimed.units:
@@ -214,7 +243,7 @@ class _Builder:
         whole = [d for d in slot.dra if not d.partition]
         self._vram(hardware, whole, counts.devices - len(whole), label_product, labels)
 
-        if not counts.devices and not counts.partitions and not slot.dra:
+        if not counts.devices and not counts.partitions and not counts.shares and not slot.dra:
             if slot.selector is not None and not plugin.whole:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(slot.selector.items()))
                 if self._needs_advertising(slot.profile_id):
@@ -270,6 +299,25 @@ class _Builder:
             hardware.notes.append(f"VRAM unknown for {label_devices} device(s): no product or memory is published "
                                   f"(memory models: {known})")
 
+    def _sharing(self, slot: _Slot, inventory: Any, labels: Mapping[str, str], notes: list[str]) -> Sharing | None:
+        """Replicas per physical device (time-slicing, MPS), from the node's labels and share resources.
+
+        A device plugin sharing without renaming advertises the replicas under the device's own
+        resource (8 GPUs x 4 replicas = 32 ``gpu``); its replica label says so, and those units
+        become shares of the devices, not devices."""
+        replicas = self._count_label(inventory.replica_labels, labels, notes)
+        strategy = next((labels[key] for key in inventory.sharing_labels if labels.get(key)), None)
+        share_resources = sorted(r for r, (_, _, kind) in slot.plugin.items() if kind == "share")
+        shared = (replicas is not None and replicas > 1 and strategy != "none") or bool(share_resources)
+        if not shared:
+            return None
+        if not share_resources:  # replicas advertised under the whole-device resource
+            share_resources = sorted(r for r, (_, _, kind) in slot.plugin.items() if kind == "device")
+            for resource in share_resources:
+                total, usable, _ = slot.plugin[resource]
+                slot.plugin[resource] = (total, usable, "share")
+        return Sharing(strategy, replicas if replicas and replicas > 0 else 1, share_resources)
+
     def _count_label(self, keys: list[str], labels: Mapping[str, str], notes: list[str]) -> int | None:
         for key in keys:
             value = labels.get(key)
@@ -306,7 +354,8 @@ class _Builder:
             explicit = spec.get("extendedResourceName")
             if isinstance(explicit, str) and explicit:
                 names[explicit] = class_name
-            if self.catalog.device_class(class_name) is None and not self._class_driver_claimed(item, spec):
+            if (self.catalog.device_class(class_name) is None and self.catalog.network_class(class_name) is None
+                    and not self._class_driver_claimed(item, spec)):
                 self._unsupported("device-class", class_name)
         return names
 
@@ -315,7 +364,7 @@ class _Builder:
             cel = selector.get("cel") if isinstance(selector, dict) else None
             expression = cel.get("expression") if isinstance(cel, dict) else None
             for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):
-                if self.catalog.driver(driver) is not None:
+                if self.catalog.driver(driver) is not None or self.catalog.network_driver(driver) is not None:
                     return True
         return False
 
@@ -371,6 +420,12 @@ class _Builder:
                 entry[1] += consumed
             if not hardware.counts.devices and not hardware.counts.partitions:
                 bucket.nodes_without_devices += 1
+            if hardware.sharing is not None:
+                bucket.shared_nodes += 1
+            for name, (total, usable) in hardware.fractional.items():
+                entry = bucket.fractional.setdefault(name, [0, 0])
+                entry[0] += total
+                entry[1] += usable
 
     def _bucket(self, profile_id: str) -> Bucket:
         bucket = self.buckets.get(profile_id)
@@ -379,6 +434,92 @@ class _Builder:
             bucket = Bucket(profile.id, profile.display_name, profile.vendor, profile.inventory.accelerator)
             self.buckets[profile_id] = bucket
         return bucket
+
+    # -- network devices --------------------------------------------------------------------------
+
+    def _network_entry(self, record: NodeRecord, profile_id: str) -> NodeNetwork:
+        for entry in record.network:
+            if entry.profile_id == profile_id:
+                return entry
+        profile = self.catalog.network(profile_id)
+        entry = NodeNetwork(profile_id, profile.network.pairing)
+        record.network.append(entry)
+        record.network.sort(key=lambda n: n.profile_id)
+        return entry
+
+    def _network_resource(self, record: NodeRecord, role: Any, resource: str, node: dict[str, Any],
+                          capacity: Mapping[str, Any], allocatable: Mapping[str, Any]) -> None:
+        """A NIC resource: per-device NICs count their units, one NIC named twice (rdma-0, rdma-0.IP) once;
+        a shared device is one NIC pool whose units are handles."""
+        total = _count(node, "capacity" if resource in capacity else "allocatable", resource,
+                       capacity.get(resource, allocatable.get(resource)))
+        usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
+                        allocatable.get(resource, capacity.get(resource)))
+        entry = self._network_entry(record, role.profile_id)
+        entry.via.add("extended-resource")
+        entry.resources.append(resource)
+        entry.resources.sort()
+        groups = self._nic_groups.setdefault((record.name, role.profile_id), {})
+        seen_total, seen_usable = groups.get(role.nic, (0, 0))
+        if entry.pairing == "shared":  # one pool of handles over the node's NICs: one NIC, many handles
+            size, handles = (1 if total else 0), usable
+            entry.handles += handles
+            handles = seen_usable + handles
+        else:  # the same NIC under two names (rdma-0 and rdma-0.IP) counts once
+            size, handles = max(seen_total, total), max(seen_usable, usable)
+            entry.handles += handles - seen_usable
+        size = max(seen_total, size)
+        entry.nics += size - seen_total
+        groups[role.nic] = (size, handles)
+
+    def _network_usage(self, record: NodeRecord, usage: PodUsage) -> None:
+        held = usage.by_node.get(record.name)
+        if not held or not record.network:
+            return
+        for resource, count in held.items():
+            role = self.catalog.network_resource(resource)
+            if role is not None:
+                self._network_entry(record, role.profile_id).allocated += count
+
+    def _network_dra(self, dra: DraDevices) -> dict[str | None, dict[str, tuple[int, int]]]:
+        """NICs the network DRA drivers publish, per node: (NICs, other devices); their drivers are then claimed."""
+        found: dict[str | None, dict[str, tuple[int, int]]] = {}
+        for driver in list(dra.unclaimed):
+            profile_id = self.catalog.network_driver(driver)
+            if profile_id is None:
+                continue
+            selector = self.catalog.network(profile_id).dra_selector
+            for (_pool, _device), (node, attributes) in sorted(dra.unclaimed.pop(driver).details.items()):
+                nic = selector is None or _flag(attributes, selector, driver)
+                nics, others = found.setdefault(node, {}).get(profile_id, (0, 0))
+                found[node][profile_id] = (nics + 1, others) if nic else (nics, others + 1)
+        return found
+
+    def _node_network_dra(self, record: NodeRecord, found: Mapping[str, tuple[int, int]]) -> None:
+        for profile_id, (nics, others) in sorted(found.items()):
+            entry = self._network_entry(record, profile_id)
+            entry.via.add("dra")
+            entry.nics = max(entry.nics, nics)  # the same NICs through a device plugin and DRA count once
+            entry.handles = max(entry.handles, nics)
+            entry.other_devices += others
+
+    def _network_buckets(self, nodes: list[NodeRecord]) -> list[NetworkBucket]:
+        buckets: dict[str, NetworkBucket] = {}
+        for record in nodes:
+            for entry in record.network:
+                bucket = buckets.get(entry.profile_id)
+                if bucket is None:
+                    profile = self.catalog.network(entry.profile_id)
+                    resource = profile.benchmark_network_resource or next(
+                        iter([*profile.resource_names, *profile.device_classes, *profile.dra_drivers]), profile.id)
+                    bucket = buckets[entry.profile_id] = NetworkBucket(profile.id, profile.display_name,
+                                                                       profile.network.pairing, resource)
+                bucket.nodes += 1
+                bucket.nics += entry.nics
+                bucket.handles += entry.handles
+                bucket.allocated += entry.allocated
+                bucket.via |= entry.via
+        return [buckets[k] for k in sorted(buckets)]
 
     def _unsupported(self, kind: str, name: str) -> Unsupported:
         key = (kind, name)
@@ -402,6 +543,7 @@ class _Figures:
 
     whole: int = 0  # whole devices
     partitions: int = 0
+    shares: int = 0  # time-slicing / MPS replicas of whole devices
     allocatable: int = 0
     allocated: int = 0
     available: int = 0
@@ -412,13 +554,15 @@ class _Figures:
         return self.whole + self.partitions
 
 
-def _plugin_figures(slot: _Slot, hardware: NodeHardware) -> _Figures:
+def _plugin_figures(slot: _Slot, hardware: NodeHardware, sharing: Sharing | None = None) -> _Figures:
     figures = _Figures()
     for resource, (total, usable, kind) in sorted(slot.plugin.items()):
         used = slot.requested.get(resource, 0)
         hardware.channels.append(Channel(resource, "extended-resource", kind, total, usable, used))
         if kind == "device":
             figures.whole += total
+        elif kind == "share":
+            figures.shares += total
         else:
             figures.partitions += total
         figures.allocatable += usable
@@ -464,6 +608,17 @@ def _dra_figures(slot: _Slot, hardware: NodeHardware, dra: DraDevices) -> _Figur
         figures.allocated += len(slot.orphans)
         hardware.notes.append("claims hold devices no ResourceSlice publishes: " + ", ".join(slot.orphans))
     return figures
+
+
+def _flag(attributes: Mapping[str, Any], qualified: str, driver: str) -> bool:
+    """A DRA attribute given qualified (``dra.net/rdma``) or bare in the driver's domain (``rdma``), as true."""
+    from llm_d_lens.cluster.catalog import attribute_value
+
+    domain, _, bare = qualified.rpartition("/")
+    raw = attributes.get(qualified)
+    if raw is None and domain == driver:
+        raw = attributes.get(bare)
+    return attribute_value(raw) is True
 
 
 def _slot(slots: dict[str, _Slot], profile_id: str) -> _Slot:

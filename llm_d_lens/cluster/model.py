@@ -73,10 +73,13 @@ class Counts:
     allocated: int = 0
     available: int = 0
     overcommitted: int = 0
+    #: time-slicing / MPS replicas: schedulable shares of the physical devices above, never extra devices
+    shares: int = 0
 
     def add(self, other: Counts) -> None:
         self.devices += other.devices
         self.partitions += other.partitions
+        self.shares += other.shares
         self.allocatable += other.allocatable
         self.allocated += other.allocated
         self.available += other.available
@@ -84,7 +87,39 @@ class Counts:
 
     def to_dict(self) -> dict[str, Any]:
         return {"devices": self.devices, "partitions": self.partitions, "allocatable": self.allocatable,
-                "allocated": self.allocated, "available": self.available, "overcommitted": self.overcommitted}
+                "allocated": self.allocated, "available": self.available, "overcommitted": self.overcommitted,
+                "shares": self.shares}
+
+
+@dataclass
+class Sharing:
+    """How a node's devices are shared: replicas per physical device and the strategy, as published."""
+
+    strategy: str | None = None  # "time-slicing" | "mps" | ... (the node's label), None when not published
+    replicas: int = 1
+    resources: list[str] = field(default_factory=list)  # the resources advertising shares
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "replicas": self.replicas, "resources": list(self.resources)}
+
+
+@dataclass
+class NodeNetwork:
+    """One network device profile on one node: NICs counted once, however many names advertise them."""
+
+    profile_id: str
+    pairing: str
+    nics: int = 0
+    handles: int = 0  # schedulable units (a shared device's handles, one per VF or interface otherwise)
+    allocated: int = 0
+    via: set[str] = field(default_factory=set)  # "extended-resource" | "dra"
+    resources: list[str] = field(default_factory=list)
+    other_devices: int = 0  # DRA devices of the driver that are not NICs of this profile (no RDMA)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile_id": self.profile_id, "pairing": self.pairing, "nics": self.nics, "handles": self.handles,
+                "allocated": self.allocated, "via": sorted(self.via), "resources": list(self.resources),
+                "other_devices": self.other_devices}
 
 
 @dataclass
@@ -101,11 +136,16 @@ class NodeHardware:
     holders: dict[str, int] = field(default_factory=dict)
     present_by_labels: bool = False
     notes: list[str] = field(default_factory=list)
+    sharing: Sharing | None = None
+    #: declared quantities (virtual-GPU memory MiB, compute percent): resource -> [capacity, allocatable]
+    fractional: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile_id": self.profile_id,
             **self.counts.to_dict(),
+            "sharing": self.sharing.to_dict() if self.sharing else None,
+            "fractional": {name: {"capacity": c, "allocatable": a} for name, (c, a) in sorted(self.fractional.items())},
             "vram": self.vram.to_dict(),
             "products": sorted(self.products),
             "request_models": sorted(self.request_models),
@@ -124,6 +164,7 @@ class NodeRecord:
     cordoned: bool
     hardware: list[NodeHardware] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    network: list[NodeNetwork] = field(default_factory=list)
 
     @property
     def schedulable(self) -> bool:
@@ -131,7 +172,8 @@ class NodeRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "ready": self.ready, "cordoned": self.cordoned, "schedulable": self.schedulable,
-                "hardware": [h.to_dict() for h in self.hardware], "notes": list(self.notes)}
+                "hardware": [h.to_dict() for h in self.hardware], "network": [n.to_dict() for n in self.network],
+                "notes": list(self.notes)}
 
 
 @dataclass
@@ -153,6 +195,8 @@ class Bucket:
     pending_requests: int = 0  # unbound pods and unallocated claims asking for this hardware
     pending_units: int = 0
     nodes_without_devices: int = 0
+    shared_nodes: int = 0  # nodes whose devices are shared (time-slicing, MPS)
+    fractional: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,6 +214,8 @@ class Bucket:
             "capacity": capacity_dict(self.capacity),
             "pending": {"requests": self.pending_requests, "units": self.pending_units},
             "nodes_without_devices": self.nodes_without_devices,
+            "shared_nodes": self.shared_nodes,
+            "fractional": {name: {"capacity": c, "allocatable": a} for name, (c, a) in sorted(self.fractional.items())},
         }
 
 
@@ -187,6 +233,26 @@ class Unsupported:
 
 
 @dataclass
+class NetworkBucket:
+    """Everything one network device profile has in the cluster."""
+
+    profile_id: str
+    display_name: str
+    pairing: str
+    benchmark_resource: str
+    nodes: int = 0
+    nics: int = 0
+    handles: int = 0
+    allocated: int = 0
+    via: set[str] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile_id": self.profile_id, "display_name": self.display_name, "pairing": self.pairing,
+                "benchmark_resource": self.benchmark_resource, "nodes": self.nodes, "nics": self.nics,
+                "handles": self.handles, "allocated": self.allocated, "via": sorted(self.via)}
+
+
+@dataclass
 class Overview:
     source: dict[str, Any]
     dra_api: bool | None
@@ -195,6 +261,7 @@ class Overview:
     unsupported: list[Unsupported]
     notes: list[str]
     object_counts: dict[str, int]
+    network: list[NetworkBucket] = field(default_factory=list)
 
     @property
     def total_gpu_count(self) -> int:
@@ -215,6 +282,8 @@ class Overview:
                 h.counts.devices or h.counts.partitions for h in n.hardware if h.profile_id in accelerator_ids)),
             "total_gpu_count": self.total_gpu_count,
             "partitions": sum(b.counts.partitions for b in accelerators),
+            "shares": sum(b.counts.shares for b in accelerators),
+            "nics": sum(n.nics for n in self.network),
             "allocatable": sum(b.counts.allocatable for b in accelerators),
             "allocated": sum(b.counts.allocated for b in accelerators),
             "available": sum(b.counts.available for b in accelerators),
@@ -231,6 +300,7 @@ class Overview:
             "vendors": [b.to_dict() for b in self.buckets],
             "nodes": [n.to_dict() for n in self.nodes],
             "unsupported": [u.to_dict() for u in self.unsupported],
+            "network": [n.to_dict() for n in self.network],
             "notes": list(self.notes),
             "objects": dict(self.object_counts),
         }

@@ -84,6 +84,22 @@ def overview_renderable(data: dict[str, Any], *, with_nodes: bool, wide: bool = 
     if not data["vendors"]:
         table.add_row("[dim]no hardware any profile claims[/dim]", *[""] * (len(shown) - 1))
     parts.append(table)
+    shared = [b for b in data["vendors"] if b.get("shares") or b.get("fractional")]
+    for bucket in shared:
+        fractions = "; ".join(f"{name} {f['allocatable']}/{f['capacity']}" for name, f in bucket["fractional"].items())
+        text = f"shared {bucket['profile_id']}: {bucket['shares']} share(s) of {bucket['devices']} device(s) on " \
+               f"{bucket['shared_nodes']} node(s)" if bucket.get("shares") else f"shared {bucket['profile_id']}:"
+        parts.append(Text(text + (f"; declared quantities {fractions}" if fractions else "")))
+    if data.get("network"):
+        network = Table(title="network devices", title_justify="left")
+        headers = ("NETWORK", "NODES", "NICS", "HANDLES", "IN USE", "PAIRING") + (("BENCHMARK RESOURCE",) if wide else ())
+        for header in headers:
+            network.add_column(header, justify="right" if header in ("NODES", "NICS", "HANDLES", "IN USE") else "left")
+        for entry in data["network"]:
+            row = [entry["profile_id"], str(entry["nodes"]), str(entry["nics"]), str(entry["handles"]),
+                   str(entry["allocated"]), entry["pairing"]]
+            network.add_row(*row, *([entry["benchmark_resource"]] if wide else []))
+        parts.append(network)
     if not wide and pending_notes:
         parts.extend(Text(note, style="yellow") for note in pending_notes)
     if with_nodes:

@@ -114,6 +114,9 @@ def test_the_demo_cluster() -> None:
     # CPU pool: two NUMA devices of 112 CPUs, 32 consumed.
     assert found["cpu"]["capacity"] == {"dra.cpu/cpu": {"total": 224, "consumed": 32}}
     assert data["total_gpu_count"] == 32 + 8 + 8 + 8 + 4
-    assert [(u["kind"], u["name"], u["quantity"]) for u in data["unsupported"]] == [
-        ("dra-driver", "dra.net", 2), ("resource", "rdma/rdma_shared_device_a", 2000)]
+    # the NICs are network devices now (issue 31), no longer "not claimed by any profile"
+    assert data["unsupported"] == []
+    assert [(n["profile_id"], n["nodes"], n["nics"], n["handles"], n["via"]) for n in data["network"]] == [
+        ("dranet", 1, 2, 2, ["dra"]), ("rdma-shared-device", 2, 2, 2000, ["extended-resource"])]
+    assert data["summary"]["nics"] == 4 and data["total_gpu_count"] == 32 + 8 + 8 + 8 + 4
     assert {n["name"] for n in data["nodes"] if not n["schedulable"]} == {"gpu-h100-02", "gpu-mi300x-02"}

@@ -474,14 +474,14 @@ def test_unknown_resources_drivers_and_classes_are_listed_as_unsupported_never_e
     result = inventory(
         node("fpga", resources={"example.com/fpga": "2", "rdma/hca_shared": "1k", "smarter-devices/fuse": "bogus"}),
         node("fpga-2", resources={"example.com/fpga": "1"}),
-        resource_slice("net", driver="dra.net", node_name="fpga", devices=[device("eth0"), device("eth1")]),
-        device_class("nics.example.com", driver="dra.net"),
+        resource_slice("net", driver="nic.example.net", node_name="fpga", devices=[device("eth0"), device("eth1")]),
+        device_class("nics.example.com", driver="nic.example.net"),
         device_class("gpu.intel.com", driver="gpu.intel.com"),
     )
     unsupported = result.to_dict()["unsupported"]
     assert unsupported == [
         {"kind": "device-class", "name": "nics.example.com", "nodes": [], "quantity": 0},
-        {"kind": "dra-driver", "name": "dra.net", "nodes": ["fpga"], "quantity": 2},
+        {"kind": "dra-driver", "name": "nic.example.net", "nodes": ["fpga"], "quantity": 2},
         {"kind": "resource", "name": "example.com/fpga", "nodes": ["fpga", "fpga-2"], "quantity": 3},
         {"kind": "resource", "name": "rdma/hca_shared", "nodes": ["fpga"], "quantity": 1000},
         {"kind": "resource", "name": "smarter-devices/fuse", "nodes": ["fpga"], "quantity": 0},

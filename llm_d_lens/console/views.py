@@ -45,6 +45,8 @@ class InventoryView:
     not_ready: list[str]
     cordoned: list[str]
     vram_unknown: Unknown
+    #: network device profiles in the cluster (NICs counted once per node), apart from the accelerators
+    network: list[dict[str, Any]] = field(default_factory=list)
     _nodes: Any = field(repr=False, default=None)  # the overview's NodeRecords, read lazily per hardware
     _rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _sorted: dict[tuple[str, str, bool], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
@@ -110,7 +112,7 @@ def build(overview: Any) -> InventoryView:
         source=overview.source, dra_api=overview.dra_api, summary=summary, vendors=vendors,
         unsupported=[u.to_dict() for u in overview.unsupported], notes=list(overview.notes),
         objects=dict(overview.object_counts), node_notes=node_notes + hardware_notes, not_ready=not_ready,
-        cordoned=cordoned, vram_unknown=unknown, _nodes=overview.nodes,
+        cordoned=cordoned, vram_unknown=unknown, network=[n.to_dict() for n in overview.network], _nodes=overview.nodes,
     )
 
 

@@ -47,6 +47,7 @@ from llm_d_lens.deploy.guides import (
 )
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.targets import placeholder_images
+from llm_d_lens.deploy.network import PodPairing, pairing_issues, pairings
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
@@ -113,6 +114,7 @@ class RenderResult:
     router_values: list[str] = field(default_factory=list)  # `helm install -f` files of the guide's router, in order
     companions: list[str] = field(default_factory=list)  # manifests, monitoring and helpers to deploy beside it
     engine_changes: Applied = field(default_factory=Applied)  # what --model, --tensor-parallel, ... changed
+    pairing: list[PodPairing] = field(default_factory=list)  # GPU:NIC per model-server pod
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -133,6 +135,7 @@ class RenderResult:
         lines += [f"engine: {note}" for note in self.engine_changes.notes]
         lines.append(f"access mode {self.fitted.mode} ({self.fitted.request_model})")
         lines += self.fitted.notes
+        lines += [f"{p.pod}: GPU:NIC {p.describe()}" for p in self.pairing if p.status != "none"]
         return lines
 
     def to_dict(self, *, objects: bool = True) -> dict[str, Any]:
@@ -148,6 +151,7 @@ class RenderResult:
             "model": self.model,
             "router_values": self.router_values,
             "companions": self.companions,
+            "pairing": [p.to_dict() for p in self.pairing],
             "engine_changes": list(self.engine_changes.notes),
             "explanation": self.explanation(),
             "warnings": [w.to_dict() for w in self.warnings],
@@ -208,12 +212,14 @@ def render(
         fitter = Fitter(profile, _sized_options(request, applied, where), resolver)
     fitted = fitter.fit(rendered)
     issues = validate(fitted.objects, profile, fitted.mode, fitter.mode, fitted.counts, resolver) + fitted.warnings
+    paired = pairings(fitted.objects, profile, registry, view)
+    issues += pairing_issues(pairings(rendered, profile, registry, view), paired)
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ValidationFailed(f"{where}, access mode {fitted.mode}", errors)
     accelerated = [p for p in all_pod_templates(rendered) if DeviceView(resolver, rendered).is_accelerated(p)]
     return RenderResult(choice, fitted, issues, command, engine_of_pods(accelerated), model_of_pods(accelerated),
-                        router, companions, applied)
+                        router, companions, applied, paired)
 
 
 def _sized_options(request: RenderRequest, applied: Applied, where: str) -> FitOptions:

@@ -174,7 +174,10 @@ class Fitter:
         self.resolver = resolver
         self.mode_name, self.mode = select_mode(profile, options.mode)
         self.pci = self._checked_pci()
+        #: (device class, qualified attribute, partition profile) when a DRA mode is asked for a partition
+        self.partition: tuple[str, str, str] | None = None
         self.resource_name = self._checked_resource_name()
+        self.device_class = self.partition[0] if self.partition else self.mode.device_class
 
     def _checked_pci(self) -> tuple[str, ...]:
         if not self.options.pci_allow:
@@ -200,6 +203,9 @@ class Fitter:
                 f"access mode {self.mode_name!r} of {self.profile.id!r} asks for no accelerator, so it takes no --count",
                 details={"hardware": self.profile.id, "mode": self.mode_name, "count": self.options.count},
             )
+        if self.mode.request_model == "dra" and self.options.resource_name:
+            self.partition = self._dra_partition(self.options.resource_name)
+            return None
         if self.mode.request_model != "extended-resource":
             if self.options.resource_name:
                 raise DeployRequestInvalid(f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name")
@@ -211,6 +217,20 @@ class Fitter:
                 f"(or a partition matching inventory.partition_resource_patterns), not {wanted!r}"
             )
         return wanted
+
+    def _dra_partition(self, wanted: str) -> tuple[str, str, str]:
+        """A partition resource (``acme.example/slice-1g``) read as the DRA mode's partition class and
+        a selector on the driver's partition attribute (``profile == "1g.10gb"``)."""
+        mode = self.mode
+        patterns = [m.partition_name_pattern for m in self.profile.effective_modes().values() if m.partition_name_pattern]
+        found = next((m for p in patterns if (m := re.fullmatch(p, wanted)) and "profile" in m.groupdict()), None)
+        if not (mode.partition_device_class and mode.partition_attribute) or found is None:
+            raise DeployRequestInvalid(
+                f"access mode {self.mode_name!r} of {self.profile.id!r} takes no resource name"
+                + ("" if not (mode.partition_device_class and mode.partition_attribute) else
+                   f" but a partition matching a mode's partition_name_pattern, not {wanted!r}"),
+                details={"hardware": self.profile.id, "mode": self.mode_name, "resource": wanted})
+        return mode.partition_device_class, mode.partition_attribute, found.group("profile")
 
     # -- the whole render -------------------------------------------------------------------
 
@@ -400,11 +420,12 @@ class Fitter:
                 request = template_requests(template)[position]
                 old_name = request.get("name")
                 self._shape_request(template, request, count)
+                _rename_in_constraints(template, old_name, mode.claim_request_name)
                 self._rename_request_uses(pod, claim, old_name, mode.claim_request_name)
                 self._drop_claims(pod, keep=(claim, template_name, request))
                 for other in targets:
                     _use_claim(other, claim)
-                self._note(pod, f"requests {count} × {mode.device_class} through the overlay's ResourceClaimTemplate "
+                self._note(pod, f"requests {count} × {self.device_class} through the overlay's ResourceClaimTemplate "
                                 f"{template_name}, request {mode.claim_request_name} ({source})")
                 return []
         template_name = _unique(f"{pod.name}-{mode.claim_request_name}", set(self.view.templates))
@@ -425,7 +446,7 @@ class Fitter:
         filled(pod.spec, "resourceClaims", []).append({"name": claim_name, "resourceClaimTemplateName": template_name})
         for container in targets:
             _use_claim(container, claim_name)
-        self._note(pod, f"requests {count} × {mode.device_class} through new ResourceClaimTemplate {template_name} ({source})")
+        self._note(pod, f"requests {count} × {self.device_class} through new ResourceClaimTemplate {template_name} ({source})")
         return [template]
 
     def _keep_claims(self, pod: PodTemplate, targets: list[dict[str, Any]], count: int) -> bool:
@@ -438,14 +459,14 @@ class Fitter:
         own = self.view.pod_requests(pod, self.profile.id, targets)
         resources = [r for c in targets for r in self.view.requests(pod, c) if r.kind == "resource" and r.profile_id == self.profile.id]
         if (not own or resources or self.pci or sum(r.count or 0 for r in own) != count
-                or any(r.kind != "claim" or r.key != self.mode.device_class for r in own)):
+                or any(r.kind != "claim" or r.key != self.device_class for r in own)):
             return False
         for name in sorted({str(r.template) for r in own}):
             template = self.view.templates[name]
             if template.get("apiVersion") != DRA_API_VERSION:
                 return False  # an older claim API: rewritten in the v1 shape below
         claims = sorted({str(r.claim) for r in own})
-        self._note(pod, f"keeps the overlay's {len(claims)} claim(s) {', '.join(claims)}: {count} × {self.mode.device_class}")
+        self._note(pod, f"keeps the overlay's {len(claims)} claim(s) {', '.join(claims)}: {count} × {self.device_class}")
         return True
 
     def _shared(self, template_name: str, pod: PodTemplate) -> bool:
@@ -476,7 +497,7 @@ class Fitter:
             exactly = {k: request.pop(k) for k in list(request) if k != "name"}
             request["exactly"] = exactly
         request["name"] = self.mode.claim_request_name
-        exactly["deviceClassName"] = self.mode.device_class
+        exactly["deviceClassName"] = self.device_class
         exactly["allocationMode"] = "ExactCount"
         exactly["count"] = count
         supported, domain, attribute = self.profile.pci_allowlist(self.mode_name)
@@ -484,6 +505,11 @@ class Fitter:
                      if not (supported and _is_pci_selector(s, domain, attribute))]
         if self.pci:
             selectors.append({"cel": {"expression": pci_selector(domain, attribute, self.pci)}})
+        if self.partition is not None:
+            _, qualified, wanted = self.partition
+            part_domain, _, part_attribute = qualified.rpartition("/")
+            selectors = [s for s in selectors if f"].{part_attribute} ==" not in str(s)]
+            selectors.append({"cel": {"expression": f'device.attributes["{part_domain}"].{part_attribute} == "{wanted}"'}})
         if selectors:
             exactly["selectors"] = selectors
         else:
@@ -591,6 +617,16 @@ def _unique(name: str, taken: set[str]) -> str:
 def _is_pci_selector(selector: Any, domain: str, attribute: str) -> bool:
     expression = selector.get("cel", {}).get("expression", "") if isinstance(selector, dict) else ""
     return isinstance(expression, str) and expression.startswith(f'device.attributes["{domain}"].{attribute} in ')
+
+
+def _rename_in_constraints(template: dict[str, Any], old: Any, new: str) -> None:
+    """A renamed request keeps its place in the claim's constraints (a GPU tied to its NIC by matchAttribute)."""
+    if old == new:
+        return
+    devices = ((template.get("spec") or {}).get("spec") or {}).get("devices") or {}
+    for constraint in devices.get("constraints") or []:
+        if isinstance(constraint, dict) and isinstance(constraint.get("requests"), list):
+            constraint["requests"] = [new if r == old else r for r in constraint["requests"]]
 
 
 def _prune_constraints(devices: dict[str, Any], removed: set[str]) -> None:

@@ -54,10 +54,13 @@ def test_roles_of_one_deployment_on_different_hardware_are_refused() -> None:
 
 
 def test_an_unregistered_device_is_a_warning_and_labels_must_match() -> None:
-    nic = {"limits": {"nvidia.com/gpu": 2, "rdma/ib": 1}, "requests": {"nvidia.com/gpu": 2, "rdma/ib": 1}}
-    assert check([deployment(nic)], "nvidia", "plugin", 2) == [
-        ("warning", "DEVICE_NOT_REGISTERED", "container modelserver asks for rdma/ib: 1, which resolves to no registered "
+    fpga = {"limits": {"nvidia.com/gpu": 2, "example.com/fpga": 1}, "requests": {"nvidia.com/gpu": 2, "example.com/fpga": 1}}
+    assert check([deployment(fpga)], "nvidia", "plugin", 2) == [
+        ("warning", "DEVICE_NOT_REGISTERED", "container modelserver asks for example.com/fpga: 1, which resolves to no registered "
          "hardware; Lens cannot check it")]
+    # a NIC is a network device now (issue 31): checked by its pairing, never "not registered"
+    nic = {"limits": {"nvidia.com/gpu": 2, "rdma/ib": 1}, "requests": {"nvidia.com/gpu": 2, "rdma/ib": 1}}
+    assert check([deployment(nic)], "nvidia", "plugin", 2) == []
     xpu_labels = {"llm-d.ai/accelerator-variant": "xpu", "llm-d.ai/accelerator-vendor": "intel"}
     assert ("error", "LABEL_MISMATCH", "labels llm-d.ai/accelerator-variant=xpu, llm-d.ai/accelerator-vendor=intel "
             "resolve to intel-xpu, not nvidia") in check([deployment(GPU2, labels=xpu_labels)], "nvidia", "plugin", 2)

@@ -80,6 +80,9 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
     if mixed is not None:
         issues.append(mixed)
     accelerated = [pod for pod in all_pod_templates(objects) if view.is_accelerated(pod)]
+    from llm_d_lens.deploy.network import NetworkMatcher
+
+    nics = NetworkMatcher(resolver.registry.network_profiles())
     if not accelerated:
         issues.append(Issue("error", "NO_MODEL_SERVER", "render",
                             f"no pod template is labelled {VARIANT_LABEL} or asks for registered hardware"))
@@ -87,7 +90,8 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
         issues += _labels(pod, profile, resolver)
         requests = [r for c in pod.containers() for r in view.requests(pod, c)]
         for request in requests:
-            if request.profile_id is None and request.count != 0:  # a limit of 0 asks for nothing
+            if request.profile_id is None and request.count != 0 and not _is_nic(request, nics, view, pod):
+                # a limit of 0 asks for nothing; a NIC is checked by its pairing (network.py)
                 issues.append(Issue("warning", "DEVICE_NOT_REGISTERED", pod.display,
                                     f"container {request.container} asks for {request.describe()}, which resolves to no "
                                     f"registered hardware; Lens cannot check it"))
@@ -124,6 +128,14 @@ def validate(objects: list[dict[str, Any]], profile: HardwareProfile, mode_name:
     return sorted(issues, key=lambda i: i.severity != "error")
 
 
+def _is_nic(request: DeviceRequest, nics: Any, view: DeviceView, pod: PodTemplate) -> bool:
+    if request.kind == "resource":
+        return nics.resource(request.key) is not None
+    template = view.templates.get(str(request.template)) if request.template else None
+    return template is not None and any(
+        r.get("name") == request.request and nics.request(r) is not None for r in template_requests(template))
+
+
 def _labels(pod: PodTemplate, profile: HardwareProfile, resolver: Resolver) -> list[Issue]:
     variant, vendor = pod.labels.get(VARIANT_LABEL), pod.labels.get(VENDOR_LABEL)
     if variant is None and vendor is None:
@@ -144,7 +156,8 @@ def _shape(pod: PodTemplate, requests: list[DeviceRequest], profile: HardwarePro
     any_claim = [r for r in requests if r.kind == "claim" and r.profile_id]
     where, issues = pod.display, []
     if mode.request_model == "dra":
-        wanted = [r for r in claims if r.key == mode.device_class]
+        wanted = [r for r in claims if r.key == mode.device_class
+                  or (mode.partition_device_class is not None and r.key == mode.partition_device_class)]
         if not wanted:
             issues.append(Issue("error", "RESOURCE_CLAIM_TEMPLATE_MISSING", where,
                                 f"ResourceClaimTemplate is missing: no container asks for {mode.device_class} through a "

@@ -30,6 +30,8 @@ class ConfigRequest(BaseModel):
     tensor_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD, description="Without a profile: accelerators per pod.")
     replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS, description="Without a profile: pods in the single pool.")
     manifest: str | None = Field(default=None, description="A rendered multi-document YAML manifest to infer from.")
+    network: str | None = Field(default=None, max_length=MAX_NAME_LENGTH,
+                                description="Network device profile id (or a resource, class or driver it owns): llm-d-benchmark's networkResource.")
 
 
 @router.post("/evaluate/config")

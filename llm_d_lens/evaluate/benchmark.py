@@ -35,6 +35,8 @@ class Target:
     mode_name: str
     mode: DeploymentMode
     resource: str | None = None
+    #: a DRA mode asked for a partition: (partition device class, qualified attribute, partition profile)
+    partition: tuple[str, str, str] | None = None
 
     @property
     def uses_accelerators(self) -> bool:
@@ -62,6 +64,8 @@ class BenchmarkConfig:
     guide: str
     model: str | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    #: llm-d-benchmark's networkResource: the RDMA NIC each pod gets beside its accelerators (a network profile's)
+    network_resource: str | None = None
 
     def accelerator(self) -> dict[str, Any]:
         """The scenario's ``accelerator`` block; refuses hardware llm-d-benchmark has no profile for."""
@@ -82,11 +86,15 @@ class BenchmarkConfig:
         if self.target.mode.request_model != "dra":
             return None
         profile = self.accelerator()["type"]
-        template: dict[str, Any] = {"class": self.target.mode.device_class, "match": "exactly"}
+        partition = self.target.partition
+        template: dict[str, Any] = {"class": partition[0] if partition else self.target.mode.device_class, "match": "exactly"}
         counts = {role.accelerators for role in self.roles.values()}
         if len(counts) == 1:  # roles that differ each derive their own count from their parallelism
             template["count"] = counts.pop()
         template["selectors"] = []
+        if partition is not None:
+            domain, _, attribute = partition[1].rpartition("/")
+            template["selectors"] = [f'device.attributes["{domain}"].{attribute} == "{partition[2]}"']
         return {"enabled": True, "type": profile, "claimTemplates": {profile: template}}
 
     def scenario(self) -> dict[str, Any]:
@@ -95,6 +103,8 @@ class BenchmarkConfig:
         if self.model:
             entry["model"] = {"name": self.model}
         entry["accelerator"] = self.accelerator()
+        if self.network_resource:
+            entry["networkResource"] = self.network_resource
         dra = self.dra()
         if dra is not None:
             entry["dra"] = dra
@@ -134,6 +144,9 @@ class BenchmarkConfig:
             "benchmark_profile": accelerator.get("profile"),
             "resource": accelerator.get("resource") or None,
             "dra_driver": accelerator.get("draDriver"),
+            "partition": self.target.resource if self.target.partition else (
+                self.target.resource if self.target.resource and _is_partition(self.target.hardware, self.target.resource) else None),
+            "network_resource": self.network_resource,
             "accelerators_per_pod": {name: (r.accelerators if self.target.uses_accelerators else 0)
                                      for name, r in self.roles.items()},
             "accelerator_type": {name: accelerator_type(self.target.hardware, r.node_labels)
@@ -213,7 +226,28 @@ def select_target(key: str, mode_name: str | None = None, resource: str | None =
     mode = modes[name]
     if mode_name is not None and name != hinted_mode:
         hinted_resource = None
-    return Target(hardware, name, mode, _resource(hardware, name, mode, resource or hinted_resource))
+    wanted = resource or hinted_resource
+    if mode.request_model == "dra" and wanted is not None and mode.partition_device_class and mode.partition_attribute:
+        found = _partition_profile(hardware, wanted)
+        if found is not None:
+            return Target(hardware, name, mode, wanted, (mode.partition_device_class, mode.partition_attribute, found))
+    return Target(hardware, name, mode, _resource(hardware, name, mode, wanted))
+
+
+def _partition_profile(hardware: HardwareProfile, resource: str) -> str | None:
+    """The partition profile a partition resource names (``profile`` of a mode's partition_name_pattern)."""
+    import re
+
+    for mode in hardware.effective_modes().values():
+        if mode.partition_name_pattern and (found := re.fullmatch(mode.partition_name_pattern, resource)):
+            return found.groupdict().get("profile")
+    return None
+
+
+def _is_partition(hardware: HardwareProfile, resource: str) -> bool:
+    import re
+
+    return any(re.fullmatch(p, resource) for p in hardware.inventory.partition_resource_patterns)
 
 
 def _hint(hardware: HardwareProfile, key: str) -> tuple[str | None, str | None]:
@@ -235,7 +269,7 @@ def _resource(hardware: HardwareProfile, mode_name: str, mode: DeploymentMode, r
         return None
     if resource is None:
         return mode.resource_names[0]
-    if resource not in mode.resource_names:
+    if resource not in mode.resource_names and not _is_partition(hardware, resource):
         raise AccessModeUnknown(f"access mode {mode_name!r} of {hardware.id!r} requests "
                                 f"{', '.join(mode.resource_names)}, not {resource!r}")
     return resource

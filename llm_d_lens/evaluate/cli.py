@@ -28,6 +28,8 @@ def config(
     mode: str | None = commands.Option(None, "--mode", help="Access mode; the hardware's first when omitted."),
     resource: str | None = commands.Option(None, "--resource", help="Extended resource, for a mode that requests several."),
     guide: str | None = commands.Option(None, "--guide", help="llm-d guide the scenario is named after (default optimized-baseline)."),
+    network: str | None = commands.Option(None, "--network", help="Network device profile id, or a resource, class or driver it owns: "
+                                          "llm-d-benchmark's networkResource (see lens hardware list)."),
     profile: str | None = commands.Option(None, "--profile", help="Workload profile giving the model, pools and parallelism."),
     profile_dir: list[str] = ProfileDirOption,
     tensor_parallel: int | None = commands.Option(None, "--tensor-parallel", min=1, max=MAX_ACCELERATORS_PER_POD, help="Without a profile: accelerators per pod."),
@@ -52,7 +54,7 @@ def config(
     workload = SearchPath.of(profile_dir).load(profile) if profile is not None else None
     result = build_config(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
                           tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest,
-                          manifest_source=str(from_manifest) if from_manifest else "manifest")
+                          manifest_source=str(from_manifest) if from_manifest else "manifest", network=network)
     text = result.to_yaml() if output is DocumentFormat.yaml else json.dumps(result.scenario(), indent=2) + "\n"
     for warning in result.warnings():  # on stderr, so piping the scenario on stdout stays clean
         commands.echo(f"warning: {warning['message']}", err=True)

@@ -28,6 +28,73 @@ def build_config(
     replicas: int | None = None,
     manifest: str | None = None,
     manifest_source: str = "manifest",
+    network: str | None = None,
+) -> BenchmarkConfig:
+    config = _build(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
+                    tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest, manifest_source=manifest_source)
+    if network is not None:
+        config.network_resource = network_resource(network)
+    elif manifest is not None:
+        from llm_d_lens.evaluate.inference import parse_manifest
+
+        found = manifest_network(parse_manifest(manifest, manifest_source))
+        if found is not None:
+            config.network_resource = network_resource(found)
+            config.evidence.append({"query": "network", "key": found, "status": "supported",
+                                    "matched_by": "network profile", "matched_value": config.network_resource})
+    return config
+
+
+def manifest_network(objects: list) -> str | None:
+    """The first NIC a rendered manifest's pods ask for (a resource, or a claim's network class or driver)."""
+    from llm_d_lens.deploy.network import NetworkMatcher
+    from llm_d_lens.deploy.workloads import all_pod_templates, claim_templates, container_resources, template_requests
+    from llm_d_lens.evaluate.inference import flatten
+    from llm_d_lens.hardware.registry import get_registry
+
+    matcher = NetworkMatcher(get_registry().network_profiles())
+    objects = flatten(objects)
+    templates = claim_templates(objects)
+    for pod in all_pod_templates(objects):
+        for container in pod.containers():
+            for section in ("limits", "requests"):
+                for name, value in (container_resources(container).get(section) or {}).items():
+                    if matcher.resource(str(name)) is not None and str(value) != "0":
+                        return str(name)
+        for entry in pod.spec.get("resourceClaims") or []:
+            template = templates.get(str(entry.get("resourceClaimTemplateName"))) if isinstance(entry, dict) else None
+            for request in template_requests(template) if template else []:
+                profile_id = matcher.request(request)
+                if profile_id is not None:
+                    return profile_id
+    return None
+
+
+def network_resource(name: str) -> str:
+    """llm-d-benchmark's networkResource for a network device profile (by id, or a resource, class or driver it owns)."""
+    from llm_d_lens.hardware.registry import get_registry
+
+    profiles = get_registry().network_profiles()
+    for profile in profiles:
+        owned = [*profile.resource_names, *profile.device_classes, *profile.dra_drivers]
+        if name == profile.id or name in owned:
+            return profile.benchmark_network_resource or (name if name in owned else next(iter(owned), profile.id))
+    raise ConfigArgumentsInvalid(f"no network device profile is or owns {name!r}; network profiles: "
+                                 f"{', '.join(p.id for p in profiles) or 'none'}",
+                                 details={"network": name, "profiles": [p.id for p in profiles]})
+
+
+def _build(
+    *,
+    hardware: str | None,
+    mode: str | None,
+    resource: str | None,
+    guide: str | None,
+    workload: LoadedProfile | None,
+    tensor_parallel: int | None,
+    replicas: int | None,
+    manifest: str | None,
+    manifest_source: str,
 ) -> BenchmarkConfig:
     if manifest is not None:
         given = [name for name, value in (("hardware", hardware), ("mode", mode), ("resource", resource),

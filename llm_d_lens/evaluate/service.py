@@ -7,7 +7,7 @@ from typing import Any
 
 def scenario_document(*, hardware: str | None = None, mode: str | None = None, resource: str | None = None,
                       guide: str | None = None, profile: str | None = None, tensor_parallel: int | None = None,
-                      replicas: int | None = None, manifest: str | None = None) -> dict[str, Any]:
+                      replicas: int | None = None, manifest: str | None = None, network: str | None = None) -> dict[str, Any]:
     """The scenario entry, the same YAML the CLI writes, and how the hardware was chosen.
 
     ``profile`` names a built-in workload profile; ``manifest`` is a rendered multi-document YAML to
@@ -18,5 +18,5 @@ def scenario_document(*, hardware: str | None = None, mode: str | None = None, r
 
     workload = SearchPath.of().load(profile) if profile is not None else None
     config = build_config(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
-                          tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest)
+                          tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest, network=network)
     return {"summary": config.summary(), "scenario": config.scenario(), "yaml": config.to_yaml()}

@@ -327,3 +327,45 @@ def test_config_output_that_cannot_be_written_is_a_coded_error_and_leaves_nothin
 def test_absurd_parallelism_is_a_usage_error(option, value, capsys):
     code = lens_main(["evaluate", "config", "--hardware", "nvidia", option, value])
     assert code == 2 and option in capsys.readouterr().err
+
+
+# -- issue 31: partitions and networkResource ---------------------------------------------------
+
+
+def test_a_partition_is_a_resource_in_plugin_mode_and_a_class_with_its_profile_in_dra_mode():
+    from llm_d_lens.evaluate.config import build_config
+
+    plugin = build_config(hardware="nvidia", mode="plugin", resource="nvidia.com/mig-1g.10gb").scenario()["scenario"][0]
+    assert plugin["accelerator"]["resource"] == "nvidia.com/mig-1g.10gb"
+    dra = build_config(hardware="nvidia", mode="dra", resource="nvidia.com/mig-3g.40gb")
+    template = dra.scenario()["scenario"][0]["dra"]["claimTemplates"]["nvidia"]
+    assert template["class"] == "mig.nvidia.com"
+    assert template["selectors"] == ['device.attributes["gpu.nvidia.com"].profile == "3g.40gb"']
+    assert dra.summary()["partition"] == "nvidia.com/mig-3g.40gb"
+
+
+def test_network_resource_is_the_network_profiles_and_an_unknown_one_is_refused():
+    from llm_d_lens.evaluate.config import ConfigArgumentsInvalid, build_config
+
+    entry = build_config(hardware="nvidia", network="rdma-shared-device").scenario()["scenario"][0]
+    assert entry["networkResource"] == "rdma/rdma_shared_device_a"
+    assert build_config(hardware="nvidia", network="rdma/ib").scenario()["scenario"][0]["networkResource"] == "rdma/ib"
+    assert build_config(hardware="nvidia", network="gke-rdma").summary()["network_resource"] == "mrdma.google.com"
+    assert "networkResource" not in build_config(hardware="nvidia").scenario()["scenario"][0]
+    with pytest.raises(ConfigArgumentsInvalid) as caught:
+        build_config(hardware="nvidia", network="example.com/nic")
+    assert "example.com/nic" in str(caught.value) and "sriov-rdma-vf" in str(caught.value)
+
+
+def test_a_rendered_manifest_gives_its_nic_as_the_network_resource():
+    from llm_d_lens.evaluate.config import build_config
+
+    manifest = yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "decode", "labels": {"llm-d.ai/accelerator-variant": "gpu", "llm-d.ai/accelerator-vendor": "nvidia"}},
+        "spec": {"template": {"metadata": {"labels": {"llm-d.ai/role": "decode"}}, "spec": {"containers": [{
+            "name": "vllm", "image": "vllm/vllm-openai:v0.23.0", "args": ["--tensor-parallel-size", "8"],
+            "resources": {"limits": {"nvidia.com/gpu": 8, "rdma/ib": 1}}}]}}}})
+    config = build_config(manifest=manifest)
+    assert config.scenario()["scenario"][0]["networkResource"] == "rdma/ib"
+    assert config.summary()["network_resource"] == "rdma/ib"

@@ -54,7 +54,7 @@ def test_labels_decide_first_and_the_claim_picks_the_dra_mode_and_count():
                claim_template("tpl", "gpu.intel.com", 2)]
     assert summary(objects) == {
         "hardware": "intel-xpu", "access_mode": "dra", "request_model": "dra", "benchmark_profile": "intel-xpu",
-        "resource": None, "dra_driver": "gpu.intel.com", "accelerators_per_pod": {"decode": 2},
+        "resource": None, "dra_driver": "gpu.intel.com", "partition": None, "network_resource": None, "accelerators_per_pod": {"decode": 2},
         "accelerator_type": {"decode": {"labelKey": "gpu.intel.com/product", "labelValue": "auto"}},
         "guide": "optimized-baseline", "warnings": []}
 

@@ -39,6 +39,14 @@ async def capabilities_route(request: Request) -> Response:
     return respond(request, found)
 
 
+@router.get("/hardware/network")
+def network_devices() -> dict[str, Any]:
+    """The network device profiles (kind: network): NICs, SR-IOV functions, DRA network drivers."""
+    from llm_d_lens.hardware.views import network_rows
+
+    return {"profiles": network_rows(get_registry())}
+
+
 @router.get("/hardware/{key}")
 def hardware(key: str) -> dict[str, Any]:
     """One profile by id or alias; an unknown key is a 404 ``ACCELERATOR_NOT_REGISTERED`` problem."""

@@ -50,6 +50,28 @@ def list_profiles(output: ListFormat = list_output_option()) -> None:
     emit([*rows, *failed], output, table, names=list_names)
 
 
+@app.command("network")
+def network(output: ListFormat = list_output_option()) -> None:
+    """Every network device profile (RDMA NICs, SR-IOV functions, DRA network drivers): a kind apart from
+    the accelerators, counted per node by ``lens cluster inspect`` and paired with accelerators in renders."""
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.hardware.views import network_rows
+
+    rows = network_rows(get_registry())
+
+    def table(rows: list[dict[str, Any]], wide: bool = False) -> Any:
+        from llm_d_lens.terminal.output import Column, columns_table
+
+        columns = [Column("ID"), Column("PAIRING"), Column("ADVERTISED AS"), Column("BENCHMARK RESOURCE", wide_only=True),
+                   Column("FROM", wide_only=True)]
+        cells = [[cell(r["id"]), cell(r["pairing"]), cell(", ".join(r["resource_names"] + r["resource_patterns"]
+                                                                        + r["device_classes"] + r["dra_drivers"])),
+                  cell(r["benchmark_resource"]), cell(", ".join(r["from"]))] for r in rows]
+        return columns_table(columns, cells, wide=wide, title=f"{len(rows)} network device profiles")
+
+    emit(rows, output, table, names=lambda rows: [r["id"] for r in rows])
+
+
 @app.command("show")
 def show(key: str = commands.Argument(..., metavar="ID_OR_ALIAS"), output: OutputFormat = OutputOption) -> None:
     """One profile, by id or any alias (accelerator key, benchmark profile), and the provider serving it.

@@ -20,7 +20,7 @@ from llm_d_lens.hardware.entry_points import EntryPoint, installed
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
 from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
 from llm_d_lens.hardware.loader import parse_profile_text, validate_payload
-from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
 from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_own, normalize_dist
 
 PROFILES_GROUP = "llm_d_lens.hardware.profiles"
@@ -80,8 +80,18 @@ class ProviderRef:
 
 
 @dataclass
+class DiscoveredNetwork:
+    """A network device profile (``kind: network``) and where it came from."""
+
+    profile: NetworkProfile
+    canonical: str
+    origins: list[ProfileOrigin]
+
+
+@dataclass
 class Discovery:
     profiles: list[DiscoveredProfile] = field(default_factory=list)
+    network: list[DiscoveredNetwork] = field(default_factory=list)
     providers: dict[str, ProviderRef] = field(default_factory=dict)
     failures: list[LoadFailure] = field(default_factory=list)
     skipped: list[LoadFailure] = field(default_factory=list)
@@ -110,6 +120,65 @@ def _bundled_payloads() -> list[tuple[str, Any, ProfileOrigin]]:
         with open(os.path.join(folder, name), encoding="utf-8") as handle:
             out.append((name, handle.read(), origin))
     return out
+
+
+def _bundled_network_payloads() -> list[tuple[str, str, ProfileOrigin]]:
+    folder = files("llm_d_lens.hardware").joinpath("profiles", "network")
+    if not folder.is_dir():
+        return []
+    return [(entry.name, entry.read_text(encoding="utf-8"),
+             ProfileOrigin("bundled", f"llm_d_lens/hardware/profiles/network/{entry.name}"))
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+
+
+def is_network_payload(payload: Any) -> bool:
+    return isinstance(payload, dict) and payload.get("kind") == "network"
+
+
+def check_network(payload: Any, source: str) -> NetworkProfile:
+    """A ``kind: network`` payload checked into :class:`NetworkProfile`; ProfileInvalid naming the field otherwise."""
+    import re
+
+    import msgspec
+
+    from llm_d_lens.hardware.errors import ProfileIssue
+
+    try:
+        profile = NetworkProfile.decode(payload)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        path = message.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in message else "$"
+        raise ProfileInvalid(source, [ProfileIssue(path, message.split(" - at `")[0])]) from None
+    patterns = [("resource_patterns", p) for p in profile.resource_patterns]
+    if profile.network.device_group_pattern:
+        patterns.append(("network.device_group_pattern", profile.network.device_group_pattern))
+    for where, pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"{pattern!r} is not a regular expression: {exc}")]) from None
+    return profile
+
+
+def _admit_network(found: Discovery, profile: NetworkProfile, payload: Any, origin: ProfileOrigin, name: str) -> None:
+    """Built-ins first; a later profile reusing an id, resource name, driver or class of another is a conflict."""
+    text = canonical(payload)
+    claims = {("resource", n) for n in profile.resource_names} | {("driver", d) for d in profile.dra_drivers} | {
+        ("device class", c) for c in profile.device_classes}
+    for entry in found.network:
+        if entry.profile.id == profile.id and entry.canonical == text:
+            entry.origins.append(origin)
+            return
+        other = entry.profile
+        taken = {("resource", n) for n in other.resource_names} | {("driver", d) for d in other.dra_drivers} | {
+            ("device class", c) for c in other.device_classes}
+        clash = sorted(claims & taken)
+        if other.id == profile.id or clash:
+            what = f"id {profile.id!r}" if other.id == profile.id else f"{clash[0][0]} {clash[0][1]!r}"
+            found.failures.append(LoadFailure(PROFILES_GROUP, name, str(origin), f"network profile {profile.id!r} claims the {what} of {other.id!r} "
+                                              f"({', '.join(str(o) for o in entry.origins)})", profile.id, kind="conflict"))
+            return
+    found.network.append(DiscoveredNetwork(profile, text, [origin]))
 
 
 def discover(
@@ -179,6 +248,16 @@ def discover(
                 continue
             admit(builtins, profile, payload, origin, None)
 
+        for name, text, origin in _bundled_network_payloads():
+            try:
+                payload = parse_profile_text(text, str(origin))
+                network = check_network(payload, str(origin))
+            except (ValueError, LensError) as exc:
+                found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc), kind="invalid"))
+                continue
+            if not settings.blocks(network.id):
+                _admit_network(found, network, payload, origin, name)
+
     third_party: list[EntryPoint] = []
     for ep in sorted(profile_entry_points, key=lambda e: (normalize_dist(_dist_name(e)), e.name)):
         origin = ProfileOrigin("entry-point", _dist_label(ep), ep.name)
@@ -200,7 +279,10 @@ def discover(
             found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name, kind=exc.kind))
             continue
         for profile, payload in loaded:
-            if not settings.blocks(profile.id):
+            if isinstance(profile, NetworkProfile):
+                if not settings.blocks(profile.id):
+                    _admit_network(found, profile, payload, origin, ep.name)
+            elif not settings.blocks(profile.id):
                 admit(builtins, profile, payload, origin, None)
 
     from llm_d_lens.hardware.isolation import load_entry_points
@@ -221,7 +303,10 @@ def discover(
             found.failures.append(LoadFailure(PROFILES_GROUP, ep.name, _dist_label(ep), str(exc), ep.name, kind=exc.kind))
             continue
         for profile, payload in loaded:
-            if not settings.blocks(profile.id):
+            if isinstance(profile, NetworkProfile):
+                if not settings.blocks(profile.id):
+                    _admit_network(found, profile, payload, origin, ep.name)
+            elif not settings.blocks(profile.id):
                 admit(others, profile, payload, origin, normalize_dist(_dist_name(ep)))
 
     from llm_d_lens.hardware.conflicts import settle
@@ -302,10 +387,10 @@ def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, st
     if len(payloads) > MAX_PROFILES_PER_PLUGIN:
         raise _PluginError(f"{ep.value}() returned {len(payloads)} profiles, more than the {MAX_PROFILES_PER_PLUGIN} "
                            "one plugin may register; refused unchecked", "payload")
-    loaded = []
+    loaded: list[tuple[Any, Any]] = []
     for payload in payloads:
         try:
-            loaded.append((check(payload, source), payload))
+            loaded.append((check_network(payload, source) if is_network_payload(payload) else check(payload, source), payload))
         except ProfileInvalid as exc:
             raise _PluginError(str(exc), "invalid") from None
     ids = [profile.id for profile, _ in loaded]

@@ -139,6 +139,18 @@ class DeploymentMode(Contract, kw_only=True):
             description="llm-d-benchmark profile per extended resource name, for vendors whose benchmark profile follows the resource."
         ),
     ] = field(default_factory=dict)
+    partition_device_class: (
+        Annotated[str, Meta(max_length=SUBDOMAIN_MAX, description="DRA DeviceClass of this hardware's partitions (dra modes), e.g. MIG devices.")]
+        | None
+    ) = None
+    partition_attribute: (
+        Annotated[str, Meta(max_length=NAME_MAX, description="The driver's attribute naming a partition's profile; a partition request selects devices by it (dra modes).")]
+        | None
+    ) = None
+    partition_name_pattern: (
+        Annotated[str, Meta(max_length=TEXT_MAX, description="Regular expression with a named group 'profile' reading the partition profile from a partition's extended resource name (e.g. ^nvidia\\.com/mig-(?P<profile>.+)$).")]
+        | None
+    ) = None
 
 
 class Deployment(Contract, kw_only=True):
@@ -794,6 +806,66 @@ class Inventory(Contract, kw_only=True):
     dra_product_attributes: list[str] = field(default_factory=list)
     dra_memory_capacities: list[str] = field(default_factory=list)
     dra_partition: PartitionSelector | None = None
+    shared_resource_patterns: Annotated[
+        list[str],
+        Meta(description="Regular expressions for extended resources that are shares of a physical device (time-slicing, MPS replicas): counted as shares, never as devices."),
+    ] = field(default_factory=list)
+    replica_labels: Annotated[
+        list[str],
+        Meta(description="Node labels carrying how many shares each physical device is split into (the device plugin's replicas)."),
+    ] = field(default_factory=list)
+    sharing_labels: Annotated[
+        list[str], Meta(description="Node labels naming the sharing strategy (time-slicing, mps, none).")
+    ] = field(default_factory=list)
+    fractional_resource_patterns: Annotated[
+        list[str],
+        Meta(description="Regular expressions for extended resources that are declared quantities of a device (memory MiB, compute percent, as virtual-GPU schedulers publish them): reported as quantities, never as devices."),
+    ] = field(default_factory=list)
+
+
+NicPairing = Literal["per-device", "shared"]
+
+
+class NetworkInventory(Contract, kw_only=True):
+    """How a network device is counted on a node and paired with accelerators in a pod."""
+
+    pairing: Annotated[
+        NicPairing,
+        Meta(description="per-device: a pod asks for one NIC per accelerator (SR-IOV VFs, host devices, one RDMA interface per GPU); shared: one handle serves every accelerator of a pod (an RDMA shared device)."),
+    ] = "per-device"
+    device_group_pattern: (
+        Annotated[str, Meta(max_length=TEXT_MAX, description="Regular expression over a resource name whose group 1 names the NIC: names with the same group are one NIC, counted once (rdma-0 and rdma-0.IP).")]
+        | None
+    ) = None
+    source: Annotated[str, Meta(min_length=1, max_length=1024, description="Where the resource names and pairing come from.")]
+
+
+class NetworkProfile(Contract, kw_only=True):
+    """A network device (an RDMA NIC, an SR-IOV function, a DRA network driver), through the same door as
+    accelerators (``kind: network`` in a payload) but never counted as one."""
+
+    schema_version: Literal[1] = 1
+    kind: Annotated[Literal["network"], Meta(description="Marks a network device profile.")]
+    id: Annotated[str, Meta(pattern=ID_PATTERN)]
+    display_name: Annotated[str, Meta(min_length=1, max_length=TEXT_MAX)]
+    vendor: Annotated[str, Meta(min_length=1, max_length=NAME_MAX)]
+    resource_names: Annotated[list[LongName], Meta(description="Extended resource names this NIC is advertised under.")] = field(
+        default_factory=list)
+    resource_patterns: Annotated[list[str], Meta(description="Regular expressions for further resource names (numbered interfaces).")] = field(
+        default_factory=list)
+    dra_drivers: Annotated[list[str], Meta(description="ResourceSlice spec.driver names publishing these NICs.")] = field(
+        default_factory=list)
+    device_classes: Annotated[list[Annotated[str, Meta(max_length=SUBDOMAIN_MAX)]], Meta(
+        description="DRA DeviceClasses selecting these NICs.")] = field(default_factory=list)
+    dra_selector: (
+        Annotated[str, Meta(max_length=TEXT_MAX, description="Attribute (qualified) a DRA device must carry true to be a NIC of this profile (dra.net/rdma).")]
+        | None
+    ) = None
+    benchmark_network_resource: (
+        Annotated[str, Meta(max_length=SUBDOMAIN_MAX + NAME_MAX + 1, description="llm-d-benchmark's networkResource for this NIC; the first resource name when absent.")]
+        | None
+    ) = None
+    network: NetworkInventory
 
 
 #: The icons the console draws; a profile naming another gets the generic chip icon.

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from llm_d_lens.hardware.discovery import DiscoveredProfile, Discovery, LoadFailure, ProviderRef, discover
 from llm_d_lens.hardware.errors import (
     AcceleratorNotRegistered,
@@ -23,7 +25,7 @@ from llm_d_lens.hardware.errors import (
     ProfileOrigin,
     RegistrationConflict,
 )
-from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
 from llm_d_lens.hardware.settings import PluginSettings
 
 
@@ -59,12 +61,32 @@ class Registry:
         #: profile id -> where its declared provider comes from, kept after the reference is used up
         self._provider_origins: dict[str, ProfileOrigin] = {ref.profile_id: ref.origin for ref in self._provider_refs.values()}
         self._lock = threading.RLock()
+        self._network: dict[str, NetworkProfile] = {}
+        self._network_origins: dict[str, list[ProfileOrigin]] = {}
         for entry in discovered:
             self._add(entry)
 
     @classmethod
     def from_discovery(cls, found: Discovery) -> Registry:
-        return cls(found.profiles, found.providers, found.failures, found.skipped)
+        registry = cls(found.profiles, found.providers, found.failures, found.skipped)
+        registry.set_network([entry.profile for entry in found.network])
+        registry._network_origins = {entry.profile.id: list(entry.origins) for entry in found.network}
+        return registry
+
+    # -- network devices (kind: network): a kind of their own, never in profiles() ----------------
+
+    def set_network(self, profiles: Iterable[NetworkProfile]) -> None:
+        self._network = {p.id: p for p in profiles}
+
+    def network_profiles(self) -> list[NetworkProfile]:
+        """The network device profiles (RDMA NICs, SR-IOV functions, DRA network drivers), by id."""
+        return [self._network[k] for k in sorted(self._network)]
+
+    def network_origins(self, profile_id: str) -> list[ProfileOrigin]:
+        return list(self._network_origins.get(profile_id, []))
+
+    def network_profile(self, profile_id: str) -> NetworkProfile:
+        return self._network[profile_id]
 
     # -- building ---------------------------------------------------------------------------
 
@@ -166,6 +188,8 @@ class Registry:
             digest.update(b"\0")
             digest.update(self._canonical[profile_id].encode())
             digest.update(b"\0")
+        for profile in self.network_profiles():  # network devices are content too
+            digest.update(b"network\0" + msgspec.json.encode(profile) + b"\0")
         return digest.hexdigest()[:16]
 
     # -- providers --------------------------------------------------------------------------

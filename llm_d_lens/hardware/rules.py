@@ -381,6 +381,13 @@ def _regex_fields(p: HardwareProfile) -> Iterator[tuple[str, str]]:
         yield f"$.inventory.partition_resource_patterns[{i}]", pattern
     for i, pattern in enumerate(p.inventory.non_device_resource_patterns):
         yield f"$.inventory.non_device_resource_patterns[{i}]", pattern
+    for i, pattern in enumerate(p.inventory.shared_resource_patterns):
+        yield f"$.inventory.shared_resource_patterns[{i}]", pattern
+    for i, pattern in enumerate(p.inventory.fractional_resource_patterns):
+        yield f"$.inventory.fractional_resource_patterns[{i}]", pattern
+    for name, mode in sorted(p.effective_modes().items()):
+        if mode.partition_name_pattern is not None:
+            yield f"$.deployment.modes.{name}.partition_name_pattern", mode.partition_name_pattern
     allocation = p.telemetry.allocation if p.telemetry else None
     if allocation and allocation.resource_id_pattern is not None:
         yield "$.telemetry.allocation.resource_id_pattern", allocation.resource_id_pattern

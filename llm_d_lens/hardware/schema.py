@@ -26,10 +26,11 @@ def generate_schema() -> dict[str, Any]:
     """The JSON Schema the models describe, with the dialect and id a vendor's editor needs."""
     import msgspec
 
-    from llm_d_lens.hardware.models import HardwareProfile
+    from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
 
-    generated = msgspec.json.schema(HardwareProfile)
-    definitions = generated["$defs"]
+    # the network device kind is described beside the profile ($defs.NetworkProfile), for a vendor's editor
+    _, definitions = msgspec.json.schema_components([HardwareProfile, NetworkProfile])
+    definitions = dict(definitions)
     root = definitions.pop(HardwareProfile.__name__)  # the profile itself at the top, as an editor expects
     return {"$schema": DIALECT, "$id": SCHEMA_ID, **root, "$defs": definitions}
 

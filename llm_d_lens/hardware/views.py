@@ -95,3 +95,18 @@ def capabilities_document(registry: Any) -> dict[str, Any]:
         "profiles": [profile_document(p, registry) for p in registry.profiles()],
         "failures": [f.to_dict() for f in registry.failures],
     }
+
+
+def network_rows(registry: Any) -> list[dict[str, Any]]:
+    """One row per network device profile: what it is advertised as, how it pairs, where it came from."""
+    rows = []
+    for profile in registry.network_profiles():
+        data = profile.to_data()
+        owned = [*profile.resource_names, *profile.device_classes, *profile.dra_drivers]
+        rows.append({"id": profile.id, "kind": "network", "display_name": profile.display_name, "vendor": profile.vendor,
+                     "pairing": profile.network.pairing, "resource_names": data["resource_names"],
+                     "resource_patterns": data["resource_patterns"], "device_classes": data["device_classes"],
+                     "dra_drivers": data["dra_drivers"],
+                     "benchmark_resource": profile.benchmark_network_resource or next(iter(owned), profile.id),
+                     "from": [str(o) for o in registry.network_origins(profile.id)], "profile": data})
+    return rows
