@@ -110,25 +110,19 @@ def canonical(payload: Any) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
-def _bundled_payloads() -> list[tuple[str, Any, ProfileOrigin]]:
+def _bundled_payloads(subfolder: str = "") -> list[tuple[str, str, ProfileOrigin]]:
+    """The JSON files bundled in ``profiles/`` (or its ``subfolder``), by name, as text."""
+    relative = f"profiles/{subfolder}" if subfolder else "profiles"
+    folder = os.path.join(os.path.dirname(__file__), *relative.split("/"))
+    if not os.path.isdir(folder):
+        return []
     out = []
-    folder = os.path.join(os.path.dirname(__file__), "profiles")
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
             continue
-        origin = ProfileOrigin("bundled", f"llm_d_lens/hardware/profiles/{name}")
         with open(os.path.join(folder, name), encoding="utf-8") as handle:
-            out.append((name, handle.read(), origin))
+            out.append((name, handle.read(), ProfileOrigin("bundled", f"llm_d_lens/hardware/{relative}/{name}")))
     return out
-
-
-def _bundled_network_payloads() -> list[tuple[str, str, ProfileOrigin]]:
-    folder = files("llm_d_lens.hardware").joinpath("profiles", "network")
-    if not folder.is_dir():
-        return []
-    return [(entry.name, entry.read_text(encoding="utf-8"),
-             ProfileOrigin("bundled", f"llm_d_lens/hardware/profiles/network/{entry.name}"))
-            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
 
 
 def is_network_payload(payload: Any) -> bool:
@@ -152,11 +146,16 @@ def check_network(payload: Any, source: str) -> NetworkProfile:
     patterns = [("resource_patterns", p) for p in profile.resource_patterns]
     if profile.network.device_group_pattern:
         patterns.append(("network.device_group_pattern", profile.network.device_group_pattern))
+    from llm_d_lens.hardware.regex_safety import backtracking_problem
+
     for where, pattern in patterns:
         try:
             re.compile(pattern)
+            slow = backtracking_problem(pattern)
         except re.error as exc:
             raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"{pattern!r} is not a regular expression: {exc}")]) from None
+        if slow is not None:  # a plugin's NIC pattern is matched against every node's resources, as an accelerator's is
+            raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"is refused: it {slow} (see docs/limits.md)", pattern)])
     return profile
 
 
@@ -248,7 +247,7 @@ def discover(
                 continue
             admit(builtins, profile, payload, origin, None)
 
-        for name, text, origin in _bundled_network_payloads():
+        for name, text, origin in _bundled_payloads("network"):
             try:
                 payload = parse_profile_text(text, str(origin))
                 network = check_network(payload, str(origin))

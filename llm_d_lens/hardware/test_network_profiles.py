@@ -50,6 +50,7 @@ def test_a_plugin_network_device_claiming_a_built_in_name_is_a_conflict_the_buil
 @pytest.mark.parametrize("changes, path", [
     ({"network": {"pairing": "one-to-one", "source": "x"}}, "$.network.pairing"),
     ({"resource_patterns": ["(unclosed"]}, "$.resource_patterns"),
+    ({"resource_patterns": ["^(a+)+$"]}, "$.resource_patterns"),  # catastrophic backtracking, as for an accelerator
     ({"surprise": 1}, "$"),
 ])
 def test_a_bad_network_profile_is_refused_naming_the_field(changes, path):
