@@ -26,6 +26,12 @@ from llm_d_lens.errors import LensError
 
 router = APIRouter(include_in_schema=False)
 
+
+def _include_actions() -> None:
+    from llm_d_lens.console import actions
+
+    router.include_router(actions.router)
+
 STATIC_URL = "/console/static"
 VENDOR_URL = "/console/vendor"
 #: ReDoc's bundle as /redoc loads it: the packaged file with its one remote image made local.
@@ -48,7 +54,7 @@ def _templates() -> Any:
                       trim_blocks=True, lstrip_blocks=True)
     env.globals.update(static=STATIC_URL, redoc_bundle=REDOC_BUNDLE_URL, version=__version__, number=number, gib=gib, quantity=quantity,
                        moment=moment, clock=clock, link=link, iso=iso, since=since, refresh=data.refresh_seconds,
-                       range_label=range_label)
+                       range_label=range_label, deploy_link=deploy_link)
     return env
 
 
@@ -62,6 +68,29 @@ def link(path: str, params: dict[str, Any], **changes: Any) -> str:
 
 
 _env = None
+
+
+#: the ``lens deploy render`` flags a plan's hand-off uses -> the deploy page's fields
+RENDER_FLAGS = {"--guide": "guide", "--hardware": "hardware", "--overlay": "overlay", "--mode": "mode",
+                "--model-server": "model_server", "--model": "model", "--tensor-parallel": "tensor_parallel",
+                "--pipeline-parallel": "pipeline_parallel", "--max-model-len": "max_model_len", "--replicas": "replicas", "--resource": "resource_name"}
+
+
+def deploy_link(command: str) -> str | None:
+    """The deploy page for a plan's ``lens deploy render ...`` hand-off: the same fields, so it renders the same objects.
+
+    None when the command has a flag the page does not take (the page would render something else).
+    """
+    import shlex
+
+    words = shlex.split(command)[3:]
+    fields: dict[str, str] = {}
+    while words:
+        flag = words.pop(0)
+        if flag not in RENDER_FLAGS or not words:
+            return None
+        fields[RENDER_FLAGS[flag]] = words.pop(0)
+    return link("/deploy", fields)
 
 
 def range_label(minutes: int) -> str:
@@ -442,6 +471,9 @@ async def doctor_page() -> HTMLResponse:
     report = await asyncio.to_thread(data.doctor)
     tabs, failures, registry = _registry_state()
     return render("doctor.html", page="doctor", tabs=tabs, failures=failures, registry=registry, report=report)
+
+
+_include_actions()
 
 
 @functools.cache
