@@ -289,7 +289,15 @@ def _page(request: Request, status: int = 200, **context: Any) -> HTMLResponse:
     shown = frame()
     actions = state(request)
     return render_page("deploy.html", status_code=status, page="deploy", tabs=shown.tabs, failures=shown.failures,
-                       registry=shown.registry, actions=actions, csrf=issue(actions["session"]), **context)
+                       registry=shown.registry, actions=actions, csrf=issue(actions["session"]),
+                       here=_here(request), **context)
+
+
+def _here(request: Request) -> str:
+    """The page to come back to after signing in: a GET's path and query (a post's answer goes back to its form)."""
+    if request.method != "GET":
+        return "/deploy"
+    return request.url.path + ("?" + request.url.query if request.url.query else "")
 
 
 def _headers() -> dict[str, str]:

@@ -21,10 +21,14 @@ TOKEN = "s3cret-token"
 RENDER = {"guide": "demo", "hardware": "nvidia", "replicas": "2"}
 
 
+#: a node of 8 H100s as GPU feature discovery labels it (so a plan can size a deployment for it)
+GPU_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}
+
+
 def fake_cluster() -> FakeRunner:
     fake = FakeRunner(context="prod")
     fake.reply(["kubectl", "get", "nodes", "-o", "json"],
-               json_body=as_list(node("gpu-1", labels={"nvidia.com/gpu.present": "true"}, resources={"nvidia.com/gpu": "8"})))
+               json_body=as_list(node("gpu-1", labels=GPU_LABELS, resources={"nvidia.com/gpu": "8"})))
     for argv in (["kubectl", "get", "pods", "--all-namespaces", "-o", "json"],
                  ["kubectl", "get", "resourceslices.resource.k8s.io", "-o", "json"],
                  ["kubectl", "get", "deviceclasses.resource.k8s.io", "-o", "json"],
