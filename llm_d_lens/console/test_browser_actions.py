@@ -135,3 +135,39 @@ def _documents(text: str) -> list[dict]:
     import yaml
 
     return [d for d in yaml.safe_load_all(text) if d]
+
+
+@pytest.mark.parametrize("width,height", ((1400, 900), (390, 844)), ids=["1400px", "390px"])
+def test_axe_finds_no_violation_on_the_action_pages_signed_in(live, browser, width, height):
+    pytest.importorskip("axe_playwright_python", reason="needs the test extra's axe-playwright-python (axe-core)")
+    from llm_d_lens.console.test_axe import axe_violations
+
+    url, fake, _ = live
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        found = {}
+
+        def check(name: str) -> None:
+            page.wait_for_load_state("networkidle")
+            violations = axe_violations(page)
+            if violations:
+                found[name] = violations
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, name
+
+        page.goto(url + "/session")
+        check("sign-in form")
+        page.fill('input[name="token"]', TOKEN)
+        page.locator("#sign-in-form button").click()
+        check("signed in")
+        page.goto(url + "/deploy?guide=optimized-baseline&hardware=nvidia&replicas=1")
+        check("render with the dry-run form")
+        page.locator("#dry-run-form button").click()
+        check("dry-run with the apply form")
+        page.goto(url + "/nodes/maintenance?node=gpu-1&back=/accelerators/nvidia")
+        check("maintenance form")
+        page.goto(url + "/deploy?guide=no-such-guide&hardware=nvidia")
+        check("a refused render")
+        assert found == {}
+    finally:
+        context.close()
