@@ -1,6 +1,6 @@
 """The console's pages: overview at ``/``, one tab per hardware under ``/accelerators``, and ``/doctor``.
 
-Read-only: no page offers a mutation (driver installs and applies stay API calls with the token).
+These pages read; the actions (deploy a render, cordon a node) are console/actions.py's, off by default.
 """
 
 from __future__ import annotations

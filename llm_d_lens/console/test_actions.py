@@ -188,3 +188,15 @@ def test_cordon_and_uncordon_a_node_of_the_inventory(server):
         ["kubectl", "cordon", "gpu-1"], ["kubectl", "uncordon", "gpu-1"]]
     assert [(line["action"], line["result"]) for line in audit_lines(audit)][1:] == [
         ("node.cordon", "done"), ("node.uncordon", "done"), ("node.cordon", "refused: NODE_UNKNOWN")]
+
+
+@pytest.mark.parametrize("name,value", [("LENS_CONSOLE_REFRESH", "abc"), ("LENS_CONSOLE_REFRESH", "0"),
+                                        ("LENS_CONSOLE_ACTIONS", "maybe")])
+def test_a_bad_console_setting_stops_the_server_at_start_naming_it(name, value, monkeypatch):
+    from llm_d_lens.api.app import create_app
+    from llm_d_lens.settings import SettingInvalid
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingInvalid) as caught:
+        create_app()
+    assert caught.value.details["variable"] == name and value in caught.value.message
