@@ -117,8 +117,12 @@ def _mount_console(app: FastAPI) -> None:
     from fastapi.responses import HTMLResponse
     from fastapi.staticfiles import StaticFiles
 
-    from llm_d_lens.console import router as console
+    from llm_d_lens.console import actions, data, router as console
 
+    # a bad LENS_CONSOLE_REFRESH or LENS_CONSOLE_ACTIONS stops the server at start with its coded error
+    # (SETTING_INVALID naming the variable), as a bad body limit does, rather than failing every page
+    data.refresh_seconds()
+    actions.enabled()
     app.mount(console.STATIC_URL, StaticFiles(directory=console.static_directory()), name="console-static")
     app.mount(console.VENDOR_URL, StaticFiles(directory=console.vendor_directory()), name="console-vendor")
 

@@ -185,3 +185,43 @@ def stacked_bars(rows: Sequence[tuple[str, Sequence[tuple[str, float]]]], unit: 
         chart.rows.append(StackRow(label, segments, sum(max(v, 0) for _, v in parts)))
     chart.ticks = [(chart.label_width + i / 4 * span, number(top * i / 4, 0 if top >= 4 else 1)) for i in range(5)]
     return chart
+
+
+@dataclass
+class Sparkline:
+    """A card's small line: one series over the range, no axes; its first, lowest, highest and latest values named."""
+
+    points: str
+    unit: str
+    latest: str
+    low: str
+    high: str
+    count: int
+    width: int = 120
+    height: int = 32
+
+
+def sparkline(values: Sequence[tuple[float, float]], unit: str, start: float, end: float,
+              *, width: int = 120, height: int = 32) -> Sparkline | None:
+    """``values`` (in the common unit) as polyline points over ``start``..``end``; None when there are none."""
+    if not values:
+        return None
+    shown = [scaled(v, unit) for _, v in values]
+    top = 100.0 if unit == "ratio" else nice_ceiling(max(shown))
+    span = max(end - start, 1.0)
+    pad = 2
+    points = " ".join(f"{pad + (t - start) / span * (width - 2 * pad):.1f},"
+                      f"{height - pad - min(max(s / top, 0.0), 1.0) * (height - 2 * pad):.1f}"
+                      for (t, _), s in zip(values, shown))
+    return Sparkline(points, display_unit(unit), quantity(values[-1][1], unit), quantity(min(v for _, v in values), unit),
+                     quantity(max(v for _, v in values), unit), len(values), width, height)
+
+
+def mean_series(series: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """The mean over the series at every instant any of them has a value (each series counted where it has one)."""
+    sums: dict[float, list[float]] = {}
+    for points in series:
+        for t, v in points:
+            if v is not None and math.isfinite(v):
+                sums.setdefault(t, []).append(v)
+    return [(t, sum(vs) / len(vs)) for t, vs in sorted(sums.items())]

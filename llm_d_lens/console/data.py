@@ -349,12 +349,58 @@ async def series(profile_id: str, request: TelemetryRequest) -> Panel:
 
         selection = select([profile_id])
         settings, _ = await server_context()
-        end = time.time()
+        end = now_step()
         report = await read_series_for(settings, selection, (end - request.minutes * 60, end), step=None,
                                        quantities=list(CHARTED), node=request.node)
         return report.to_dict()
 
     return await guarded(load)
+
+
+def refresh_seconds() -> int:
+    """``LENS_CONSOLE_REFRESH``: seconds between a page's conditional re-reads (1 to 3600; default 15)."""
+    from llm_d_lens.settings import SettingInvalid, text
+
+    raw = text("LENS_CONSOLE_REFRESH")
+    if raw is None:
+        return 15
+    if not raw.isdigit() or not 1 <= int(raw) <= 3600:
+        raise SettingInvalid(f"LENS_CONSOLE_REFRESH={raw[:40]}: give whole seconds from 1 to 3600",
+                             details={"variable": "LENS_CONSOLE_REFRESH", "value": raw[:40]})
+    return int(raw)
+
+
+def now_step() -> float:
+    """Now, rounded down to the refresh step: a chart read twice in one step is the same chart (and the same ETag)."""
+    step = refresh_seconds()
+    return float(int(time.time()) // step * step)
+
+
+async def sparklines(tabs: list[dict[str, Any]], minutes: int) -> dict[str, Panel]:
+    """Per hardware that declares telemetry: the mean utilisation of its devices over the last ``minutes``.
+
+    ``{"values": [(t, ratio)], "start", "end", "devices", "source"}`` per hardware, read with the same
+    series query as its tab's charts (one query per hardware, all at once); a hardware without
+    telemetry is left out, a failed read is that card's coded error.
+    """
+    import asyncio
+
+    from llm_d_lens.console.charts import mean_series
+
+    wanted = [t for t in tabs if (t["profile"].get("telemetry") or {}).get("device_metric_sources")]
+
+    async def one(profile_id: str) -> Panel:
+        found = await series(profile_id, TelemetryRequest("utilization", minutes, None, None))
+        if not found.ok:
+            return found
+        report = found.data
+        field = next((q["field"] for q in report["quantities"] if q["key"] == "utilization"), None)
+        lines = [d["series"].get(field, []) for d in report["devices"]] if field else []
+        return Panel({"values": mean_series(lines), "start": report["start"], "end": report["end"],
+                      "devices": sum(1 for line in lines if line), "source": report.get("source")})
+
+    found = await asyncio.gather(*(one(t["id"]) for t in wanted))
+    return {t["id"]: panel for t, panel in zip(wanted, found)}
 
 
 async def devices(profile_id: str, node: str | None) -> Panel:

@@ -52,3 +52,24 @@ def clock(unix_seconds: float) -> str:
 
 def moment(unix_seconds: float) -> str:
     return datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def iso(moment_: float | str | None) -> str:
+    """A time for ``<time datetime>``: unix seconds as ISO 8601 UTC; text (already ISO) as it is."""
+    if moment_ is None:
+        return ""
+    if isinstance(moment_, str):
+        return moment_
+    return datetime.fromtimestamp(moment_, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def since(unix_seconds: float | str | None) -> str:
+    """An absolute time as the page says it without its script: ``at 14:02:07 UTC`` (the script makes it ``12 s ago``)."""
+    if unix_seconds is None:
+        return "at an unknown time"
+    if isinstance(unix_seconds, str):
+        try:
+            unix_seconds = datetime.fromisoformat(unix_seconds.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return f"at {unix_seconds}"
+    return "at " + datetime.fromtimestamp(unix_seconds, tz=timezone.utc).strftime("%H:%M:%S UTC")

@@ -1,6 +1,6 @@
 """The console's pages: overview at ``/``, one tab per hardware under ``/accelerators``, and ``/doctor``.
 
-Read-only: no page offers a mutation (driver installs and applies stay API calls with the token).
+These pages read; the actions (deploy a render, cordon a node) are console/actions.py's, off by default.
 """
 
 from __future__ import annotations
@@ -20,11 +20,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from llm_d_lens import __version__
 from llm_d_lens.console import data, pages
 from llm_d_lens.console.charts import capacity_bars, line_chart, stacked_bars
-from llm_d_lens.console.format import clock, gib, moment, number, quantity
+from llm_d_lens.console.format import clock, gib, iso, moment, number, quantity, since
 from llm_d_lens.console.tables import paginate
 from llm_d_lens.errors import LensError
 
 router = APIRouter(include_in_schema=False)
+
+
+def _include_actions() -> None:
+    from llm_d_lens.console import actions
+
+    router.include_router(actions.router)
 
 STATIC_URL = "/console/static"
 VENDOR_URL = "/console/vendor"
@@ -47,7 +53,8 @@ def _templates() -> Any:
                       autoescape=select_autoescape(["html", "svg"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.globals.update(static=STATIC_URL, redoc_bundle=REDOC_BUNDLE_URL, version=__version__, number=number, gib=gib, quantity=quantity,
-                       moment=moment, clock=clock, link=link)
+                       moment=moment, clock=clock, link=link, iso=iso, since=since, refresh=data.refresh_seconds,
+                       range_label=range_label, deploy_link=deploy_link)
     return env
 
 
@@ -63,6 +70,34 @@ def link(path: str, params: dict[str, Any], **changes: Any) -> str:
 _env = None
 
 
+#: the ``lens deploy render`` flags a plan's hand-off uses -> the deploy page's fields
+RENDER_FLAGS = {"--guide": "guide", "--hardware": "hardware", "--overlay": "overlay", "--mode": "mode",
+                "--model-server": "model_server", "--model": "model", "--tensor-parallel": "tensor_parallel",
+                "--pipeline-parallel": "pipeline_parallel", "--max-model-len": "max_model_len", "--replicas": "replicas", "--resource": "resource_name"}
+
+
+def deploy_link(command: str) -> str | None:
+    """The deploy page for a plan's ``lens deploy render ...`` hand-off: the same fields, so it renders the same objects.
+
+    None when the command has a flag the page does not take (the page would render something else).
+    """
+    import shlex
+
+    words = shlex.split(command)[3:]
+    fields: dict[str, str] = {}
+    while words:
+        flag = words.pop(0)
+        if flag not in RENDER_FLAGS or not words:
+            return None
+        fields[RENDER_FLAGS[flag]] = words.pop(0)
+    return link("/deploy", fields)
+
+
+def range_label(minutes: int) -> str:
+    """15 min, 1 h, 6 h, 24 h."""
+    return f"{minutes // 60} h" if minutes >= 60 and minutes % 60 == 0 else f"{minutes} min"
+
+
 def render_text(name: str, **context: Any) -> str:
     global _env
     if _env is None:
@@ -76,6 +111,8 @@ def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 
 #: pages rendered without an inventory to keep them beside (the doctor, a tab that is not registered, failures)
 _loose: dict[Any, pages.Rendered] = {}
+#: accelerator tabs with live telemetry, kept for one refresh step (the step is in the key)
+_live_pages: dict[Any, pages.Rendered] = {}
 
 
 @dataclass(frozen=True)
@@ -136,8 +173,8 @@ def settled(path: str, query: str) -> tuple[dict[Any, pages.Rendered], Any] | No
     view = known["view"]
     base = (path, query, shown.key, view.serial, _freshness_key(data.Panel(known)))
     if path == "/":
-        if query:
-            return None  # a chosen cluster: the route keys it
+        if query or data.telemetry_settings() != (False, False):
+            return None  # a chosen cluster or range, or live sparklines: the route keys it
         return view.pages, ("settled", *base, tuple((c["name"], c["label"]) for c in data.cluster_choices()))
     key = path.removeprefix("/accelerators/")
     tab = next((t for t in shown.tabs if t["id"] == key or key in t["profile"].get("aliases", [])), None)
@@ -161,7 +198,8 @@ def _registry_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]], data.
 
 def _freshness_key(found: data.Panel) -> Any:
     f = (found.data or {}).get("freshness") or {} if found.ok else {}
-    return (f.get("mode"), f.get("state"), f.get("observed_at"), found.data.get("read_at") if found.ok else None)
+    return (f.get("mode"), f.get("state"), f.get("observed_at"), found.data.get("read_at") if found.ok else None,
+            data.refresh_seconds())
 
 
 def _panel_key(panel: data.Panel) -> Any:
@@ -174,13 +212,19 @@ def _panel_key(panel: data.Panel) -> Any:
 
 
 @router.get("/", response_class=HTMLResponse)
-async def overview_page(request: Request, cluster: str | None = Query(None)) -> Response:
+async def overview_page(request: Request, cluster: str | None = Query(None), minutes: int | None = Query(None)) -> Response:
     place = settled(request.url.path, request.url.query)  # before anything is read: a page never outlives its key
     shown = frame()
     tabs, failures, registry = shown.tabs, shown.failures, shown.registry
     inventory = await data.inventory(cluster or None)
     clusters = data.cluster_choices()
     chosen = cluster or (clusters[0]["name"] if clusters else None)
+    minutes = minutes if minutes in data.RANGES else 60
+    telemetry = data.telemetry_settings()
+    live = telemetry != (False, False)
+    # the cards' sparklines: read once per refresh step (the page is kept under that step, see below)
+    step = data.now_step() if live else None
+    sparks: dict[str, data.Panel] = {}
 
     def build() -> pages.Rendered:
         cards, bars, chart = [], [], None
@@ -188,20 +232,40 @@ async def overview_page(request: Request, cluster: str | None = Query(None)) -> 
         if view is not None:
             for tab in tabs:
                 bucket = view.bucket(tab["id"])
-                cards.append({"tab": tab, "bucket": bucket})
+                cards.append({"tab": tab, "bucket": bucket, "spark": _spark(sparks.get(tab["id"]))})
                 if bucket and bucket["allocatable"]:
                     bars.append((tab["name"], bucket["allocated"], max(bucket["allocatable"] - bucket["allocated"], 0)))
             chart = capacity_bars(bars) if bars else None
         return pages.rendered(render_text(
             "overview.html", page="overview", tabs=tabs, failures=failures, registry=registry, inventory=inventory,
-            view=view, cards=cards, chart=chart, clusters=clusters, cluster=chosen))
+            view=view, cards=cards, chart=chart, clusters=clusters, cluster=chosen, live=live, minutes=minutes,
+            ranges=data.RANGES, step=step, params={"cluster": cluster or "", "minutes": minutes},
+            telemetry_note=None if live else data.telemetry_not_configured("the cards' utilisation sparklines")))
 
     if place is not None:
         return pages.respond(request, pages.kept(place[0], place[1], build))
     store = inventory.data["view"].pages if inventory.ok else _loose
     key = ("overview", chosen, tuple((c["name"], c["label"]) for c in clusters), shown.key,
-           _freshness_key(inventory), None if inventory.ok else (inventory.code, inventory.message))
+           _freshness_key(inventory), None if inventory.ok else (inventory.code, inventory.message),
+           minutes, telemetry, step)
+    if live and inventory.ok:
+        found = store.get(key)
+        if found is not None:
+            return pages.respond(request, found)
+        sparks.update(await data.sparklines(tabs, minutes))
+        if not all(p.ok for p in sparks.values()):
+            return pages.respond(request, build())  # a failed read is shown, never kept
     return pages.respond(request, pages.kept(store, key, build))
+
+
+def _spark(panel: data.Panel | None) -> Any:
+    """A card's sparkline: None (no telemetry declared), the panel's error, or the drawn line (None inside: no data)."""
+    if panel is None or not panel.ok:
+        return panel
+    from llm_d_lens.console.charts import sparkline
+
+    found = panel.data
+    return data.Panel({**found, "line": sparkline(found["values"], "ratio", found["start"], found["end"])})
 
 
 @router.get("/fleet", response_class=HTMLResponse)
@@ -298,9 +362,20 @@ async def accelerator_page(
     node = node or None
     has_telemetry = bool((profile.get("telemetry") or {}).get("device_metric_sources"))
 
+    prometheus, demo = data.telemetry_settings()
+    live_key = None
+    if has_telemetry and (prometheus or demo):
+        # live figures: kept for one refresh step under everything they were read with (a failure never kept)
+        known = data.kept_inventory()
+        if known is not None and data.kept_benchmark(profile["id"]) is not None:
+            live_key = ("live", request.url.path, request.url.query, shown.key, known["view"].serial,
+                        _freshness_key(data.Panel(known)), data.now_step(), (prometheus, demo),
+                        data.llm_d_root_configured(), id(data.kept_benchmark(profile["id"])))
+            found = _live_pages.get(live_key)
+            if found is not None:
+                return pages.respond(request, found)
     inventory, drivers, benchmark, overlays = await asyncio.gather(
         data.inventory(), data.driver_status(profile["id"]), data.benchmark(profile["id"]), data.overlays(profile["id"]))
-    prometheus, demo = data.telemetry_settings()
     if not has_telemetry:
         series = devices = pods = data.not_configured(
             "TELEMETRY_NOT_DECLARED", f"{profile['id']} declares no telemetry, so Lens reads no device metrics for it.",
@@ -341,7 +416,10 @@ async def accelerator_page(
     if place is not None:
         return pages.respond(request, pages.kept(place[0], place[1], build))
     if view is None or series.ok or devices.ok or pods.ok:
-        return pages.respond(request, build())  # live figures: rendered for this request only
+        page_ = build()
+        if live_key is not None and all(p.ok or p.expected for p in (inventory, drivers, benchmark, overlays, series, devices, pods)):
+            pages.kept(_live_pages, live_key, lambda: page_)
+        return pages.respond(request, page_)  # live figures: kept for this refresh step at most
     key_ = ("accelerator", profile["id"], q, sort, desc, page, dq, dsort, ddesc, dpage, minutes, first, node, namespace,
             shown.key, _freshness_key(inventory), _panel_key(drivers), id(benchmark),
             _panel_key(benchmark) if not benchmark.ok else None, _panel_key(overlays),
@@ -393,6 +471,9 @@ async def doctor_page() -> HTMLResponse:
     report = await asyncio.to_thread(data.doctor)
     tabs, failures, registry = _registry_state()
     return render("doctor.html", page="doctor", tabs=tabs, failures=failures, registry=registry, report=report)
+
+
+_include_actions()
 
 
 @functools.cache

@@ -51,6 +51,7 @@ class InventoryView:
     _rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _sorted: dict[tuple[str, str, bool], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _presence: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _names: frozenset[str] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: rendered pages for this inventory (see console/pages.py), bounded
     pages: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -77,6 +78,13 @@ class InventoryView:
                 found = sorted(rows, key=lambda r: _sortable(key(r)), reverse=descending)
                 self._sorted[(profile_id, column, descending)] = found
             return found
+
+    def node_names(self) -> frozenset[str]:
+        """Every node's name (kept: an action checks the node it names is one of them)."""
+        with self._lock:
+            if self._names is None:
+                self._names = frozenset(n.name for n in self._nodes)
+            return self._names
 
     def present(self, profile_id: str) -> list[str]:
         """Nodes that carry the hardware's presence labels."""

@@ -56,6 +56,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LENS_TELEMETRY_DEMO", "telemetry", "on: the embedded demo history instead of a Prometheus", "off"),
     Setting("LENS_CLUSTER_OBJECTS", "telemetry", "Kubernetes JSON files (or 'kubectl') for the telemetry joins"),
     Setting("LENS_API_TOKEN", "api", "the bearer token that enables the API's mutating calls", secret=True),
+    Setting("LENS_CONSOLE_ACTIONS", "api", "on: the console offers its actions (deploy a render, cordon a node) to a "
+            "person signed in with LENS_API_TOKEN", "off"),
+    Setting("LENS_AUDIT_LOG", "api", "a file every console action is appended to as a JSON line (who, what, result)",
+            "the server log only"),
+    Setting("LENS_CONSOLE_REFRESH", "api", "seconds between a console page's conditional re-reads (and the telemetry "
+            "panels' time step)", "15"),
     Setting("LENS_API_MAX_BODY_BYTES", "api", "the largest request body the API reads", "1048576"),
     Setting("LENS_LLM_D_ROOT", "deploy", "the llm-d checkout overlays are read from"),
     Setting("LLM_D_ROOT", "deploy", "the llm-d checkout, when LENS_LLM_D_ROOT is unset (its older name)"),

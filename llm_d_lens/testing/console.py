@@ -46,3 +46,30 @@ def lens_serve(env: dict[str, str], *args: str) -> Iterator[str]:
         yield url
     finally:
         stop(process)
+
+
+@contextmanager
+def serve_in_process() -> Iterator[str]:
+    """The real app under a real uvicorn in a thread of this process (so a test can hand it a recording runner);
+    the environment is the caller's (set it first). Yields its URL."""
+    import threading
+
+    import uvicorn
+
+    from llm_d_lens.api.app import create_app
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the in-process server did not start within 30 s")
+            time.sleep(0.05)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
