@@ -16,6 +16,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import repeat
 
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
@@ -32,8 +33,13 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 
 
+#: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
+_BLANKS = repeat("")
+
+
 def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
-    return tuple([labels.get(n, "") for n in names])
+    """The values of ``names`` in ``labels``, "" where absent (asked once or twice per row of a refresh)."""
+    return tuple(map(labels.get, names, _BLANKS))
 
 
 def relabelled(labels: dict[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
