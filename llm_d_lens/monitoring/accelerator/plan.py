@@ -179,6 +179,8 @@ class DevicePlan:
 
     def sentinel_reason(self, metric: str, value: float) -> str | None:
         """Why ``value`` of ``metric`` is no reading, or None when it is one."""
+        if self.is_reading(metric, value):  # below every at_least, equal to no exact value: no row matches
+            return None
         return next((s.reason for s in self.sentinel_rules(metric) if s.matches(value)), None)
 
     @cached_property
