@@ -184,24 +184,23 @@ class DevicePlan:
         return next((s.reason for s in self.sentinel_rules(metric) if s.matches(value)), None)
 
     @cached_property
-    def _reading_tests(self) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
-        """Per metric with sentinels: every ``at_least`` and every exact sentinel value of its rows."""
-        return {m: (tuple(r.at_least for r in rules if r.at_least is not None), tuple(v for r in rules for v in r.values))
-                for m, rules in self._sentinels_by_metric.items()}
+    def _reading_tests(self) -> dict[str, tuple[float | None, frozenset[float]]]:
+        """Per metric with sentinels: the lowest ``at_least`` of its rows (None: none has one) and every exact value."""
+        tests = {}
+        for metric, rules in self._sentinels_by_metric.items():
+            floors = [r.at_least for r in rules if r.at_least is not None]
+            tests[metric] = (min(floors) if floors else None, frozenset(v for r in rules for v in r.values))
+        return tests
 
     def is_reading(self, metric: str, value: float) -> bool:
         """Whether ``value`` passes the PromQL filters of :func:`.queries.without_sentinels`, comparison by comparison:
-        ``< at_least`` (which no NaN passes) and ``!= value`` for each exact sentinel."""
+        ``< at_least`` (which no NaN passes) and ``!= value`` for each exact sentinel: below the lowest ``at_least``,
+        and in no set of the exact values (a NaN is in none, as it equals none; -0.0 is where 0.0 is, as it equals it)."""
         tests = self._reading_tests.get(metric)
         if tests is None:
             return True
-        for at_least in tests[0]:
-            if not value < at_least:
-                return False
-        for sentinel in tests[1]:
-            if not value != sentinel:
-                return False
-        return True
+        below, exact = tests
+        return (below is None or value < below) and value not in exact
 
     def sentinel_selections(self) -> list[tuple[str, tuple[str, ...], str]]:
         """Every (metric, matchers, aggregation) the plan reads that a sentinel applies to, once each, in order."""
