@@ -45,7 +45,7 @@ from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, backfill_rules, run_pr
 from llm_d_lens.testing.telemetry import series_for
 
 GOAL = 1.2
-#: promtool 2.42's rule backfill writes no evaluation at the samples' own time (a block boundary): the next one
+#: the end of the rule backfill's window [BASE_TIMESTAMP, RECORDED_AT]: each group's one evaluation lies in it
 RECORDED_AT = BASE_TIMESTAMP + 60
 
 
@@ -165,7 +165,7 @@ def run(devices: int, nodes: int, hardware: list[str], repeats: int) -> list[str
                 if size == "full":  # Prometheus' own rule backfill evaluates the generated rules over the samples
                     rules = Path(tmp) / "rules.yaml"
                     rules.write_text(to_yaml(rules_file(selection, alerts=False), "bench"), encoding="utf-8")
-                    blocks = backfill_rules(server.url, rules, Path(tmp) / "blocks", BASE_TIMESTAMP - 60, RECORDED_AT)
+                    blocks = backfill_rules(server.url, rules, Path(tmp) / "blocks", BASE_TIMESTAMP, RECORDED_AT)
                     with_rules = stack.enter_context(run_prometheus(openmetrics, blocks=[blocks]))
                     recorded = (with_rules.url, with_rules.process.pid)
                 results[size] = {**asyncio.run(measure(server.url, selection, largest, repeats if size == "full" else 1,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from llm_d_lens.testing.telemetry_pages import as_stored, backfill, fixture_text, sample_text, shared, up_page
-from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, PrometheusServer, backfill_rules, run_prometheus, skip_reason
+from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, PrometheusServer, backfill_rules, run_prometheus, skip_reason, wait_for_series
 
 VLLM_POD = "vllm-llama-3-1-8b-5f7d9c6b8-q2xkz"
 EXPORTER_TARGET = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xk2p", "container": "nvidia-dcgm-exporter",
@@ -76,8 +76,8 @@ def raw_prometheus() -> Iterator[PrometheusServer]:
 
 #: the built-in whose recorded inventory test_recorded makes look like other rules' (its ``lens_rules`` replaced)
 STALE_RULES = "google-tpu"
-#: when the recorded series of ``recorded_prometheus`` are read: the rule backfill's evaluation a minute after the
-#: samples (promtool 2.42 writes no evaluation at the block boundary BASE_TIMESTAMP), which still sees them
+#: when the recorded series of ``recorded_prometheus`` are read: the end of the rule backfill's window, which starts
+#: at the samples (BASE_TIMESTAMP, a block boundary) and so holds each group's one evaluation, whatever its offset
 RECORDED_AT = BASE_TIMESTAMP + 60
 
 
@@ -88,11 +88,12 @@ def recorded_prometheus(prometheus, tmp_path_factory) -> Iterator[PrometheusServ
     Prometheus' own rule backfill (``promtool tsdb create-blocks-from rules``) evaluates the generated
     rules over the ``prometheus`` fixture; the blocks join the samples in a second server. The
     inventory of :data:`STALE_RULES` is recorded with another ``lens_rules`` digest, as rules of
-    another Lens version would record it.
+    another Lens version would record it. The server is handed over once every built-in's inventory record
+    answers at :data:`RECORDED_AT` (a RuntimeError naming the ones missing otherwise).
     """
     import yaml
 
-    from llm_d_lens.monitoring.accelerator.rules import DIGEST_LABEL, INVENTORY_RECORD, rules_file
+    from llm_d_lens.monitoring.accelerator.rules import DIGEST_LABEL, HARDWARE_LABEL, INVENTORY_RECORD, rules_file
     from llm_d_lens.monitoring.accelerator.service import select
 
     root = tmp_path_factory.mktemp("recorded")
@@ -103,6 +104,7 @@ def recorded_prometheus(prometheus, tmp_path_factory) -> Iterator[PrometheusServ
                 rule["labels"][DIGEST_LABEL] = "another-version"
     rules = root / "rules.yaml"
     rules.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    blocks = backfill_rules(prometheus.url, rules, root / "blocks", BASE_TIMESTAMP - 60, RECORDED_AT)
+    blocks = backfill_rules(prometheus.url, rules, root / "blocks", BASE_TIMESTAMP, RECORDED_AT)
     with run_prometheus(backfill(*stored_pages()), blocks=[blocks]) as server:
+        wait_for_series(server, INVENTORY_RECORD, {s.profile.id for s in select(None)}, HARDWARE_LABEL, RECORDED_AT)
         yield server

@@ -69,15 +69,24 @@ def scraped(server: PrometheusServer) -> None:
     raise AssertionError(f"{server.url} scraped nothing within {FIRST_SCRAPE_DEADLINE} s")
 
 
-def readings(server: PrometheusServer, *, per_part: bool = False) -> dict[tuple[str, str, str, str], dict[str, float]]:
-    """``lens telemetry devices -o json`` against ``server``: each device's numbers."""
+def report(server: PrometheusServer, *options: str) -> dict:
+    """``lens telemetry devices -o json`` against ``server``, as its JSON."""
     argv = ["telemetry", "devices", "--prometheus", server.url, "-o", "json", *(f"--hardware={h}" for h in HARDWARE)]
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        assert main([*argv, *(["--per-part"] if per_part else [])]) == 0
+        assert main([*argv, *options]) == 0
+    return json.loads(buffer.getvalue())
+
+
+def numbers(document: dict) -> dict[tuple[str, str, str, str], dict[str, float]]:
     fields = [q.field for q in QUANTITIES]
     return {(d["hardware"], d["node"], d["device"], d["sub_device"] or ""): {f: d[f] for f in fields if d.get(f) is not None}
-            for d in json.loads(buffer.getvalue())["devices"]}
+            for d in document["devices"]}
+
+
+def readings(server: PrometheusServer, *, per_part: bool = False) -> dict[tuple[str, str, str, str], dict[str, float]]:
+    """Each device's numbers in ``lens telemetry devices -o json`` against ``server``."""
+    return numbers(report(server, *(["--per-part"] if per_part else [])))
 
 
 needs_both = [needs_prometheus, pytest.mark.skipif(victoria_metrics_skip_reason() is not None, reason=victoria_metrics_skip_reason() or "")]
@@ -125,3 +134,42 @@ def test_victoria_metrics_or_on_name_ignores_the_metric_name(engines):
 
     assert names(prometheus) == {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"}
     assert names(victoria) == {"DCGM_FI_DEV_GPU_UTIL"}
+
+
+@pytest.fixture(scope="module")
+def evaluating(exporter, tmp_path_factory) -> Iterator[tuple[PrometheusServer, PrometheusServer]]:
+    """A Prometheus scraping the exporter with Lens' generated rules loaded (``rule_files``, evaluated every second),
+    writing everything it stores, recorded series included, to a VictoriaMetrics (``remote_write``): single-node
+    VictoriaMetrics evaluates no rules (that is vmalert, which Debian does not package), so it holds what
+    Prometheus' rules recorded, as behind a fleet's Prometheus."""
+    from llm_d_lens.monitoring.accelerator.rules import HARDWARE_LABEL, INVENTORY_RECORD, rules_file, to_yaml
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.testing.prometheus import wait_for_series
+
+    rules = tmp_path_factory.mktemp("live-rules") / "rules.yaml"
+    rules.write_text(to_yaml(rules_file(select(HARDWARE)), "test"), encoding="utf-8")
+    with run_victoria_metrics() as victoria, run_prometheus(
+        scrape_targets=[exporter], rule_files=[rules], remote_write=f"{victoria.url}/api/v1/write",
+    ) as prometheus:
+        for server in (prometheus, victoria):
+            wait_for_series(server, INVENTORY_RECORD, set(HARDWARE), HARDWARE_LABEL, at=None, timeout=FIRST_SCRAPE_DEADLINE)
+        time.sleep(2.5)  # two more evaluations: every group has recorded from a complete scrape, and it is written on
+        yield prometheus, victoria
+
+
+@_marks
+def test_rules_evaluated_live_give_the_raw_numbers_on_prometheus_and_on_victoria_metrics(evaluating):
+    prometheus, victoria = evaluating
+    raw = report(prometheus, "--raw")
+    assert not raw.get("recorded") and {h for h, *_ in numbers(raw)} == set(HARDWARE)
+    for engine in (prometheus, victoria):
+        recorded = report(engine)
+        assert recorded["recorded"] == HARDWARE, engine.url  # every hardware read from its recorded series
+        assert recorded["queries"] == 1, engine.url
+        found, expected = numbers(recorded), numbers(raw)
+        assert found.keys() == expected.keys(), engine.url
+        for key, values in expected.items():
+            assert found[key].keys() == values.keys(), (engine.url, key)
+            assert all(found[key][f] == pytest.approx(v, rel=1e-12) for f, v in values.items()), (engine.url, key)
+        assert [d["fallbacks"] for d in recorded["devices"]] == [d["fallbacks"] for d in raw["devices"]], engine.url
+        assert [d["unavailable"] for d in recorded["devices"]] == [d["unavailable"] for d in raw["devices"]], engine.url

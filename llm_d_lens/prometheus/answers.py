@@ -11,9 +11,10 @@ reader and the client's checks, which give today's answer or today's coded error
 - Every field is typed and no other is allowed (``forbid_unknown_fields``), so nothing is skipped
   unchecked and nothing can nest deeper than the shape: the strict reader's depth limit cannot be
   reached by an answer this reader accepts.
-- What the strict reader refuses where msgspec reads a number or a string without a word (a literal
-  beyond a double, an integer over 100 digits, bytes that are not UTF-8) is looked for first by the
-  pre-scan the snapshot reader uses (:func:`llm_d_lens.jsonread.may_be_refused`).
+- The answer's only numbers are the timestamps, so what the strict reader refuses where msgspec reads
+  without a word is checked on the decoded answer, not by a pre-scan of the text: msgspec itself
+  refuses a literal beyond a double (out of range), bytes that are not UTF-8 and lone surrogates;
+  a timestamp of 10^100 or more (where an integer literal of over 100 digits lands) steps aside.
 - Anything else (an error answer, a scalar, a warning that is not a string, a value that is not a
   number's spelling, a timestamp that is not a number) gets ``None``: the caller reads the answer the
   strict way.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import msgspec
 
-from llm_d_lens.jsonread import may_be_refused
+from llm_d_lens.jsonread import MAX_INTEGER_DIGITS
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -47,15 +48,19 @@ class _Answer(msgspec.Struct, forbid_unknown_fields=True):
 _DECODER = msgspec.json.Decoder(_Answer)
 
 
+#: a timestamp at least this large may have been an integer literal the strict reader refuses (over 100 digits)
+_HUGE = 10.0 ** MAX_INTEGER_DIGITS
+
+
 def instant_vector(content: bytes) -> list[Sample] | None:
     """The samples of a successful instant-vector answer, or None when the strict reader must decide."""
-    if may_be_refused(content):
-        return None
     try:
         answer = _DECODER.decode(content)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
         return None
     if answer.status != "success" or answer.data.resultType != "vector":
+        return None
+    if any(not -_HUGE < e.value[0] < _HUGE for e in answer.data.result):
         return None
     try:
         # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+import msgspec
+
 from llm_d_lens.errors import LensError, clip
 from llm_d_lens.prometheus.errors import (
     PrometheusBadQuery,
@@ -34,9 +36,9 @@ _QUERY_SHOWN = 300
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Sample:
-    """One element of an instant vector."""
+class Sample(msgspec.Struct, frozen=True):
+    """One element of an instant vector (a msgspec Struct: a refresh builds tens of thousands per answer, and a
+    Struct is built several times faster than a frozen dataclass)."""
 
     labels: Mapping[str, str]
     value: float

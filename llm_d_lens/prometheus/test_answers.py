@@ -37,6 +37,8 @@ ACCEPTED = {
 REFUSED = {
     "a timestamp beyond a double": vector('{"metric":{},"value":[1e400,"1"]}'),
     "an integer of 120 digits": vector('{"metric":{},"value":[' + "1" * 120 + ',"1"]}'),
+    "an integer of 101 digits": vector('{"metric":{},"value":[1' + "0" * 100 + ',"1"]}'),
+    "a negative integer of 120 digits": vector('{"metric":{},"value":[-' + "9" * 120 + ',"1"]}'),
     "a NaN literal": vector('{"metric":{},"value":[NaN,"1"]}'),
     "a label that is a number": vector('{"metric":{"gpu":0},"value":[1,"1"]}'),
     "a value that is no number": vector('{"metric":{},"value":[1,"high"]}'),

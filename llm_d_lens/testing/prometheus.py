@@ -178,17 +178,50 @@ def run_prometheus(
             stop(process)
 
 
+#: the time range of one TSDB block promtool's rule backfill writes (``--max-block-duration``'s default)
+RULE_BLOCK_SECONDS = 2 * 3600
+
+
 def backfill_rules(url: str, rules: str | os.PathLike[str], output: str | os.PathLike[str], start: float, end: float,
                    interval: str = "60s") -> Path:
     """The recording rules of ``rules`` evaluated over the Prometheus at ``url`` from ``start`` to ``end``, written
-    as TSDB blocks into ``output`` (``promtool tsdb create-blocks-from rules``, Prometheus' own rule backfill)."""
+    as TSDB blocks into ``output`` (``promtool tsdb create-blocks-from rules``, Prometheus' own rule backfill).
+
+    Two things of promtool's make a window that crosses a block boundary lose whole groups at random: a group is
+    evaluated at ``interval``-aligned times shifted by a hash of its name and its file's path as given, and the
+    backfill walks the window block by block and *stops* (2.42) at the first block part holding no evaluation
+    time. A window starting less than ``interval`` before a boundary loses every group whose offset falls past the
+    boundary. So the window must lie in one block (a ValueError otherwise), and promtool is handed the file's bare
+    name from its own directory: each group's evaluation times depend only on the file name and the group names,
+    not on the temporary directory a run puts them in.
+    """
     tool = binaries()[1]
     if not tool:
         raise RuntimeError(promtool_skip_reason())
+    if int(start) // RULE_BLOCK_SECONDS != int(end) // RULE_BLOCK_SECONDS:
+        raise ValueError(f"rule backfill window {int(start)}..{int(end)} crosses a {RULE_BLOCK_SECONDS} s block boundary: "
+                         "promtool would drop the groups whose evaluations miss the part before it")
+    path = Path(rules).resolve()
     subprocess.run([tool, "tsdb", "create-blocks-from", "rules", "-q", f"--url={url}", f"--start={int(start)}",
-                    f"--end={int(end)}", f"--eval-interval={interval}", f"--output-dir={output}", str(rules)],
-                   check=True, capture_output=True, timeout=300)
+                    f"--end={int(end)}", f"--eval-interval={interval}", f"--output-dir={Path(output).resolve()}", path.name],
+                   cwd=path.parent, check=True, capture_output=True, timeout=300)
     return Path(output)
+
+
+def wait_for_series(server: PrometheusServer, query: str, expected: set[str], label: str, at: float,
+                    timeout: float = 20.0) -> None:
+    """Wait until ``query`` at ``at`` answers a series for each value of ``label`` in ``expected`` (bounded), or
+    raise a RuntimeError naming the values still missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {r["metric"].get(label, "") for r in server.query(query, at=at)}
+        missing = expected - found
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"{server.url}: no {query} series with {label} {', '.join(sorted(missing))} at {at} "
+                               f"within {timeout} s (found: {', '.join(sorted(found)) or 'none'})")
+        time.sleep(0.1)
 
 
 def promtool_skip_reason() -> str | None:

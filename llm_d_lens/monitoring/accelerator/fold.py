@@ -16,6 +16,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import repeat
 
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
@@ -32,8 +33,13 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 
 
+#: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
+_BLANKS = repeat("")
+
+
 def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
-    return tuple([labels.get(n, "") for n in names])
+    """The values of ``names`` in ``labels``, "" where absent (asked once or twice per row of a refresh)."""
+    return tuple(map(labels.get, names, _BLANKS))
 
 
 def relabelled(labels: dict[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
@@ -71,30 +77,45 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
     return AGGREGATIONS[fold](list(tiles.values()))
 
 
-def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, float]:
+def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample],
+               keys: dict[tuple[str, ...], Key | None] | None = None) -> dict[Key, float]:
     """``quantity`` per device (or tile, when it does not fold), keyed by common (node, device, sub).
 
-    Rows that land on the same key (two spellings of one node, say) are collapsed with max.
+    Rows that land on the same key (two spellings of one node, say) are collapsed with max. ``keys``
+    holds the common key of each device's exporter labels (``plan.raw_labels(DEVICE_KEY)``' values),
+    None for a device without one: every folded quantity of a plan lists the same devices, so one
+    assembly works each key out once, not once per quantity.
     """
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
-    values: list[tuple[Mapping[str, str], float]]
-    if quantity.fold == "none":
-        values = [(row.labels, row.value) for row in rows]
-        sub_names = plan.labels.get("sub", ())
-    else:
-        device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
-        devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
-        for row in rows:
-            devices[raw_key(row.labels, device_raw)][raw_key(row.labels, sub_raw)] = row.value
-        untiled = tuple("" for _ in sub_raw)
-        values = [(dict(zip(device_raw, device)), _fold(quantity.fold, tiles, untiled)) for device, tiles in devices.items()]
-        sub_names = ()
     out: dict[Key, float] = {}
-    for labels, value in values:
-        device = _first(labels, device_names)
-        if not device:
+    if quantity.fold == "none":
+        sub_names = plan.labels.get("sub", ())
+        for row in rows:
+            labels, value = row.labels, row.value
+            device = _first(labels, device_names)
+            if not device:
+                continue
+            key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
+            previous = out.get(key)
+            out[key] = value if previous is None or value > previous else previous
+        return out
+    keys = {} if keys is None else keys
+    device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
+    devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
+    for row in rows:  # raw_key, inline: twice per row of the largest answers
+        get = row.labels.get
+        devices[tuple(map(get, device_raw, _BLANKS))][tuple(map(get, sub_raw, _BLANKS))] = row.value
+    untiled = tuple("" for _ in sub_raw)
+    for raw, tiles in devices.items():
+        if raw in keys:
+            key = keys[raw]
+        else:
+            labels = dict(zip(device_raw, raw))
+            device = _first(labels, device_names)
+            key = keys[raw] = (node_name(_first(labels, node_names)), device, "") if device else None
+        if key is None:
             continue
-        key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
+        value = _fold(quantity.fold, tiles, untiled)
         previous = out.get(key)
         out[key] = value if previous is None or value > previous else previous
     return out

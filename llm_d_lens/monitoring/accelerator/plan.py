@@ -9,6 +9,7 @@ over a parsed exposition page. Neither knows which vendor a plan came from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 from llm_d_lens.hardware.models import FallbackSource, HardwareProfile, MetricSource
@@ -167,23 +168,39 @@ class DevicePlan:
     quantities: tuple[QuantityPlan, ...]
     sentinels: tuple[SentinelPlan, ...] = ()
 
+    @cached_property
+    def _sentinels_by_metric(self) -> dict[str, tuple[SentinelPlan, ...]]:
+        metrics = {m: None for s in self.sentinels for m in sorted(s.metrics)}
+        return {m: tuple(s for s in self.sentinels if m in s.metrics) for m in metrics}
+
     def sentinel_rules(self, metric: str) -> tuple[SentinelPlan, ...]:
-        """The sentinel rows that apply to ``metric``, in the profile's order."""
-        return tuple(s for s in self.sentinels if metric in s.metrics)
+        """The sentinel rows that apply to ``metric``, in the profile's order (asked once per row of a refresh)."""
+        return self._sentinels_by_metric.get(metric, ())
 
     def sentinel_reason(self, metric: str, value: float) -> str | None:
         """Why ``value`` of ``metric`` is no reading, or None when it is one."""
+        if self.is_reading(metric, value):  # below every at_least, equal to no exact value: no row matches
+            return None
         return next((s.reason for s in self.sentinel_rules(metric) if s.matches(value)), None)
+
+    @cached_property
+    def _reading_tests(self) -> dict[str, tuple[float | None, frozenset[float]]]:
+        """Per metric with sentinels: the lowest ``at_least`` of its rows (None: none has one) and every exact value."""
+        tests = {}
+        for metric, rules in self._sentinels_by_metric.items():
+            floors = [r.at_least for r in rules if r.at_least is not None]
+            tests[metric] = (min(floors) if floors else None, frozenset(v for r in rules for v in r.values))
+        return tests
 
     def is_reading(self, metric: str, value: float) -> bool:
         """Whether ``value`` passes the PromQL filters of :func:`.queries.without_sentinels`, comparison by comparison:
-        ``< at_least`` (which no NaN passes) and ``!= value`` for each exact sentinel."""
-        for rule in self.sentinel_rules(metric):
-            if rule.at_least is not None and not value < rule.at_least:
-                return False
-            if any(not value != v for v in rule.values):
-                return False
-        return True
+        ``< at_least`` (which no NaN passes) and ``!= value`` for each exact sentinel: below the lowest ``at_least``,
+        and in no set of the exact values (a NaN is in none, as it equals none; -0.0 is where 0.0 is, as it equals it)."""
+        tests = self._reading_tests.get(metric)
+        if tests is None:
+            return True
+        below, exact = tests
+        return (below is None or value < below) and value not in exact
 
     def sentinel_selections(self) -> list[tuple[str, tuple[str, ...], str]]:
         """Every (metric, matchers, aggregation) the plan reads that a sentinel applies to, once each, in order."""

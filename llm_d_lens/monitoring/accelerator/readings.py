@@ -188,11 +188,12 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
                 r.exporter = r.exporter or owner
             elif owner not in r.owners:
                 r.owners.append(owner)
+    keys: dict[tuple[str, ...], tuple[str, str, str] | None] = {}  # per_device's, shared by the quantities
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
             quantity_rows = rows.get(key, ())
-            values, used = per_device(plan, quantity, quantity_rows), fallbacks_used(plan, quantity, quantity_rows)
+            values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
         else:
             values, used = recorded[0].get(key, {}), recorded[1].get(key, {})
         for (n, device, sub), value in values.items():

@@ -35,6 +35,8 @@ NAME = "__name__"
 _NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
 #: the labels a recorded row carries that the exporter's own rows do not
 _RECORDING = (NAME, HARDWARE_LABEL, DIGEST_LABEL)
+#: the records kept as rows, and under which name of :attr:`Recorded.rows` (targets: :attr:`Recorded.targets`)
+_ROWS = {INVENTORY_RECORD: "inventory", SENTINEL_RECORD: "sentinels", TARGET_RECORD: "targets"}
 
 
 def recorded_query(plans: Sequence[DevicePlan]) -> str:
@@ -62,34 +64,42 @@ def _key(labels: dict[str, str], tiles: bool) -> Key:
 def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> dict[str, Recorded]:
     """Each hardware's rows of a :func:`recorded_query` answer; a series no plan reads is left out.
 
-    The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place.
+    The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place, and
+    only from the rows kept as rows (inventory, sentinels, targets): a quantity's or a fallback's row gives only its
+    key and value. Each quantity's per-device dict is looked up once per answer, not once per row.
     """
     by_hardware = {p.hardware: Recorded() for p in plans}
     quantities = {(p.hardware, recorded_name(q)): (q.quantity.key, q.fold == "none") for p in plans for q in p.quantities}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
+    slots: dict[tuple[str, str], dict[Key, float]] = {}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
-        hardware, name = labels.get(HARDWARE_LABEL, ""), labels.get(NAME, "")
+        get = labels.get
+        hardware = get(HARDWARE_LABEL, "")
         found = by_hardware.get(hardware)
         if found is None:
             continue
-        if name == INVENTORY_RECORD:
-            found.digests.add(labels.get(DIGEST_LABEL, ""))
-        for label in _RECORDING:
-            labels.pop(label, None)
-        quantity = quantities.get((hardware, name))
+        name = get(NAME, "")
+        pair = (hardware, name)
+        quantity = quantities.get(pair)
         if quantity is not None:
-            found.values.setdefault(quantity[0], {})[_key(labels, quantity[1])] = sample.value
+            slot = slots.get(pair)
+            if slot is None:
+                slot = slots[pair] = found.values.setdefault(quantity[0], {})
+            slot[(get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if quantity[1] else "")] = sample.value
         elif name == FALLBACK_RECORD:
-            key = labels.get(QUANTITY_LABEL, "")
+            key = get(QUANTITY_LABEL, "")
             if (hardware, key) in tiled:
                 found.fallbacks.setdefault(key, {})[_key(labels, tiled[(hardware, key)])] = int(sample.value)
-        elif name == INVENTORY_RECORD:
-            found.rows.setdefault("inventory", []).append(sample)
-        elif name == SENTINEL_RECORD:
-            found.rows.setdefault("sentinels", []).append(sample)
-        elif name == TARGET_RECORD:
-            found.targets.append(sample)
+        elif name in _ROWS:
+            if name == INVENTORY_RECORD:
+                found.digests.add(get(DIGEST_LABEL, ""))
+            for label in _RECORDING:
+                labels.pop(label, None)
+            if name == TARGET_RECORD:
+                found.targets.append(sample)
+            else:
+                found.rows.setdefault(_ROWS[name], []).append(sample)
     return by_hardware
 
 
