@@ -89,6 +89,11 @@ def test_the_nvidia_profile_publishes_its_all_reduce_latency_with_a_source():
     speed = speed_from_profile(get_profile("nvidia"), "NVIDIA-H100-80GB-HBM3")
     assert speed is not None and speed.all_reduce_base == pytest.approx(6.6e-6) and speed.all_reduce_hop == pytest.approx(0.6e-6)
     assert "tuning.cc" in speed.latency_source and speed.to_dict()["all_reduce_latency_us"]["hop"] == 0.6
+    amd = speed_from_profile(get_profile("amd"), "AMD_Instinct_MI300X_OAM")
+    assert amd is not None and roofline.all_reduce_latency(8, amd) == pytest.approx(12.0e-6 + 14 * 0.8e-6)
+    assert "rccl" in amd.latency_source
+    tpu = speed_from_profile(get_profile("google-tpu"), "tpu-v6e-slice")
+    assert tpu is not None and tpu.all_reduce_base is None  # none published with a source: not counted, said so
 
 
 def test_kv_hand_over_and_expert_all_to_all_by_hand():
