@@ -616,6 +616,24 @@ MAX_TFLOPS = 1e6
 MAX_GB_S = 1e6
 
 
+class CollectiveLatency(Contract, kw_only=True):
+    """The fixed time of one small all-reduce inside a node, as the collective library models it.
+
+    A ring all-reduce over N devices takes ``base_us + 2 x (N - 1) x hop_us`` before its bytes
+    count: the library's launch and synchronisation, then one link hop a ring step. A decode step's
+    all-reduces are small (batch x hidden x 2 B), so at a high layer count this latency, not the
+    bandwidth, is their cost.
+    """
+
+    base_us: Annotated[
+        float, Meta(ge=0, le=10_000, description="Fixed latency of one all-reduce, microseconds (launch, sync).")
+    ]
+    hop_us: Annotated[
+        float, Meta(ge=0, le=10_000, description="Latency of one ring step over the intra-node link, microseconds.")
+    ]
+    source: Annotated[str, Meta(min_length=1, max_length=1024, description="Where the latencies are published.")]
+
+
 class DevicePerformance(Contract, kw_only=True):
     """One product's published peak figures: what a roofline estimate divides by.
 
@@ -656,6 +674,13 @@ class DevicePerformance(Contract, kw_only=True):
     scale_out_direction: Annotated[
         LinkDirection, Meta(description="Whether scale_out_gb_s counts both directions.")
     ] = "unidirectional"
+    all_reduce_latency: (
+        Annotated[
+            CollectiveLatency,
+            Meta(description="The intra-node all-reduce's fixed and per-hop latency (the roofline's collective latency)."),
+        ]
+        | None
+    ) = None
     source: Annotated[
         str,
         Meta(min_length=1, max_length=1024, description="Where the figures are published (datasheet, vendor page)."),

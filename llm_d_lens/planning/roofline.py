@@ -13,6 +13,7 @@ The terms, for a pod of TP devices (``P`` active parameters, ``h`` hidden size, 
     decode memory    = (weights per device + batch x context x KV bytes a token per device) / (bandwidth x efficiency)
     decode compute   = 2 x P x batch / (TP x peak x efficiency)
     TP all-reduce    = 2 x L x 2 (TP-1)/TP x tokens x h x 2 B / intra-node bandwidth (one direction)
+                       + 2 x L x (base latency + 2 (TP-1) x hop latency)   (the profile's all_reduce_latency)
     EP all-to-all    = MoE layers x 2 x tokens x experts a token x h x 2 B x (N-1)/N / link bandwidth
     KV hand-over     = tokens x KV bytes a token / link bandwidth (P/D: prefill to decode)
 
@@ -20,7 +21,8 @@ A prefill is ``max(compute, memory) + communication``; a decode step is ``memory
 communication``: its small-batch kernels do not hide one bound under the other, which the
 published measurements in ``calibration.json`` show (the max rule misses them further at every
 batch size; docs/planning.md has the table). Attention's own FLOPs (quadratic in the
-prompt) and collective latencies are not counted: the estimate says so.
+prompt) are not counted, nor a collective's latency where the profile publishes none: the estimate
+says so.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ FORMULAS: dict[str, str] = {
     "weights_read": "weights per device / (memory bandwidth x bandwidth efficiency)",
     "decode_memory": "(weights per device + batch x context x KV bytes a token per device) / (memory bandwidth x bandwidth efficiency)",
     "decode_compute": "2 x active parameters x batch / (TP x peak FLOP/s x compute efficiency)",
-    "tp_all_reduce": "2 all-reduces a layer x layers x 2 (TP-1)/TP x tokens x hidden x 2 B / intra-node bandwidth one way",
+    "tp_all_reduce": "2 all-reduces a layer x layers x (2 (TP-1)/TP x tokens x hidden x 2 B / intra-node bandwidth one way "
+                     "+ base latency + 2 (TP-1) x hop latency)",
     "ep_all_to_all": "MoE layers x 2 (dispatch, combine) x tokens x experts a token x hidden x 2 B x (N-1)/N / link bandwidth one way",
     "kv_transfer": "prompt tokens x KV bytes a token (all layers) / link bandwidth one way",
     "prefill_step": "max(compute, memory) + communication",
@@ -50,7 +53,8 @@ FORMULAS: dict[str, str] = {
                    "see docs/planning.md, calibration)",
 }
 ASSUMPTIONS = (
-    "attention's own FLOPs (quadratic in the prompt) and collective latencies are not counted",
+    "attention's own FLOPs (quadratic in the prompt) are not counted; a collective's latency only where the profile "
+    "publishes one (planning.performance.<product>.all_reduce_latency)",
     "decode reads every weight on the device once a step, and each sequence's KV cache at its mean length (ISL + OSL/2)",
     "4-bit weights run 16-bit math (weight-only quantization); 8-bit weights use the device's 8-bit peak where published",
 )
@@ -69,6 +73,10 @@ class Speed:
     compute_efficiency: float = 1.0
     bandwidth_efficiency: float = 1.0
     calibration_source: str = UNCALIBRATED
+    #: one intra-node all-reduce's fixed and per-ring-hop latency, seconds; None where none is published
+    all_reduce_base: float | None = None
+    all_reduce_hop: float | None = None
+    latency_source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"product": self.product, "peak_tflops": {k: round(v / TERA, 1) for k, v in self.peak_flops.items()},
@@ -76,7 +84,10 @@ class Speed:
                 "intra_node_gb_s_one_way": round(self.intra_node / GB, 1) if self.intra_node else None,
                 "scale_out_gb_s_one_way": round(self.scale_out / GB, 3) if self.scale_out else None,
                 "source": self.source, "compute_efficiency": self.compute_efficiency,
-                "bandwidth_efficiency": self.bandwidth_efficiency, "calibration_source": self.calibration_source}
+                "bandwidth_efficiency": self.bandwidth_efficiency, "calibration_source": self.calibration_source,
+                "all_reduce_latency_us": None if self.all_reduce_base is None else {
+                    "base": round(self.all_reduce_base * 1e6, 3), "hop": round((self.all_reduce_hop or 0.0) * 1e6, 3),
+                    "source": self.latency_source}}
 
 
 def _one_way(gb_s: float | None, direction: str) -> float | None:
@@ -106,6 +117,10 @@ def speed_from_profile(profile: Any, product: str, engine: str = "vllm") -> Spee
             extra = {"compute_efficiency": calibration.compute_efficiency,
                      "bandwidth_efficiency": calibration.bandwidth_efficiency,
                      "calibration_source": f"planning.calibration.{engine}: {calibration.source}"}
+        latency = facts.all_reduce_latency
+        if latency is not None:
+            extra.update(all_reduce_base=latency.base_us * 1e-6, all_reduce_hop=latency.hop_us * 1e-6,
+                         latency_source=latency.source)
         return Speed(name, {dtype: tflops * TERA for dtype, tflops in facts.peak_tflops.items()},
                      facts.memory_bandwidth_gb_s * GB, _one_way(facts.intra_node_gb_s, facts.intra_node_direction),
                      _one_way(facts.scale_out_gb_s, facts.scale_out_direction), facts.source, **extra)
@@ -178,17 +193,35 @@ def memory_term(name: str, bytes_read: float, speed: Speed, what: str) -> Term:
                                          f"{speed.bandwidth_efficiency:g})")
 
 
+def all_reduce_latency(tp: int, speed: Speed) -> float | None:
+    """One ring all-reduce's fixed time over ``tp`` devices: base + 2 (TP-1) hops; None where none is published."""
+    if speed.all_reduce_base is None:
+        return None
+    return speed.all_reduce_base + 2 * (tp - 1) * (speed.all_reduce_hop or 0.0)
+
+
 def all_reduce_term(model: ModelSpec, tokens: int, tp: int, speed: Speed) -> Term:
-    """The tensor-parallel all-reduces of one forward pass over ``tokens`` (two a layer, ring algorithm)."""
+    """The tensor-parallel all-reduces of one forward pass over ``tokens`` (two a layer, ring algorithm).
+
+    Each costs its bytes over the link plus its fixed latency (the profile's ``all_reduce_latency``):
+    a decode step's all-reduces carry a batch of hidden vectors, so the latency is most of their time.
+    """
     if tp <= 1:
         return Term("tp_all_reduce", 0.0, "TP=1: no all-reduce")
-    moved = 2 * model.layers * 2 * (tp - 1) / tp * tokens * model.hidden_size * ACTIVATION_BYTES
+    count = 2 * model.layers
+    moved = count * 2 * (tp - 1) / tp * tokens * model.hidden_size * ACTIVATION_BYTES
     if speed.intra_node is None:
         return Term("tp_all_reduce", None, f"{moved / GB:.4f} GB a device; not counted: {speed.product} publishes no "
                                            "intra-node bandwidth", counted=False)
-    return Term("tp_all_reduce", moved / speed.intra_node,
-                f"2 x {model.layers} layers x 2 x {tp - 1}/{tp} x {tokens:,} tokens x {model.hidden_size} x {ACTIVATION_BYTES} B = "
-                f"{moved / GB:.4f} GB / {speed.intra_node / GB:g} GB/s")
+    latency = all_reduce_latency(tp, speed)
+    bytes_part = (f"2 x {model.layers} layers x 2 x {tp - 1}/{tp} x {tokens:,} tokens x {model.hidden_size} x "
+                  f"{ACTIVATION_BYTES} B = {moved / GB:.4f} GB / {speed.intra_node / GB:g} GB/s")
+    if latency is None:
+        return Term("tp_all_reduce", moved / speed.intra_node,
+                    f"{bytes_part}; latency not counted: {speed.product} publishes no all-reduce latency")
+    return Term("tp_all_reduce", moved / speed.intra_node + count * latency,
+                f"{bytes_part} + {count} all-reduces x ({(speed.all_reduce_base or 0.0) * 1e6:g} us + 2 x {tp - 1} hops x "
+                f"{(speed.all_reduce_hop or 0.0) * 1e6:g} us) = {count * latency * 1e3:.3f} ms latency")
 
 
 def all_to_all_term(model: ModelSpec, tokens: int, ranks: int, link: float | None, link_name: str) -> Term:

@@ -15,8 +15,10 @@ from llm_d_lens.planning import calibration
 
 #: points that miss 25 %: (index in calibration.json) -> why; issue 32 stays open while any is here
 MISSES = {
-    i: "TensorRT-LLM v0.5.0 on H100: the TP1 Llama 2 7B rows run faster per byte than the TP4 70B rows allow "
-       "under one calibration; the roofline has no collective-latency or per-layer launch term (docs/planning.md)"
+    i: "TensorRT-LLM v0.5.0 on H100: one calibration of the profile cannot hold both the TP1 Llama 2 7B rows and the "
+       "TP4 70B rows; with the all-reduce's published latency counted (NCCL's model: 1.6 ms more a 70B TP4 step) the 70B "
+       "2048/2048 row still runs 1.5x slower a step than its 128/2048 row for 5 GB more KV a device, and the 7B rows "
+       "need a bandwidth efficiency the 70B rows rule out: no documented term explains it (docs/planning.md)"
     for i in (0, 1, 2, 3, 7)
 }
 

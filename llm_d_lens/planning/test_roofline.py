@@ -69,6 +69,33 @@ def test_tp1_has_no_all_reduce_and_an_unknown_link_is_not_counted_but_said():
     assert ms(est) == pytest.approx(8.0)  # the bounds stand, the uncounted link adds nothing
 
 
+def test_the_all_reduce_adds_its_published_latency_per_ring_hop_to_every_one_of_its_all_reduces():
+    # 10 us a call + 1 us a ring step: TP4 has 2 x 3 = 6 steps, so 16 us each, 2 a layer x 32 layers = 64 calls
+    lat = dataclasses.replace(DEVICE, all_reduce_base=10e-6, all_reduce_hop=1e-6, latency_source="typed in")
+    assert roofline.all_reduce_latency(4, lat) == pytest.approx(16e-6)
+    assert roofline.all_reduce_latency(4, DEVICE) is None
+    # bytes of a decode step of 8 tokens: 64 x 2 x 3/4 x 8 x 4096 x 2 B = 6,291,456 B / 400e9 = 0.01572864 ms
+    term = roofline.all_reduce_term(model(), 8, 4, lat)
+    assert ms(term) == pytest.approx(0.01572864 + 64 * 0.016)
+    assert "64 all-reduces x (10 us + 2 x 3 hops x 1 us) = 1.024 ms latency" in term.formula
+    bare = roofline.all_reduce_term(model(), 8, 4, DEVICE)
+    assert ms(bare) == pytest.approx(0.01572864) and "latency not counted" in bare.formula
+    assert roofline.all_reduce_term(model(), 8, 1, lat).seconds == 0.0  # one device: no collective at all
+    step = roofline.decode_step(model(), 8, 1000, 4, lat, "bf16", 2e9, 32768)
+    assert ms(step) == pytest.approx(ms(roofline.decode_step(model(), 8, 1000, 4, DEVICE, "bf16", 2e9, 32768)) + 1.024)
+
+
+def test_the_nvidia_profile_publishes_its_all_reduce_latency_with_a_source():
+    speed = speed_from_profile(get_profile("nvidia"), "NVIDIA-H100-80GB-HBM3")
+    assert speed is not None and speed.all_reduce_base == pytest.approx(6.6e-6) and speed.all_reduce_hop == pytest.approx(0.6e-6)
+    assert "tuning.cc" in speed.latency_source and speed.to_dict()["all_reduce_latency_us"]["hop"] == 0.6
+    amd = speed_from_profile(get_profile("amd"), "AMD_Instinct_MI300X_OAM")
+    assert amd is not None and roofline.all_reduce_latency(8, amd) == pytest.approx(12.0e-6 + 14 * 0.8e-6)
+    assert "rccl" in amd.latency_source
+    tpu = speed_from_profile(get_profile("google-tpu"), "tpu-v6e-slice")
+    assert tpu is not None and tpu.all_reduce_base is None  # none published with a source: not counted, said so
+
+
 def test_kv_hand_over_and_expert_all_to_all_by_hand():
     # KV: 4000 tokens x 131,072 B (32 layers x 2 x 8 heads x 128 x 2 B) = 524,288,000 B / 50e9 scale-out = 10.48576 ms
     assert ms(roofline.kv_transfer_term(4000, 131072, DEVICE)) == pytest.approx(10.48576)
