@@ -8,7 +8,6 @@ the other.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import threading
 from collections.abc import Iterable
@@ -177,6 +176,8 @@ class Registry:
         raise AcceleratorNotRegistered(key, self.nearest(key))
 
     def nearest(self, key: str, n: int = 3) -> list[str]:
+        import difflib  # only a name that matches nothing asks for suggestions
+
         close = difflib.get_close_matches(key.strip().lower(), sorted(self.index.aliases), n=n, cutoff=0.5)
         return close or self.ids()
 
