@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -242,10 +243,34 @@ def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outco
     by_dist: dict[str, list[int]] = {}
     for index, entry in enumerate(entries):
         by_dist.setdefault(entry.get("dist", ""), []).append(index)
-    for indices in by_dist.values():
-        for local, outcome in enumerate(_run_distribution([entries[i] for i in indices], timeout)):
+    groups = list(by_dist.values())
+    if len(groups) == 1:
+        answers = [_run_distribution([entries[i] for i in groups[0]], timeout)]
+    else:  # a few distributions at a time: most of a load is an interpreter starting
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(len(groups), PARALLEL_LOADS), thread_name_prefix="lens-plugins") as pool:
+            futures = [pool.submit(_run_distribution, [entries[i] for i in indices], timeout) for indices in groups]
+            try:
+                answers = [future.result() for future in futures]
+            except BaseException:  # a real Ctrl-C (in this, the main thread): end every loader, then let it through
+                for future in futures:
+                    future.cancel()
+                with _live_lock:
+                    for proc in list(_live):
+                        _kill_group(proc)
+                raise
+    for indices, answer in zip(groups, answers):
+        for local, outcome in enumerate(answer):
             outcomes[indices[local]] = outcome
     return [outcomes[i] for i in range(len(entries))]
+
+
+#: distributions loaded at once (each in its own child)
+PARALLEL_LOADS = max(2, min(4, os.cpu_count() or 2))
+#: the loaders running now, so a Ctrl-C in the main thread can end those its pool threads started
+_live: set[subprocess.Popen[bytes]] = set()
+_live_lock = threading.Lock()
 
 
 def _run_distribution(entries: list[dict[str, str]], timeout: float) -> list[Outcome]:
@@ -282,6 +307,8 @@ def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int,
             )
         finally:
             os.close(write_fd)
+        with _live_lock:
+            _live.add(proc)
         try:
             assert proc.stdin is not None
             proc.stdin.write(request.encode())
@@ -295,7 +322,9 @@ def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int,
             proc.wait()
             raise
         finally:
-            _kill_group(proc)  # what the plugins spawned; the group outlives its ended (unreaped) leader
+            with _live_lock:
+                _kill_group(proc)  # what the plugins spawned; the group outlives its ended (unreaped) leader
+                _live.discard(proc)
             proc.wait()
             os.close(read_fd)
 

@@ -267,3 +267,28 @@ def test_a_record_too_large_to_read_is_refused_and_the_next_plugin_loads(plugins
         isolation.MAX_RECORD_BYTES = saved
     assert flooded.kind == "payload" and "more than 1048576 bytes" in flooded.error
     assert good.error is None and good.payloads[0]["id"] == "zgood"
+
+
+def test_a_real_ctrl_c_ends_every_loader_when_distributions_load_side_by_side(plugins, tmp_path):
+    pids = [tmp_path / f"worker-{n}.pid" for n in range(3)]
+    for n, pid_file in enumerate(pids):
+        plugins.make(f"sleeper{n}", module_source=f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                                                  "time.sleep(600)\n", profile_entry_points={f"sleeper{n}": f"sleeper{n}_lens:x"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins.root), *sys.path]), LENS_PLUGINS_TIMEOUT="600")
+    process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "hardware", "list", "-o", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        for _ in range(600):  # until two of them are inside their import (at least two load at once)
+            if sum(1 for p in pids if p.exists() and p.read_text()) >= 2:
+                break
+            assert process.poll() is None
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130 and "Traceback" not in err and out == ""
+    for pid_file in pids:
+        if pid_file.exists() and pid_file.read_text():
+            assert _state(int(pid_file.read_text())) in ("gone", "Z")
