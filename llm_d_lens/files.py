@@ -7,11 +7,18 @@ opened) beside the target, is synced, and is published in one step, so an interr
 the old file (or none) behind and no temporary file; without ``replace`` a file that exists, or
 appears meanwhile, is refused at the moment of publishing (a hard link fails on an existing name)
 and left untouched.
+
+Reading one (:func:`read_text`): ``Path.read_text`` reads a file of any size whole and fails on a
+byte that is not UTF-8 with a bare ``UnicodeDecodeError``. :func:`read_text` reads at most
+``limit`` bytes (one more tells it the file is larger) and raises :class:`TextUnreadable` with a
+sentence the caller puts in its own coded error beside the file's name: it cannot be read (and
+why), it is larger than the limit, or which byte is not UTF-8. ``-`` reads stdin the same way.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -92,3 +99,42 @@ def _publish_without_replacing(temporary: str, path: Path, payload: bytes, mode:
     except FileExistsError:
         raise exists from None
     os.chmod(path, mode)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+#: bytes a file Lens reads may have unless its caller says otherwise (a rendered manifest of a
+#: whole guide is well under a megabyte)
+DEFAULT_LIMIT = 16 * 1024 * 1024
+
+
+class TextUnreadable(ValueError):
+    """Why a file's text was not read; ``problem`` is a sentence to follow the file's name."""
+
+    def __init__(self, problem: str):
+        super().__init__(problem)
+        self.problem = problem
+
+
+def decode(raw: bytes, *, limit: int = DEFAULT_LIMIT) -> str:
+    """``raw`` as UTF-8 text (a leading byte-order mark dropped); :class:`TextUnreadable` if it is not."""
+    if len(raw) > limit:
+        raise TextUnreadable(f"is larger than {limit} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TextUnreadable(f"is not UTF-8 text (byte {exc.start} is {raw[exc.start:exc.start + 1]!r}); "
+                             "save it as UTF-8") from None
+
+
+def read_text(path: str | Path, *, limit: int = DEFAULT_LIMIT) -> str:
+    """The text of ``path`` (``-``: stdin), never more than ``limit`` bytes read."""
+    try:
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise TextUnreadable(f"cannot be read: {exc.strerror or exc}") from None
+    return decode(raw, limit=limit)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from llm_d_lens.errors import LensError
-from llm_d_lens.files import OutputInvalid, write_file
+from llm_d_lens.files import OutputInvalid, TextUnreadable, read_text, write_file
 
 EXISTS = LensError("exists", code="OUTPUT_EXISTS")
 
@@ -118,3 +118,31 @@ def test_replacing_a_symlink_replaces_the_link_not_the_file_it_points_to(tmp_pat
     link.symlink_to(victim)
     write_file(link, b"new", replace=True, exists=EXISTS)
     assert victim.read_text() == "precious" and not link.is_symlink() and link.read_bytes() == b"new"
+
+
+# -- reading: refusals are sentences naming the problem, never a UnicodeDecodeError ---------------
+
+
+def test_text_is_read_with_its_byte_order_mark_dropped(tmp_path):
+    path = tmp_path / "f.yaml"
+    path.write_bytes(b"\xef\xbb\xbfa: 1\n")
+    assert read_text(path) == "a: 1\n"
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"ok\xffno", "is not UTF-8 text (byte 2 is b'\\xff'); save it as UTF-8"),
+    (b"x" * 11, "is larger than 10 bytes"),
+])
+def test_a_file_that_is_not_text_or_too_large_is_refused_with_why(tmp_path, data, problem):
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    with pytest.raises(TextUnreadable) as caught:
+        read_text(path, limit=10)
+    assert caught.value.problem == problem
+
+
+def test_a_missing_file_or_a_folder_says_it_cannot_be_read(tmp_path):
+    with pytest.raises(TextUnreadable, match="cannot be read: No such file"):
+        read_text(tmp_path / "absent")
+    with pytest.raises(TextUnreadable, match="cannot be read: Is a directory"):
+        read_text(tmp_path)

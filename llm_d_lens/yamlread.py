@@ -120,3 +120,23 @@ def load(text: str) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def load_all(text: str, *, max_bytes: int = MAX_BYTES, max_nodes: int = MAX_NODES) -> list[Any]:
+    """Every document of a multi-document ``text``, each bounded as :func:`load` bounds one, and
+    ``max_nodes`` counted over them all (so many small documents cannot add up past it)."""
+    if len(text) > max_bytes:
+        raise YamlRefused(f"is {len(text)} characters long, more than the {max_bytes} a YAML file may have")
+    loader = _UniqueKeyLoader(text)
+    documents = []
+    left = max_nodes
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            left -= expanded_size(node, left)
+            documents.append(loader.construct_document(node))
+    finally:
+        loader.dispose()
+    return documents

@@ -59,7 +59,10 @@ def create_app() -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM, compresslevel=6)
     # a settled console page (kept bytes, already gzipped) is answered here, before routing (console/front.py)
     app.add_middleware(SettledPages)
-    app.add_middleware(SecurityHeaders)  # outermost: every answer carries the headers, compressed or not
+    app.add_middleware(SecurityHeaders)  # every answer carries the headers, compressed or not
+    from llm_d_lens.api.hosts import TrustedHosts, from_env
+
+    app.add_middleware(TrustedHosts, hosts=from_env())  # outermost: a foreign Host (DNS rebinding) reaches nothing
 
     @app.exception_handler(LensError)
     async def lens_error(_: Request, exc: LensError) -> JSONResponse:

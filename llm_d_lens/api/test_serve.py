@@ -40,3 +40,63 @@ def test_lens_serve_answers_healthz_and_capabilities():
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _get(port: int, path: str, host: str) -> tuple[int, str, dict]:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        response = connection.getresponse()
+        body = response.read()
+        return response.status, response.getheader("content-type", ""), json.loads(body) if body.startswith(b"{") else {}
+    finally:
+        connection.close()
+
+
+def _serving(*args: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", str(port), *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
+            return process, port
+        except (urllib.error.URLError, ConnectionError):
+            assert process.poll() is None
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("lens serve did not start")
+
+
+def test_a_foreign_host_header_is_refused_before_routing_dns_rebinding():
+    """It answered any Host: a page whose name was rebound to 127.0.0.1 read the console and the API."""
+    process, port = _serving()
+    try:
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST"):
+            assert _get(port, "/api/v1/hardware/capabilities", host)[0] == 200, host
+        for host in (f"evil.example:{port}", "127.0.0.1.evil.example", "\x1b[2Jevil"):
+            status, kind, body = _get(port, "/", host)
+            assert status == 400 and kind == "application/problem+json" and body["code"] == "HOST_NOT_ALLOWED", host
+            assert "\x1b" not in json.dumps(body, ensure_ascii=False)
+        assert _get(port, "/api/v1/hardware/capabilities", f"evil.example:{port}")[0] == 400
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_allowed_host_names_the_hosts_the_server_answers_to():
+    process, port = _serving("--allowed-host", "lens.example.com", "--allowed-host", "*.lens.internal")
+    try:
+        assert _get(port, "/api/v1/hardware/capabilities", "lens.example.com")[0] == 200
+        assert _get(port, "/api/v1/hardware/capabilities", f"a.b.lens.internal:{port}")[0] == 200
+        for host in ("lens.internal.evil", "evil.example", f"127.0.0.1:{port}"):  # the given names replace the default
+            assert _get(port, "/api/v1/hardware/capabilities", host)[0] == 400, host
+        assert _get(port, "/readyz", "10.1.2.3:8080")[0] in (200, 503)  # a kubelet's probe by the pod's address
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -2,4 +2,8 @@
 
 from llm_d_lens.cli.app import main
 
-raise SystemExit(main())
+try:
+    code = main()
+except KeyboardInterrupt:  # Ctrl-C outside the command layer's own handling: 128 + SIGINT, no traceback
+    code = 130
+raise SystemExit(code)

@@ -101,6 +101,8 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
             demo: bool = commands.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
             strict: bool = commands.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
             clusters: str | None = commands.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
+            allowed_host: list[str] = commands.Option([], "--allowed-host", help="A Host name the server answers to; repeatable "
+                                                      "(default: the --host address and localhost; any when bound to 0.0.0.0)."),
         ) -> None:
             """Serve the web console (/) and the Lens API (/api/v1/...) on one port.
 
@@ -115,6 +117,9 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
 
             refuse_if_strict(strict)  # also loads the plugins before the first request has to
 
+            from llm_d_lens.api.hosts import ENV, default_hosts
+
+            os.environ[ENV] = ",".join(default_hosts(host, allowed_host))  # DNS rebinding: other Host names refused
             if clusters:
                 os.environ["LENS_CLUSTERS"] = clusters
             os.environ.setdefault("LENS_CLUSTER_WATCH", "1")  # live clusters are watched (LENS_CLUSTER_WATCH=0: read per request)

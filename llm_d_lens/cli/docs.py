@@ -54,6 +54,8 @@ while this file is out of date, so what it says is what the commands do.
 
 def _default(param: Any) -> str:
     default = param.default
+    if param.required:  # no default (click 8.2+ holds a sentinel object there)
+        return ""
     if default is None or default is False or default == [] or default == () or callable(default) or param.is_flag:
         return ""
     if isinstance(default, enum.Enum):

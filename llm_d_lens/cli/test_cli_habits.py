@@ -149,3 +149,29 @@ def test_dash_o_is_the_output_format_on_every_command_and_files_have_one_option_
     assert {"evaluate config", "deploy render", "hardware list", "cluster inspect", "version"} <= set(formats)
     writers = {where for where, opts in files if opts == ("--output-file",)}
     assert {"evaluate config", "deploy render", "cluster snapshot", "telemetry dashboard"} <= writers
+
+
+def _required_commands():
+    import click
+
+    found = []
+
+    def walk(group: click.Group, path: list[str]) -> None:
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                walk(command, [*path, name])
+            elif any(p.required for p in command.params):
+                found.append([*path, name])
+    for name in GROUPS:
+        walk(commands.to_click(build_app(name)), [])
+    return sorted({tuple(p) for p in found})
+
+
+def test_every_required_option_and_argument_left_out_is_a_usage_error_naming_it(capsys):
+    """click 8.2+ took the command layer's explicit default=None as a value: `lens plan discover` ran with
+    hardware=None and ended in an AttributeError traceback; `lens hardware validate` checked no file."""
+    required = _required_commands()
+    assert ("plan", "discover") in required and ("hardware", "validate") in required
+    for path in required:
+        code, out, err = run(capsys, *path)
+        assert code == 2 and "Missing" in err and "Traceback" not in err, (path, err)

@@ -62,3 +62,33 @@ def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() ->
 
     assert main(["cluster", "inspect", "--demo"]) == 0
     assert kept._kept == []
+
+
+CTRL_C_AT_IMPORT = """
+import importlib.abc, os, signal, sys
+
+class CtrlC(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == {module!r}:  # the terminal's SIGINT, exactly while Lens imports this module
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["lens", "hardware", "list"]
+from llm_d_lens.cli.lifetime import console
+console()
+"""
+
+
+@pytest.mark.parametrize("module", ["llm_d_lens.settings", "click", "llm_d_lens.hardware.registry"],
+                         ids=["while-lens-imports", "while-the-command-layer-loads", "inside-the-command"])
+def test_ctrl_c_at_start_up_exits_130_without_a_traceback(module: str) -> None:
+    """Ctrl-C in the first 0.05-0.3 s (Lens still importing) printed a KeyboardInterrupt traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CTRL_C_AT_IMPORT.format(module=module)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""

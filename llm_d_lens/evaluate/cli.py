@@ -50,7 +50,7 @@ def config(
         check_output_path(output_file, replace=force, exists=exists)  # refuse before any work is done
     manifest = None
     if from_manifest is not None:
-        manifest = sys.stdin.read() if str(from_manifest) == "-" else _read(from_manifest)
+        manifest = _read(from_manifest)
     workload = SearchPath.of(profile_dir).load(profile) if profile is not None else None
     result = build_config(hardware=hardware, mode=mode, resource=resource, guide=guide, workload=workload,
                           tensor_parallel=tensor_parallel, replicas=replicas, manifest=manifest,
@@ -69,12 +69,15 @@ def config(
 
 
 def _read(path: Path) -> str:
+    """The manifest's text (``-``: stdin), bounded and UTF-8."""
+    from llm_d_lens import files as textread
     from llm_d_lens.evaluate.errors import ManifestInvalid
 
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ManifestInvalid(f"{path}: cannot be read: {exc.strerror}") from None
+        return textread.read_text(path)
+    except textread.TextUnreadable as exc:
+        where = "stdin" if str(path) == "-" else str(path)
+        raise ManifestInvalid(f"{where}: {exc.problem}") from None
 
 
 def parse_time(value: str) -> float:

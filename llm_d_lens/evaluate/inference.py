@@ -19,6 +19,9 @@ from llm_d_lens.evaluate.workload import Parallelism
 from llm_d_lens.hardware.errors import render_value
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolution, Resolver
 from llm_d_lens.k8s.engine import DATA_FLAGS, POD_SIZE_FLAGS, literal_env, resolve_size, stated_flags
+
+#: values a manifest may hold once its YAML aliases are expanded (a whole guide's is a few tens of thousands)
+MAX_MANIFEST_NODES = 1_000_000
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, labels_of, name_of, whole_quantity
 
 ROLE_LABEL = "llm-d.ai/role"
@@ -56,10 +59,19 @@ def parse_manifest(text: str, source: str = "manifest") -> list[dict[str, Any]]:
     """The objects of a multi-document YAML manifest, ``List`` kinds flattened."""
     import yaml
 
+    from llm_d_lens import files as textread, yamlread
+    from llm_d_lens.errors import clip
+
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        documents = [d for d in yamlread.load_all(text, max_bytes=textread.DEFAULT_LIMIT, max_nodes=MAX_MANIFEST_NODES)
+                     if d is not None]
+    except yamlread.DuplicateKey as exc:
+        raise ManifestInvalid(f"{source}: {exc.path}: appears twice in one mapping; the second would silently "
+                              "replace the first") from None
+    except yamlread.YamlRefused as exc:
+        raise ManifestInvalid(f"{source}: refused before reading: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ManifestInvalid(f"{source}: not valid YAML: {exc}") from None
+        raise ManifestInvalid(f"{source}: not valid YAML: {clip(str(exc), 1000)}") from None
     for i, doc in enumerate(documents):
         if not isinstance(doc, dict):
             raise ManifestInvalid(f"{source}: document {i + 1} is not a Kubernetes object (a mapping)")

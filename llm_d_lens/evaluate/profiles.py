@@ -127,16 +127,19 @@ def _read_yaml(path: Path) -> tuple[Any, list[Issue]]:
 
     from llm_d_lens import yamlread
 
+    from llm_d_lens import files as textread
+    from llm_d_lens.errors import clip
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return None, [Issue("", f"cannot be read: {exc.strerror}")]
+        text = textread.read_text(path, limit=yamlread.MAX_BYTES)
+    except textread.TextUnreadable as exc:
+        return None, [Issue("", exc.problem)]
     try:
         data = yamlread.load(text)
     except yamlread.DuplicateKey as exc:
         return None, [Issue(exc.path, "appears twice; the second value would silently replace the first")]
     except yaml.YAMLError as exc:
-        return None, [Issue("", f"is not valid YAML: {exc}")]
+        return None, [Issue("", f"is not valid YAML: {clip(str(exc), 1000)}")]
     if not isinstance(data, dict):
         return None, [Issue("", "must be a mapping of keys to values")]
     return data, []

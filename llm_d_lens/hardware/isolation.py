@@ -7,6 +7,12 @@ point, and what it cannot report (a hang, a crash) this side infers from the las
 A hanging plugin is reported once it exceeds ``LENS_PLUGINS_TIMEOUT`` seconds; the child is then
 killed and a new one loads the remaining entry points.
 
+One child per distribution, each with its own record pipe: the records a child writes are read
+only for that distribution's own entry points, so a plugin that writes loader records (``done``
+for another index, a forged ``start``) can at most misreport its own distribution's profiles,
+never disable another's. Each child is the leader of its own process group, and the group is
+killed once the child has ended, so what a plugin spawns at import does not outlive the load.
+
 Why a cache: spawning an interpreter on every command would make the common case (nothing
 installed or changed since the last run) slower than loading in-process. The outcome, which is
 plain JSON (payloads or failure reasons), is stored under ``LENS_CACHE_DIR`` (default
@@ -28,6 +34,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,9 +48,13 @@ from llm_d_lens.hardware.entry_points import EntryPoint
 DEFAULT_TIMEOUT_SECONDS = 5.0
 #: an interpreter has to start before the first plugin's clock runs
 STARTUP_ALLOWANCE_SECONDS = 15.0
-CACHE_FORMAT = 2  # 2: keyed on file content, found through the import system
+CACHE_FORMAT = 3  # 2: keyed on file content, found through the import system; 3: loaded per distribution
 #: how much of a provider's stray output a failure quotes
 OUTPUT_QUOTE = 200
+#: the longest record a loader may send (1,000 profiles of a few KiB each are well under it)
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: how often a silent loader is checked for having ended while a process it spawned keeps the pipe open
+EXIT_CHECK_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,10 @@ def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
 
 
 def _entry(ep: EntryPoint) -> dict[str, str]:
-    return {"name": ep.name, "value": ep.value, "group": ep.group}
+    """What the worker needs of ``ep``, and ``dist``: which distribution's child loads it."""
+    name, _version = dist_meta(ep)
+    location = ep.dist.path if ep.dist is not None else ""
+    return {"name": ep.name, "value": ep.value, "group": ep.group, "dist": f"{name}\0{location}"}
 
 
 _dist_meta: dict[int, tuple[str, str]] = {}
@@ -220,7 +234,47 @@ def load_entry_points(eps: Sequence[EntryPoint], *, timeout: float | None = None
 
 
 def run_isolated(entries: list[dict[str, str]], *, timeout: float) -> list[Outcome]:
-    """Load ``entries`` in child processes; a hang or crash costs one entry, never the rest."""
+    """Load ``entries`` in child processes, one distribution (``dist``) per child, in order.
+
+    A hang or crash costs one entry, never the rest; a child's records count only for its own
+    distribution's entries.
+    """
+    outcomes: dict[int, Outcome] = {}
+    by_dist: dict[str, list[int]] = {}
+    for index, entry in enumerate(entries):
+        by_dist.setdefault(entry.get("dist", ""), []).append(index)
+    groups = list(by_dist.values())
+    if len(groups) == 1:
+        answers = [_run_distribution([entries[i] for i in groups[0]], timeout)]
+    else:  # a few distributions at a time: most of a load is an interpreter starting
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(len(groups), PARALLEL_LOADS), thread_name_prefix="lens-plugins") as pool:
+            futures = [pool.submit(_run_distribution, [entries[i] for i in indices], timeout) for indices in groups]
+            try:
+                answers = [future.result() for future in futures]
+            except BaseException:  # a real Ctrl-C (in this, the main thread): end every loader, then let it through
+                for future in futures:
+                    future.cancel()
+                with _live_lock:
+                    for proc in list(_live):
+                        _kill_group(proc)
+                raise
+    for indices, answer in zip(groups, answers):
+        for local, outcome in enumerate(answer):
+            outcomes[indices[local]] = outcome
+    return [outcomes[i] for i in range(len(entries))]
+
+
+#: distributions loaded at once (each in its own child)
+PARALLEL_LOADS = max(2, min(4, os.cpu_count() or 2))
+#: the loaders running now, so a Ctrl-C in the main thread can end those its pool threads started
+_live: set[subprocess.Popen[bytes]] = set()
+_live_lock = threading.Lock()
+
+
+def _run_distribution(entries: list[dict[str, str]], timeout: float) -> list[Outcome]:
+    """Load one distribution's ``entries``; a hang or crash costs one entry, and a new child loads the rest."""
     outcomes: dict[int, Outcome] = {}
     pending = list(range(len(entries)))
     while pending:
@@ -245,15 +299,18 @@ def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int,
     import tempfile
 
     read_fd, write_fd = os.pipe()
-    request = json.dumps({"path": list(sys.path), "entry_points": entries})
+    request = json.dumps({"path": list(sys.path), "entry_points": [
+        {key: entry[key] for key in ("name", "value", "group")} for entry in entries]})
     with tempfile.TemporaryFile() as stray:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "llm_d_lens.hardware.plugin_worker", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=stray, stderr=stray, pass_fds=(write_fd,), start_new_session=False,
+                stdin=subprocess.PIPE, stdout=stray, stderr=stray, pass_fds=(write_fd,), start_new_session=True,
             )
         finally:
             os.close(write_fd)
+        with _live_lock:
+            _live.add(proc)
         try:
             assert proc.stdin is not None
             proc.stdin.write(request.encode())
@@ -263,37 +320,75 @@ def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int,
         try:
             return _collect(proc, read_fd, len(entries), timeout)
         except BaseException:  # a real Ctrl-C of the user's: stop the child too, then let it through
-            proc.kill()
+            _kill_group(proc)
             proc.wait()
             raise
         finally:
+            with _live_lock:
+                _kill_group(proc)  # what the plugins spawned; the group outlives its ended (unreaped) leader
+                _live.discard(proc)
+            proc.wait()
             os.close(read_fd)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's process group. Safe while the child is unreaped: its pid, hence the group's id, is still its own."""
+    if proc.returncode is not None:  # reaped: the id may name someone else's group by now
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the child to exit, end what is left of its group, then reap it; its exit code."""
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped
+    except ChildProcessError:
+        pass
+    _kill_group(proc)
+    return proc.wait()
 
 
 def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: float
              ) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
+    """Read the child's records until it ends; what it reported and, if it hung or died mid-plugin, that plugin.
+
+    A record counts only for an index of this child's own; the clock restarts only on progress (a
+    plugin started or finished for the first time), so a plugin writing records cannot hold it off.
+    """
     results: dict[int, Outcome] = {}
     current: int | None = None
+    started: set[int] = set()
     deadline = time.monotonic() + STARTUP_ALLOWANCE_SECONDS + timeout
-    buffer = b""
+    buffer = bytearray()
     selector = selectors.DefaultSelector()
     selector.register(read_fd, selectors.EVENT_READ)
+
+    def stuck(outcome: Outcome) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
+        _kill_group(proc)
+        proc.wait()
+        index = current if current is not None else len(results)
+        if index >= count or index in results:  # all reported; something else held the pipe open
+            return results, None
+        return results, (index, outcome)
+
     try:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                proc.kill()
-                proc.wait()
-                index = current if current is not None else len(results)
-                if index >= count or index in results:  # all reported; something else held the pipe open
-                    return results, None
-                return results, (index, Outcome(error=f"did not finish loading within {timeout:g} s "
-                                                      "(LENS_PLUGINS_TIMEOUT); skipped", kind="timeout"))
-            if not selector.select(remaining):
-                continue
-            chunk = os.read(read_fd, 65536)
-            if not chunk:  # the child closed its end: it finished or died
-                code = proc.wait()
+                return stuck(Outcome(error=f"did not finish loading within {timeout:g} s (LENS_PLUGINS_TIMEOUT); "
+                                           "skipped", kind="timeout"))
+            if not selector.select(min(remaining, EXIT_CHECK_SECONDS)):
+                if _has_exited(proc) and not selector.select(0):  # ended, but a process it spawned holds the pipe
+                    chunk = b""
+                else:
+                    continue
+            else:
+                chunk = os.read(read_fd, 1 << 20)
+            if not chunk:  # the child closed its end (or ended): it finished or died
+                code = _ended(proc)
                 if current is not None and current not in results:
                     if code in _FROM_OUTSIDE:  # killed or interrupted from outside: not the plugin's doing
                         return results, (current, Outcome(error=f"loading was interrupted (exit code {code}); it is "
@@ -304,20 +399,47 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
                     return results, (current, Outcome(error=f"the loading process died (exit code {code}) while "
                                                             "loading this plugin", kind="crashed"))
                 return results, None
+            searched = len(buffer)
             buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
+            if buffer.find(b"\n", searched) < 0:
+                if len(buffer) > MAX_RECORD_BYTES:
+                    return stuck(Outcome(error=f"sent a record of more than {MAX_RECORD_BYTES} bytes (a payload that "
+                                               "large is refused unread)", kind="payload"))
+                continue
+            *lines, rest = bytes(buffer).split(b"\n")
+            buffer = bytearray(rest)
             for line in lines:
                 try:
                     record = json.loads(line)
-                except ValueError:  # not the worker's: a plugin wrote to a descriptor it should not know
+                except (ValueError, RecursionError):  # not the worker's: a plugin wrote to a descriptor it should not know
                     continue
-                deadline = time.monotonic() + timeout
-                if "start" in record:
-                    current = record["start"]
-                elif isinstance(record.get("done"), int):
-                    results[record["done"]] = Outcome(record.get("payloads"), record.get("error"), record.get("kind"))
+                if not isinstance(record, dict):
+                    continue
+                start, done = record.get("start"), record.get("done")
+                progress = False
+                # only this child's own entries (all of one distribution): an index out of range is no one's
+                if type(start) is int and 0 <= start < count:
+                    current = start
+                    progress = start not in started
+                    started.add(start)
+                elif type(done) is int and 0 <= done < count:
+                    error, kind = record.get("error"), record.get("kind")
+                    progress = done not in results
+                    results[done] = Outcome(record.get("payloads"), error if isinstance(error, str) or error is None
+                                            else str(error)[:OUTPUT_QUOTE],
+                                            kind if isinstance(kind, str) or kind is None else "payload")
+                if progress:
+                    deadline = time.monotonic() + timeout
     finally:
         selector.close()
+
+
+def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child has exited, without reaping it (its group id stays its own)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def call_guarded(fn: Any, *, timeout: float) -> Any:

@@ -223,6 +223,10 @@ def _scan(items: Any, *, inside_unbounded: bool, inside_repeat: bool) -> str | N
 
 
 def _overlapping(branches: list[Any]) -> bool:
+    # two branches that can both match nothing are two ways through every repetition: the parser
+    # factors (a|a) into a(|), which shares no first character and is still 2^n on a near-miss
+    if sum(1 for branch in branches if _may_be_empty(list(branch))) > 1:
+        return True
     seen: set[str] = set()
     for branch in branches:
         first = _first(list(branch))

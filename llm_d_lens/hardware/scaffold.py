@@ -4,13 +4,18 @@ What it writes is what ``docs/add-hardware.md`` describes and ``examples/nimbus-
 ``pyproject.toml`` with a ``[build-system]``, a name, a version, the entry points and package
 data; the profile JSON (checked against the contract before anything is written); optionally a
 provider stub; tests that use Lens's contract kit; a README. It never writes into an existing
-directory that has anything in it.
+directory that has anything in it, never through a symlink, and all or nothing (see :func:`write`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,12 +259,108 @@ def _refuse_owned_identity(profile: Any) -> None:
 
 
 def write(req: ScaffoldRequest) -> list[Path]:
-    """Check, then write every file; returns the paths written."""
+    """Check, then write every file, all or nothing; returns the paths written.
+
+    The package is built in a fresh private folder (``mkdtemp``) whose files are created
+    exclusively and never through a symlink (``O_EXCL | O_NOFOLLOW``), each written whole and
+    synced; then it is published by rename: the folder itself when ``--dir`` does not exist (one
+    step), else each top-level entry into the empty ``--dir``, refusing a name that appeared there
+    meanwhile. A rename replaces a name, never what a symlink at it points to. Any failure (a
+    read-only or full disk, a name planted while writing) removes everything this call made and
+    is a coded :class:`ScaffoldRefused`.
+    """
     check(req)
-    written = []
-    for relative, text in files_for(req).items():
-        path = req.directory / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    target = req.directory
+    if target.is_symlink():
+        raise ScaffoldRefused(f"--dir {target}: is a symlink; give the folder itself", details={"value": str(target)})
+    files = files_for(req)
+    existing = target.is_dir()
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial",
+                                        dir=target if existing else target.parent))
+    except OSError as exc:
+        raise _cannot_write(target, exc) from None
+    published: list[Path] = []
+    try:
+        for relative, text in files.items():
+            _create(staging, relative, text.encode())
+        umask = os.umask(0)
+        os.umask(umask)
+        for folder in sorted({p for relative in files for p in Path(relative).parents if p != Path(".")}):
+            os.chmod(staging / folder, 0o777 & ~umask)
+        if existing:
+            for entry in sorted(os.listdir(staging)):
+                destination = target / entry
+                if os.path.lexists(destination):
+                    raise ScaffoldRefused(f"--dir {target}: {entry} appeared there while the package was written; "
+                                          "nothing was written", details={"value": str(destination)})
+                os.rename(staging / entry, destination)
+                published.append(destination)
+            os.rmdir(staging)
+        else:
+            os.chmod(staging, 0o777 & ~umask)
+            try:
+                os.rename(staging, target)  # fails if --dir appeared meanwhile and is not empty
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                    raise ScaffoldRefused(f"--dir {target}: appeared while the package was written and is not an "
+                                          "empty folder; nothing was written", details={"value": str(target)}) from None
+                raise
+            published.append(target)
+        _sync(target)
+        _sync(target.parent)
+    except BaseException as exc:  # a full disk, a planted name, Ctrl-C: take back everything this call made
+        for path in published:
+            _remove(path)
+        _remove(staging)
+        if isinstance(exc, OSError):
+            raise _cannot_write(target, exc) from None
+        raise
+    return [target / relative for relative in files]
+
+
+def _create(root: Path, relative: str, payload: bytes) -> None:
+    """``root/relative``, created exclusively, never through a symlink, written whole and synced."""
+    path = root / relative
+    for folder in reversed(Path(relative).parents):
+        if folder != Path("."):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(root / folder, 0o700)
+            if os.path.islink(root / folder):
+                raise FileExistsError(errno.EEXIST, "a symlink is in the way", str(root / folder))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path, flags, 0o666)
+    try:
+        view = memoryview(payload)
+        while view:  # a short write (a size limit reached) is an error, not a shorter file
+            written = os.write(handle, view)
+            if written <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            view = view[written:]
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def _cannot_write(target: Path, exc: OSError) -> ScaffoldRefused:
+    why = exc.strerror or str(exc)
+    return ScaffoldRefused(f"--dir {target}: cannot be written ({why}); nothing was left behind",
+                           details={"value": str(target), "problem": why})
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` (a folder with what is in it), never following a symlink; best effort."""
+    with contextlib.suppress(OSError):
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+
+
+def _sync(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        handle = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)

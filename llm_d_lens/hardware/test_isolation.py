@@ -161,3 +161,134 @@ def test_a_segfaulting_profile_plugin_is_a_crash_named_by_its_signal_and_the_cac
     assert crashed.kind == "crashed" and "killed by SIGSEGV" in crashed.error
     assert good.error is None and good.payloads[0]["id"] == "zgood"  # the next one loads in a new child
     assert len(list(Path(os.environ["LENS_CACHE_DIR"]).glob("plugins-*.json"))) == 1
+
+
+FORGER = """
+import json, os
+# every descriptor a plugin can find: the loader's record pipe among them
+for fd in range(3, 256):
+    for record in ({"done": 1, "kind": "import", "error": "forged"}, {"start": 1}, {"done": 0, "payloads": []},
+                   {"done": 99, "error": "no one's"}, {"done": -1}, {"start": True}, [1, 2]):
+        try:
+            os.write(fd, (json.dumps(record) + "\\n").encode())
+        except OSError:
+            break
+os._exit(0)  # before the loader's own records could correct anything
+"""
+
+
+def _state(pid: int) -> str:
+    """A process's state letter, "gone" once it is reaped (a zombie is dead, its parent just has not reaped it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return "gone"
+    return next(line.split()[1] for line in status.splitlines() if line.startswith("State:"))
+
+
+def test_a_plugin_cannot_forge_the_loader_records_of_another_distribution(plugins):
+    """It wrote ``done`` for the next entry point into every descriptor, then exited: the other plugin was disabled."""
+    plugins.make("aaa-forger", module_source=FORGER, profile_entry_points={"forger": "aaa_forger_lens:load"})
+    plugins.make("zzz-good", profiles={"good": [minimal_profile("good")]})  # the entry point after it
+    listed = lens(plugins, "hardware", "list", "-o", "json", timeout="30")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    rows = {r["id"]: r for r in json.loads(listed.stdout)}
+    assert rows["good"]["status"] == "registered"
+    assert rows["forger"]["status"] == "payload"  # what it forged for itself is all it could say
+
+
+SPAWNER = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open({pid_file!r}, "w").write(str(child.pid))
+def load():
+    return [{profile!r}]
+"""
+
+HOLDER = """
+import os, subprocess, sys
+# a process that keeps every descriptor of the loader's, its record pipe included, and sleeps
+fds = [fd for fd in range(3, 64) if os.path.exists(f"/proc/self/fd/{{fd}}")]
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], pass_fds=fds)
+open({pid_file!r}, "w").write(str(child.pid))
+def load():
+    return [{profile!r}]
+"""
+
+
+@pytest.mark.parametrize("source", [SPAWNER, HOLDER], ids=["spawns", "spawns-holding-the-record-pipe"])
+def test_what_a_plugin_spawns_at_import_does_not_outlive_the_load(plugins, tmp_path, source):
+    pid_file = tmp_path / "spawned.pid"
+    plugins.make("spawner", module_source=source.format(pid_file=str(pid_file), profile=minimal_profile("spawner")),
+                 profile_entry_points={"spawner": "spawner_lens:load"})
+    # a plugin timeout far past the test's own: a load that waited for the spawned process would fail the test
+    listed = lens(plugins, "hardware", "list", "-o", "json", timeout="600")
+    pid = int(pid_file.read_text())
+    state = _state(pid)
+    if state not in ("gone", "Z"):
+        os.kill(pid, signal.SIGKILL)
+    assert state in ("gone", "Z"), f"the process the plugin spawned is still {state}"
+    assert listed.returncode == 0 and "spawner" in {r["id"] for r in json.loads(listed.stdout) if r["status"] == "registered"}
+
+
+def test_a_plugin_writing_records_cannot_hold_off_its_timeout(plugins):
+    spammer = ("import json, os, threading, time\n"
+               "def spam():\n"
+               "    while True:\n"
+               "        for fd in range(3, 64):\n"
+               "            try:\n"
+               "                os.write(fd, b'{\"start\": 0}\\n')\n"
+               "            except OSError:\n"
+               "                pass\n"
+               "        time.sleep(0.01)\n"
+               "threading.Thread(target=spam, daemon=True).start()\n"
+               "time.sleep(600)\n")
+    plugins.make("spammer", module_source=spammer, profile_entry_points={"spammer": "spammer_lens:x"})
+    listed = lens(plugins, "hardware", "list", "-o", "json")  # LENS_PLUGINS_TIMEOUT=1; the test's own limit is 120 s
+    [row] = [r for r in json.loads(listed.stdout) if r["id"] == "spammer"]
+    assert row["status"] == "timeout"
+
+
+def test_a_record_too_large_to_read_is_refused_and_the_next_plugin_loads(plugins):
+    from llm_d_lens.hardware import isolation
+
+    flood = "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'x' * (1 << 16))\n    except OSError:\n        pass\n"
+    flood += "import time\nfor _ in range(2000):\n    for fd in range(3, 64):\n        try:\n            os.write(fd, b'x' * (1 << 16))\n"
+    flood += "        except OSError:\n            pass\n"
+    plugins.make("flood", module_source=flood, profile_entry_points={"flood": "flood_lens:x"})
+    plugins.make("zgood", profiles={"zgood": [minimal_profile("zgood")]})
+    entries = [{"name": "flood", "value": "flood_lens:x", "group": "llm_d_lens.hardware.profiles"},
+               {"name": "zgood", "value": "zgood_lens:load_zgood", "group": "llm_d_lens.hardware.profiles"}]
+    saved = isolation.MAX_RECORD_BYTES
+    isolation.MAX_RECORD_BYTES = 1 << 20
+    try:
+        flooded, good = isolation.run_isolated(entries, timeout=60)
+    finally:
+        isolation.MAX_RECORD_BYTES = saved
+    assert flooded.kind == "payload" and "more than 1048576 bytes" in flooded.error
+    assert good.error is None and good.payloads[0]["id"] == "zgood"
+
+
+def test_a_real_ctrl_c_ends_every_loader_when_distributions_load_side_by_side(plugins, tmp_path):
+    pids = [tmp_path / f"worker-{n}.pid" for n in range(3)]
+    for n, pid_file in enumerate(pids):
+        plugins.make(f"sleeper{n}", module_source=f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                                                  "time.sleep(600)\n", profile_entry_points={f"sleeper{n}": f"sleeper{n}_lens:x"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugins.root), *sys.path]), LENS_PLUGINS_TIMEOUT="600")
+    process = subprocess.Popen([sys.executable, "-m", "llm_d_lens.cli", "hardware", "list", "-o", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        for _ in range(600):  # until two of them are inside their import (at least two load at once)
+            if sum(1 for p in pids if p.exists() and p.read_text()) >= 2:
+                break
+            assert process.poll() is None
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130 and "Traceback" not in err and out == ""
+    for pid_file in pids:
+        if pid_file.exists() and pid_file.read_text():
+            assert _state(int(pid_file.read_text())) in ("gone", "Z")

@@ -52,3 +52,15 @@ def test_every_bundled_profile_still_passes() -> None:
     assert len(names) >= 6
     for name in names:
         assert validate_payload(bundled(name), f"{name}.json").id
+
+
+@pytest.mark.parametrize("pattern", ["(a|a)*b", "(?:ab|ab)+c", "^(gpu|gpu)+$"])
+def test_a_repeated_alternation_of_equal_branches_is_refused(pattern: str) -> None:
+    """The parser factors (a|a) into a(|): two empty branches, no shared first character, and 2^n on a near-miss."""
+    problem = backtracking_problem(pattern)
+    assert problem is not None and problem.startswith("repeats an alternation"), problem
+
+
+@pytest.mark.parametrize("pattern", ["(a|)*b", "(ab|ac)*d", "(foo|bar)+", "^(nvidia|nvidia-gpu)$"])
+def test_an_alternation_with_at_most_one_way_to_match_nothing_is_accepted(pattern: str) -> None:
+    assert backtracking_problem(pattern) is None

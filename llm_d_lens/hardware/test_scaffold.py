@@ -114,3 +114,93 @@ def test_it_refuses_an_identity_a_registered_profile_owns(tmp_path, capsys, args
     assert code == 1 and err.startswith("error: SCAFFOLD_REFUSED: ") and f"{owner!r}" in err
     assert (field == "id" and "is registered already" in err) or err.startswith(f"error: SCAFFOLD_REFUSED: {field} ")
     assert not target.exists()
+
+
+# -- the safe writer: no symlink followed, all or nothing, a coded error on a disk that refuses ---------
+
+NEW = ["hardware", "new", "quasar", "--vendor", "quasar", "--resource-name", "quasar.example.com/npu",
+       "--node-label", "quasar.example.com/npu=true"]
+
+
+def _plant_after_check(monkeypatch, plant):
+    """The race, made certain: the attacker's move lands right after the emptiness check passed."""
+    from llm_d_lens.hardware import scaffold
+
+    checked = scaffold.check
+
+    def check_then_plant(req):
+        checked(req)
+        plant(req.directory)
+    monkeypatch.setattr(scaffold, "check", check_then_plant)
+
+
+@pytest.mark.parametrize("where", ["an empty --dir", "a --dir created meanwhile"])
+def test_a_symlink_planted_while_it_writes_is_never_followed_and_nothing_is_left(tmp_path, capsys, monkeypatch, where):
+    """It wrote with Path.write_text into the folder it had checked: a planted README.md -> victim overwrote the victim."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    target = tmp_path / "quasar-lens"
+    if where == "an empty --dir":
+        target.mkdir()
+
+    def plant(directory):
+        directory.mkdir(exist_ok=True)
+        (directory / "README.md").symlink_to(victim)
+        (directory / "tests").symlink_to(tmp_path)
+    _plant_after_check(monkeypatch, plant)
+    code = main([*NEW, "--dir", str(target)])
+    err = capsys.readouterr().err
+    assert code == 1 and f"error: SCAFFOLD_REFUSED: --dir {target}: " in err and "nothing was written" in err, err
+    assert victim.read_text() == "precious" and not (tmp_path / "test_contract.py").exists()
+    assert sorted(p.name for p in target.iterdir()) == ["README.md", "tests"]  # the attacker's, untouched; none of ours
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quasar-lens", "victim.txt"]  # no partial folder
+
+
+def test_a_dir_that_is_a_symlink_is_refused(tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    assert main([*NEW, "--dir", str(tmp_path / "link")]) == 1
+    assert "--dir " + str(tmp_path / "link") + ": is a symlink" in capsys.readouterr().err
+    assert list(real.iterdir()) == []
+
+
+def test_a_full_disk_is_a_coded_error_and_no_half_package_is_left(tmp_path):
+    """A file-size limit (what a full disk does to a write: it stops short) on the real CLI process."""
+    import resource
+    import signal
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+
+    for target in (tmp_path / "quasar-lens", tmp_path / "empty"):
+        if target.name == "empty":
+            target.mkdir()
+        done = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", *NEW, "--dir", str(target)], capture_output=True,
+                              text=True, preexec_fn=limited, timeout=120)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert f"error: SCAFFOLD_REFUSED: --dir {target}: cannot be written (File too large)" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"] and list((tmp_path / "empty").iterdir()) == []
+
+
+def test_a_read_only_disk_is_a_coded_error(tmp_path, capsys):
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if os.geteuid() == 0:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(mount)], capture_output=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.decode().strip()}")
+    else:
+        mount.chmod(0o555)
+    try:
+        assert main([*NEW, "--dir", str(mount / "quasar-lens")]) == 1
+        err = capsys.readouterr().err
+        assert f"error: SCAFFOLD_REFUSED: --dir {mount / 'quasar-lens'}: cannot be written (" in err
+        assert "Read-only file system" in err or "Permission denied" in err
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(mount)], check=True)
+        else:
+            mount.chmod(0o755)
+    assert list(mount.iterdir()) == []

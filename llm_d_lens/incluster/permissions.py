@@ -22,6 +22,7 @@ from llm_d_lens.runner import CommandError, Runner
 READ_ROLE = "lens-read"
 INSTALL_ROLE = "lens-installer"
 DISCOVERY_ROLE = "lens-node-discovery"
+CHARTS_ROLE = "lens-driver-charts"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,35 @@ INSTALL_NEEDS: tuple[Need, ...] = (
                                                        "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
             "preflight: a profile's presence.ensure_refs"),
+)
+
+#: what helm writes for the driver charts the bundled profiles install, beyond the installer's own
+#: grants (the lens-driver-charts role, its vendor-neutral grants; a vendor's custom resources are
+#: data in manifests/rbac-facts.yaml, granted there but not asked here): without them an install
+#: fails half-way, with some of a chart's objects created
+_OBJECT = ["get", "create", "patch", "delete"]
+CHART_NEEDS: tuple[Need, ...] = (
+    *_needs(CHARTS_ROLE, _OBJECT, ["daemonsets.apps", "services"], "driver install: the drivers' DaemonSets and Services"),
+    *_needs(CHARTS_ROLE, ["delete"], ["deployments.apps", "configmaps", "serviceaccounts"],
+            "driver install: objects a newer chart version dropped"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["priorityclasses.scheduling.k8s.io"], "driver install: an operator's PriorityClass"),
+    *_needs(CHARTS_ROLE, ["get", "list", "watch", "create", "patch", "delete"], ["jobs.batch"],
+            "driver install: a chart's hook Jobs, which helm waits for"),
+    *_needs(CHARTS_ROLE, [*_OBJECT, "escalate", "bind"], ["clusterroles.rbac.authorization.k8s.io",
+                                                          "roles.rbac.authorization.k8s.io"],
+            "driver install: the drivers' own roles (escalate and bind: they grant what this account lacks)"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["clusterrolebindings.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"],
+            "driver install: the drivers' role bindings"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["customresourcedefinitions.apiextensions.k8s.io"], "driver install: the charts' CRDs"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["mutatingwebhookconfigurations.admissionregistration.k8s.io",
+                                   "validatingwebhookconfigurations.admissionregistration.k8s.io",
+                                   "validatingadmissionpolicies.admissionregistration.k8s.io",
+                                   "validatingadmissionpolicybindings.admissionregistration.k8s.io"],
+            "driver install: webhooks and admission policies guarding the drivers' claims"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["certificates.cert-manager.io", "issuers.cert-manager.io"],
+            "driver install: an operator's webhook certificates"),
+    *_needs(CHARTS_ROLE, _OBJECT, ["deviceclasses.resource.k8s.io"], "driver install: the DRA drivers' DeviceClasses"),
+    *_needs(CHARTS_ROLE, ["delete"], ["nodefeaturerules.nfd.k8s-sigs.io"], "driver install: NFD rules a chart dropped"),
 )
 
 #: node discovery's kubectl exec into driver pods (the node-discovery overlay)
@@ -122,7 +152,7 @@ class PermissionReport:
 
 async def check(runner: Runner, *, mutations: bool = False, node_discovery: bool = False) -> PermissionReport:
     """Ask about every read need, the installer's when mutations are on, node discovery's when asked; all at once."""
-    needs = READ_NEEDS + (INSTALL_NEEDS if mutations else ()) + (DISCOVERY_NEEDS if node_discovery else ())
+    needs = READ_NEEDS + (INSTALL_NEEDS + CHART_NEEDS if mutations else ()) + (DISCOVERY_NEEDS if node_discovery else ())
     answers = await asyncio.gather(*(_ask(runner, need) for need in needs))
     return PermissionReport(tuple(answers), mutations)
 

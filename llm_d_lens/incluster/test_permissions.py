@@ -10,7 +10,7 @@ import pytest
 from llm_d_lens.incluster.errors import PermissionsMissing, PermissionsUnknown
 from llm_d_lens.incluster.facts import load_facts
 from llm_d_lens.incluster.manifests import manifests_root, render
-from llm_d_lens.incluster.permissions import DISCOVERY_NEEDS, INSTALL_NEEDS, READ_NEEDS, check
+from llm_d_lens.incluster.permissions import CHART_NEEDS, DISCOVERY_NEEDS, INSTALL_NEEDS, READ_NEEDS, check
 from llm_d_lens.incluster.rbac import grants_of, role_named
 from llm_d_lens.incluster.resources import DEFAULT_TABLE
 from llm_d_lens.runner import CommandRunner
@@ -31,7 +31,7 @@ def answering(no: set[str] = frozenset(), *, stderr: str = "") -> FakeRunner:
     """A cluster that says yes to every can-i except for listing the resources in ``no``."""
     runner = FakeRunner()
     runner.reply(["kubectl", "auth", "can-i", ...], stdout="yes\n")
-    for need in (*READ_NEEDS, *INSTALL_NEEDS):
+    for need in (*READ_NEEDS, *INSTALL_NEEDS, *CHART_NEEDS):
         if need.resource in no and need.verb == "list":
             runner.reply(need.argv(), stdout="no\n" if not stderr else "", stderr=stderr, returncode=1)
     return runner
@@ -47,6 +47,8 @@ def test_the_read_needs_are_exactly_the_read_only_role() -> None:
         r.group for r in DEFAULT_TABLE.resources}
     installer = {g for g in grants_of(role_named(objects, "lens-installer")) if g[0] not in vendor_groups}
     assert {grant(n) for n in INSTALL_NEEDS} == installer
+    charts = {g for g in grants_of(role_named(objects, "lens-driver-charts")) if g[0] not in vendor_groups}
+    assert {grant(n) for n in CHART_NEEDS} == charts  # `check --installer` said ok without any of these
     discovery = render(ROOT / "overlays" / "node-discovery", CommandRunner())
     assert {grant(n) for n in DISCOVERY_NEEDS} == grants_of(role_named(discovery, "lens-node-discovery"))
 
@@ -93,8 +95,28 @@ async def test_the_installer_is_asked_about_only_when_mutations_are_on() -> None
     assert {tuple(c.requested[4:5]) for c in runner.calls} == {(n.resource,) for n in READ_NEEDS}
     runner = answering()
     report = await check(runner, mutations=True)
-    assert len(runner.calls) == len(READ_NEEDS) + len(INSTALL_NEEDS) and report.to_dict()["mutations"] == "enabled"
+    assert len(runner.calls) == len(READ_NEEDS) + len(INSTALL_NEEDS) + len(CHART_NEEDS) and report.to_dict()["mutations"] == "enabled"
     assert all(c.requested[-1] == "--all-namespaces" for c in runner.calls)
+
+
+def test_check_installer_fails_without_the_driver_charts_grants(monkeypatch, capsys) -> None:
+    """It said ok with only lens-installer bound: every bundled chart's install then failed half-way."""
+    from llm_d_lens import runner as runner_module
+    from llm_d_lens.cli.app import main
+
+    fake = FakeRunner()
+    fake.reply(["kubectl", "auth", "can-i", ...], stdout="yes\n")
+    for need in CHART_NEEDS:  # the account holds lens-read and lens-installer, not lens-driver-charts
+        fake.reply(need.argv(), stdout="no\n", returncode=1)
+    monkeypatch.setattr(runner_module, "CommandRunner", lambda **_: fake)
+    assert main(["incluster", "check", "--installer", "-o", "json"]) == 1
+    out, err = capsys.readouterr()
+    denied = {(r["role"], r["verb"], r["resource"]) for r in json.loads(out)["checks"] if r["allowed"] is False}
+    assert ("lens-driver-charts", "escalate", "clusterroles.rbac.authorization.k8s.io") in denied
+    assert ("lens-driver-charts", "create", "daemonsets.apps") in denied and len(denied) == len(CHART_NEEDS)
+    assert err.startswith(f"error: INCLUSTER_PERMISSIONS_MISSING: this account lacks {len(CHART_NEEDS)} permission(s)")
+    assert main(["incluster", "check", "-o", "json"]) == 0  # without --installer the charts' grants are not asked
+    capsys.readouterr()
 
 
 def test_the_cli_prints_the_answers_and_exits_1_naming_the_gap(monkeypatch, capsys) -> None:
@@ -132,4 +154,4 @@ def test_the_api_reports_every_answer_and_whether_mutations_are_on(monkeypatch) 
     assert {c["role"] for c in body["checks"]} == {"lens-read"}
     monkeypatch.setenv("LENS_API_TOKEN", "s3cret\n")
     body = client.get("/api/v1/incluster/permissions").json()
-    assert body["mutations"] == "enabled" and {c["role"] for c in body["checks"]} == {"lens-read", "lens-installer"}
+    assert body["mutations"] == "enabled" and {c["role"] for c in body["checks"]} == {"lens-read", "lens-installer", "lens-driver-charts"}

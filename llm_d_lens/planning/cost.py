@@ -102,10 +102,13 @@ def load_file(path: Path) -> dict[str, float]:
 
     from llm_d_lens.yamlread import DuplicateKey, load
 
+    from llm_d_lens.files import TextUnreadable, read_text
+    from llm_d_lens.yamlread import MAX_BYTES
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriceInvalid(str(path), "file", str(path), f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+        text = read_text(path, limit=MAX_BYTES)
+    except TextUnreadable as exc:
+        raise PriceInvalid(str(path), "file", str(path), exc.problem) from None
     try:
         data = load(text)
     except DuplicateKey as exc:

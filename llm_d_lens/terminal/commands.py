@@ -215,10 +215,12 @@ def _default(value: Any, many: bool) -> Any:
 def _argument(name: str, kind: Any, declared: Argument) -> click.Argument:
     inner, many = _unwrap(kind)
     required = declared.default is ...
+    # no default at all when required: click 8.2+ takes an explicit ``default=None`` as a given value
+    # and would hand the command None instead of saying the argument is missing
+    defaults = {} if required else {"default": None if many else declared.default}
     return _HelpArgument(
         [name], type=_click_type(inner, declared), required=required, nargs=-1 if many else 1,
-        default=None if required or many else declared.default, metavar=declared.metavar, help=declared.help,
-        callback=_as_list if many else None,
+        metavar=declared.metavar, help=declared.help, callback=_as_list if many else None, **defaults,
     )
 
 
@@ -236,8 +238,10 @@ def _option(name: str, kind: Any, declared: Option) -> click.Option:
     default = _default(declared.default, many)
     shown = default not in (None, False, (), [], "") and inner is not bool
     callback = declared.callback
+    if declared.default is not ...:  # see _argument: a required option is given no default
+        extra["default"] = default
     return click.Option(
-        [*flags, name], required=declared.default is ..., default=default, help=declared.help,
+        [*flags, name], required=declared.default is ..., help=declared.help,
         show_default=_shown(default) if shown else False, is_eager=declared.is_eager, hidden=declared.hidden,
         callback=(lambda ctx, param, value: callback(value)) if callback else (_as_list if many else None),
         **extra,

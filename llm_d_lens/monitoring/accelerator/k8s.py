@@ -17,6 +17,8 @@ from llm_d_lens.monitoring.errors import ClusterObjectsInvalid
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 KINDS = ("Pod", "ResourceClaim", "ResourceSlice", "Node")
+#: bytes one --cluster file may hold (a 5,000-node cluster's pods, claims and slices are a few hundred MB at most)
+MAX_OBJECTS_FILE_BYTES = 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,12 @@ class ClusterObjects:
     def from_files(cls, paths: Sequence[str | Path]) -> ClusterObjects:
         documents = []
         for path in paths:
+            from llm_d_lens.files import TextUnreadable, read_text
+
             try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ClusterObjectsInvalid(str(path), "$", f"cannot read the file ({exc.strerror})") from None
+                text = read_text(path, limit=MAX_OBJECTS_FILE_BYTES)
+            except TextUnreadable as exc:
+                raise ClusterObjectsInvalid(str(path), "$", exc.problem) from None
             from llm_d_lens.jsonread import JsonRefused, loads
 
             try:

@@ -29,14 +29,25 @@ def provider_for(registry: Registry, key: str) -> DriverOps:
 
 
 def read_claims_file(path: Path) -> tuple[list[RequestedClass], list[str]]:
+    """The claims file's classes and external names; bounded, UTF-8, one YAML or JSON document, or :class:`ClaimsInvalid`."""
     import yaml
 
+    from llm_d_lens import files as textread, yamlread
+    from llm_d_lens.errors import clip
+
+    def refused(problem: str) -> ClaimsInvalid:
+        return ClaimsInvalid(f"claims file {path}: {problem}", details={"source": str(path), "problem": problem})
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ClaimsInvalid(f"cannot read claims file {path}: {exc.strerror}", details={"source": str(path)}) from None
+        data = yamlread.load(textread.read_text(path, limit=yamlread.MAX_BYTES))
+    except textread.TextUnreadable as exc:
+        raise refused(exc.problem) from None
+    except yamlread.DuplicateKey as exc:
+        raise refused(f"{exc.path}: appears twice in one mapping; the second would silently replace the first") from None
+    except yamlread.YamlRefused as exc:
+        raise refused(f"refused before reading: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ClaimsInvalid(f"claims file {path} is not YAML or JSON: {exc}", details={"source": str(path)}) from None
+        raise refused(f"is not YAML or JSON: {clip(str(exc), 1000)}") from None
     return parse_claims(data, str(path))
 
 
