@@ -56,9 +56,15 @@ def server(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa
     monkeypatch.setenv("LENS_API_TOKEN", TOKEN)
     monkeypatch.setenv("LENS_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
     fake = fake_cluster()
+    # the console reads served.cluster_runner when it acts; the API's routes took the function as a
+    # dependency when first imported, so they are given the fake as an override, never by patching
+    # the module the routes import from (a route module first imported under the patch would keep
+    # the fake for every later test)
+    app = create_app()
+    app.dependency_overrides[served.cluster_runner] = lambda: fake
     monkeypatch.setattr(served, "cluster_runner", lambda: fake)
     actions.forget()
-    client = TestClient(create_app())
+    client = TestClient(app)
     yield client, fake, tmp_path / "audit.jsonl"
     actions.forget()
 
