@@ -36,3 +36,20 @@ def _log_fake_runner_calls() -> Iterator[None]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The audit runs last; every other test keeps its place (the sort is stable)."""
     items.sort(key=lambda item: item.nodeid.startswith(AUDIT))
+
+
+@pytest.fixture(autouse=True)
+def _environment_left_as_found() -> Iterator[None]:
+    """A test that changes ``LENS_*`` variables without monkeypatch would change every later test: it is an error.
+
+    (monkeypatch's own changes are undone before this runs, fixtures tear down in reverse.)
+    """
+    before = {k: v for k, v in os.environ.items() if k.startswith("LENS_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("LENS_")}
+    if after != before:
+        for name in set(after) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
+        changed = sorted(set(before.items()) ^ set(after.items()))
+        pytest.fail(f"the test left the environment changed: {changed}; use monkeypatch", pytrace=False)

@@ -13,11 +13,11 @@ any host, ``*.example.com`` any name under it). Unset, nothing is checked (an ap
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from llm_d_lens import settings
 from llm_d_lens.api.problems import problem
 
 ENV = "LENS_ALLOWED_HOSTS"
@@ -38,7 +38,7 @@ def default_hosts(bind: str, given: Iterable[str] = ()) -> list[str]:
 
 
 def from_env(env: Mapping[str, str] | None = None) -> list[str] | None:
-    raw = (os.environ if env is None else env).get(ENV)
+    raw = settings.text(ENV, env)
     if raw is None or not raw.strip():
         return None
     return [h.strip().lower() for h in raw.split(",") if h.strip()]

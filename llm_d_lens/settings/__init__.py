@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
             "the server log only"),
     Setting("LENS_CONSOLE_REFRESH", "api", "seconds between a console page's conditional re-reads (and the telemetry "
             "panels' time step)", "15"),
+    Setting("LENS_ALLOWED_HOSTS", "api", "the Host names the server answers to, comma-separated ('*' any, '*.example.com' "
+            "a domain); lens serve sets it from --host and --allowed-host", "no check"),
     Setting("LENS_API_MAX_BODY_BYTES", "api", "the largest request body the API reads", "1048576"),
     Setting("LENS_LLM_D_ROOT", "deploy", "the llm-d checkout overlays are read from"),
     Setting("LLM_D_ROOT", "deploy", "the llm-d checkout, when LENS_LLM_D_ROOT is unset (its older name)"),
