@@ -17,24 +17,17 @@ How a node's hardware is counted (the rules are the profiles'; see docs/cluster.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
-from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
+from llm_d_lens.cluster.dra import Device, DraDevices
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.model import (
-    Bucket,
-    Channel,
-    NodeHardware,
-    NodeRecord,
-    Overview,
-    Unsupported,
-)
+from llm_d_lens.cluster.model import Channel, NodeHardware, NodeRecord, Overview
 from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
-from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
+from llm_d_lens.cluster.pods import Hold
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
 #: The implicit extended resource name of a DeviceClass without ``extendedResourceName``.
@@ -44,9 +37,16 @@ _CEL_DRIVER = re.compile(r'device\.driver\s*==\s*"([^"]+)"')
 
 def build_inventory(objects: ClusterObjects, catalog: Catalog | None = None,
                     source: Mapping[str, Any] | None = None) -> Overview:
-    """The overview of a cluster's objects; an unreadable field is an error naming file and object."""
+    """The overview of a cluster's objects; an unreadable field is an error naming file and object.
+
+    The objects are applied to an empty :class:`~llm_d_lens.cluster.state.InventoryState`: the
+    one way an overview is counted, whether from a snapshot, one read of a live cluster, or a
+    watch applying its events one by one.
+    """
+    from llm_d_lens.cluster.state import InventoryState
+
     try:
-        return _Builder(objects, catalog or Catalog()).build(dict(source or {}))
+        return InventoryState.from_objects(objects, catalog or Catalog(), dict(source or {})).overview()
     except ObjectInvalid as exc:
         where = objects.source_of(exc.item)
         raise (exc.at(where) if where else exc) from None
@@ -65,56 +65,34 @@ class _Slot:
     selector: dict[str, str] | None = None
 
 
-class _Builder:
-    def __init__(self, objects: ClusterObjects, catalog: Catalog):
-        self.objects = objects
+@dataclass(slots=True, eq=False)
+class NodeBase:
+    """What a node object itself says, checked once when it arrives (the object is not kept)."""
+
+    name: str
+    ready: bool
+    cordoned: bool
+    labels: dict[str, str]
+    #: profile id -> extended resource -> (capacity, allocatable, kind)
+    plugin: dict[str, dict[str, tuple[int, int, str]]]
+    #: profile id -> the node-label selector that says it is present
+    selectors: dict[str, dict[str, str]]
+    #: extended resources no profile claims: (name, quantity)
+    unclaimed: tuple[tuple[str, int], ...]
+
+
+class Rules:
+    """How a node's hardware is counted (see the module): the catalog's rules, with a few per-profile answers cached."""
+
+    def __init__(self, catalog: Catalog):
         self.catalog = catalog
-        self.notes: list[str] = []
-        self.unsupported: dict[tuple[str, str], Unsupported] = {}
-        self.buckets: dict[str, Bucket] = {}
         self._advertises: dict[str, bool] = {}
         self._memory: dict[str, bool] = {}
 
-    def build(self, source: dict[str, Any]) -> Overview:
-        objects, catalog = self.objects, self.catalog
-        dra = read_slices(objects.resource_slices, catalog)
-        usage = read_pods(objects.pods, catalog)
-        apply_claims(dra, objects.resource_claims, catalog, usage.claim_pod_phases)
-        dra_resources = self._device_classes()
-        dra_by_node = dra.by_node()
-        nodes: list[NodeRecord] = []
-        known: set[str] = set()
-        orphans_by_node: dict[str | None, list[tuple[str, str]]] = {}
-        for orphan in dra.orphans:
-            orphans_by_node.setdefault(orphan.node, []).append((orphan.profile_id, f"{'/'.join(orphan.key)} ({orphan.holder})"))
-        for node in objects.nodes:
-            name = node["metadata"]["name"]
-            known.add(name)
-            record = self._node(node, dra_by_node.get(name, ()), usage, dra_resources, orphans_by_node.get(name, ()), dra)
-            nodes.append(record)
-            self._count(record)
-        self._nodeless(dra_by_node, orphans_by_node, known, dra)
-        self._pending(usage, dra)
-        for (resource, node_name), pods in sorted(usage_unknown_nodes(usage, known).items()):
-            self.notes.append(f"{pods} pod(s) on node {node_name!r}, which is not in the cluster, hold {resource}")
-        self.notes += dra.notes
-        for driver, unclaimed in sorted(dra.unclaimed.items()):
-            entry = self._unsupported("dra-driver", driver)
-            entry.nodes |= unclaimed.nodes
-            entry.quantity += len(unclaimed.devices)
-        self.notes += objects.duplicates
-        if objects.ignored_kinds:
-            shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
-            self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
-        buckets = sorted(self.buckets.values(), key=lambda b: (not b.accelerator, -b.counts.devices, b.profile_id))
-        nodes.sort(key=lambda n: n.name)
-        unsupported = sorted(self.unsupported.values(), key=lambda u: (u.kind, u.name))
-        return Overview(source, objects.dra_api, buckets, nodes, unsupported, self.notes, objects.counts())
-
     # -- one node ------------------------------------------------------------------------------
 
-    def _node(self, node: dict[str, Any], devices: Iterable[Device], usage: PodUsage, dra_resources: Mapping[str, str],
-              orphans: Iterable[tuple[str, str]], dra: DraDevices) -> NodeRecord:
+    def node_base(self, node: dict[str, Any]) -> NodeBase:
+        """The node's own part; raises :class:`ObjectInvalid` for a field that cannot be read."""
         catalog = self.catalog
         metadata = node["metadata"]
         name = metadata["name"]
@@ -126,10 +104,10 @@ class _Builder:
         status = mapping_at(node, "status", node.get("status"))
         conditions = list_at(node, "status.conditions", status.get("conditions"))
         ready = any(type(c) is dict and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-        record = NodeRecord(name, ready, spec.get("unschedulable") is True)
         capacity = mapping_at(node, "status.capacity", status.get("capacity"))
         allocatable = mapping_at(node, "status.allocatable", status.get("allocatable"))
-        slots: dict[str, _Slot] = {}
+        plugin: dict[str, dict[str, tuple[int, int, str]]] = {}
+        unclaimed: list[tuple[str, int]] = []
         names = allocatable.keys() if capacity.keys() == allocatable.keys() else allocatable.keys() | capacity.keys()
         for resource in names:
             if "/" not in resource:
@@ -137,7 +115,7 @@ class _Builder:
             role = catalog.resource(resource)
             if role is None:
                 if catalog.is_extended(resource):
-                    self._unclaimed_resource(resource, name, capacity.get(resource, allocatable.get(resource)))
+                    unclaimed.append((resource, _quantity(capacity.get(resource, allocatable.get(resource)))))
                 continue
             if role.kind == "other":
                 continue
@@ -146,24 +124,32 @@ class _Builder:
                            capacity.get(resource, allocatable.get(resource)))
             usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
                             allocatable.get(resource, capacity.get(resource)))
-            _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
-        for profile_id, selector in catalog.present(labels):
+            plugin.setdefault(role.profile_id, {})[resource] = (total, usable, role.kind)
+        selectors = dict(catalog.present(labels))
+        return NodeBase(name, ready, spec.get("unschedulable") is True, labels, plugin, selectors, tuple(unclaimed))
+
+    def node_record(self, base: NodeBase, held: Mapping[str, int], holds: Iterable[Hold], devices: Iterable[Device],
+                    orphans: Iterable[tuple[str, str]], dra_resources: Mapping[str, str], dra: DraDevices) -> NodeRecord:
+        """The node's record: its own part with what pods hold on it and its DRA devices."""
+        record = NodeRecord(base.name, base.ready, base.cordoned)
+        slots: dict[str, _Slot] = {}
+        for profile_id, plugin in base.plugin.items():
+            _slot(slots, profile_id).plugin.update(plugin)
+        for profile_id, selector in base.selectors.items():
             _slot(slots, profile_id).selector = selector
         for device in devices:
             if device.profile_id is not None:
                 _slot(slots, device.profile_id).dra.append(device)
         for profile_id, what in orphans:
             _slot(slots, profile_id).orphans.append(what)
-        self._node_usage(record, slots, usage, dra_resources)
+        if held:
+            self._node_usage(record, slots, held, holds, dra_resources)
         for profile_id in sorted(slots):
-            record.hardware.append(self._hardware(slots[profile_id], labels, dra))
+            record.hardware.append(self.hardware(slots[profile_id], base.labels, dra))
         return record
 
-    def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], usage: PodUsage,
+    def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], held: Mapping[str, int], holds: Iterable[Hold],
                     dra_resources: Mapping[str, str]) -> None:
-        held = usage.by_node.get(record.name)
-        if not held:
-            return
         unadvertised: dict[str, int] = {}
         for resource, count in held.items():
             role = self.catalog.resource(resource)
@@ -174,14 +160,14 @@ class _Builder:
                 slot.requested[resource] = slot.requested.get(resource, 0) + count
             elif resource not in dra_resources:
                 unadvertised[resource] = unadvertised.get(resource, 0) + count
-        for hold in usage.holds.get(record.name, ()):
+        for hold in holds:
             role = self.catalog.resource(hold.resource)
             if role is not None and role.profile_id in slots and hold.resource in slots[role.profile_id].plugin:
                 slots[role.profile_id].holds.append(hold)
         for resource, count in sorted(unadvertised.items()):
             record.notes.append(f"pods hold {count} {resource}, which this node does not advertise")
 
-    def _hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
+    def hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
         inventory = self.catalog.profile(slot.profile_id).inventory
         hardware = NodeHardware(slot.profile_id, present_by_labels=slot.selector is not None)
         notes, counts = hardware.notes, hardware.counts
@@ -296,10 +282,12 @@ class _Builder:
 
     # -- cluster-wide ----------------------------------------------------------------------------
 
-    def _device_classes(self) -> dict[str, str]:
-        """Extended resource names DRA satisfies (KEP-5004), each mapped to its device class."""
+    def device_classes(self, classes: Iterable[dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
+        """Extended resource names DRA satisfies (KEP-5004), each mapped to its device class; and the
+        classes no profile claims, in order."""
         names: dict[str, str] = {}
-        for item in self.objects.device_classes:
+        unclaimed: list[str] = []
+        for item in classes:
             class_name = item["metadata"]["name"]
             spec = mapping_at(item, "spec", item.get("spec"))
             names[IMPLICIT_CLASS_RESOURCE + class_name] = class_name
@@ -307,8 +295,8 @@ class _Builder:
             if isinstance(explicit, str) and explicit:
                 names[explicit] = class_name
             if self.catalog.device_class(class_name) is None and not self._class_driver_claimed(item, spec):
-                self._unsupported("device-class", class_name)
-        return names
+                unclaimed.append(class_name)
+        return names, unclaimed
 
     def _class_driver_claimed(self, item: dict[str, Any], spec: Mapping[str, Any]) -> bool:
         for selector in list_at(item, "spec.selectors", spec.get("selectors")):
@@ -319,10 +307,13 @@ class _Builder:
                     return True
         return False
 
-    def _nodeless(self, dra_by_node: Mapping[str | None, list[Device]],
-                  orphans_by_node: Mapping[str | None, list[tuple[str, str]]], known: set[str], dra: DraDevices) -> None:
-        """DRA devices not tied to a node of this cluster still count in their bucket."""
-        for node_name in sorted({*dra_by_node, *orphans_by_node} - known, key=lambda n: n or ""):
+    def nodeless(self, dra_by_node: Mapping[str | None, list[Device]],
+                 orphans_by_node: Mapping[str | None, list[tuple[str, str]]], known: Container[str | None],
+                 dra: DraDevices) -> tuple[list[NodeHardware], list[str]]:
+        """DRA devices not tied to a node of this cluster: they still count in their bucket, with a note."""
+        found: list[NodeHardware] = []
+        notes: list[str] = []
+        for node_name in sorted({n for n in (*dra_by_node, *orphans_by_node) if n not in known}, key=lambda n: n or ""):
             slots: dict[str, _Slot] = {}
             for device in dra_by_node.get(node_name, ()):
                 if device.profile_id is not None:
@@ -330,70 +321,12 @@ class _Builder:
             for profile_id, what in orphans_by_node.get(node_name, ()):
                 _slot(slots, profile_id).orphans.append(what)
             for profile_id, slot in sorted(slots.items()):
-                hardware = self._hardware(slot, {}, dra)
-                bucket = self._bucket(profile_id)
-                bucket.counts.add(hardware.counts)
-                bucket.vram.merge(hardware.vram)
-                bucket.products |= hardware.products
-                bucket.request_models |= hardware.request_models
+                hardware = self.hardware(slot, {}, dra)
+                found.append(hardware)
                 where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
-                self.notes.append(f"{profile_id}: {hardware.counts.devices + hardware.counts.partitions} DRA device(s) "
-                                  f"published {where}")
-
-    def _pending(self, usage: PodUsage, dra: DraDevices) -> None:
-        """Demand not met yet: unbound pods' extended resources and unallocated claims."""
-        for resource, (pods, units) in sorted(usage.pending.items()):
-            role = self.catalog.resource(resource)
-            if role is None or role.kind == "other":
-                continue
-            bucket = self._bucket(role.profile_id)
-            bucket.pending_requests += pods
-            bucket.pending_units += units
-        for profile_id, (claims, units) in sorted(dra.pending.items()):
-            bucket = self._bucket(profile_id)
-            bucket.pending_requests += claims
-            bucket.pending_units += units
-
-    def _count(self, record: NodeRecord) -> None:
-        for hardware in record.hardware:
-            bucket = self._bucket(hardware.profile_id)
-            bucket.nodes += 1
-            bucket.counts.add(hardware.counts)
-            if record.schedulable:
-                bucket.schedulable_nodes += 1
-                bucket.schedulable.add(hardware.counts)
-            bucket.vram.merge(hardware.vram)
-            bucket.products |= hardware.products
-            bucket.request_models |= hardware.request_models
-            for name, (total, consumed) in hardware.capacity.items():
-                entry = bucket.capacity.setdefault(name, [Decimal(0), Decimal(0)])
-                entry[0] += total
-                entry[1] += consumed
-            if not hardware.counts.devices and not hardware.counts.partitions:
-                bucket.nodes_without_devices += 1
-
-    def _bucket(self, profile_id: str) -> Bucket:
-        bucket = self.buckets.get(profile_id)
-        if bucket is None:
-            profile = self.catalog.profile(profile_id)
-            bucket = Bucket(profile.id, profile.display_name, profile.vendor, profile.inventory.accelerator)
-            self.buckets[profile_id] = bucket
-        return bucket
-
-    def _unsupported(self, kind: str, name: str) -> Unsupported:
-        key = (kind, name)
-        entry = self.unsupported.get(key)
-        if entry is None:
-            entry = self.unsupported[key] = Unsupported(kind, name)
-        return entry
-
-    def _unclaimed_resource(self, resource: str, node: str, value: Any) -> None:
-        entry = self._unsupported("resource", resource)
-        entry.nodes.add(node)
-        try:
-            entry.quantity += parse_count(value)
-        except QuantityError:
-            pass  # an unknown resource is observed, not validated
+                notes.append(f"{profile_id}: {hardware.counts.devices + hardware.counts.partitions} DRA device(s) "
+                             f"published {where}")
+        return found, notes
 
 
 @dataclass
@@ -480,13 +413,9 @@ def _count(node: dict[str, Any], field_name: str, resource: str, value: Any) -> 
         raise ObjectInvalid(node, f'status.{field_name}["{resource}"]', value, exc.reason) from None
 
 
-def usage_unknown_nodes(usage: PodUsage, known: set[str]) -> dict[tuple[str, str], int]:
-    """Pods bound to nodes the snapshot does not hold (a node deleted under its pods)."""
-    found: dict[tuple[str, str], int] = {}
-    for node, holds in usage.holds.items():
-        if node in known:
-            continue
-        for hold in holds:
-            key = (hold.resource, node)
-            found[key] = found.get(key, 0) + 1
-    return found
+def _quantity(value: Any) -> int:
+    """An unclaimed resource's quantity: observed, not validated (0 when it is not a count)."""
+    try:
+        return parse_count(value)
+    except QuantityError:
+        return 0
