@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens import settings
+from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.clusters import Cluster
-from llm_d_lens.cluster.errors import ObjectInvalid, describe_object
+from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.fleet import read_freshness
-from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
-from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.cluster.state import InventoryState
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import CommandFailed, Runner
 from llm_d_lens.serving.inventories import Inventory
@@ -61,12 +61,12 @@ WATCH_ENV = "LENS_CLUSTER_WATCH"
 FIRST_SYNC_SECONDS = 30.0
 #: how long stopping waits for each kind's thread
 JOIN_SECONDS = 5.0
-#: changes arriving within this long of each other are built into one inventory
-SETTLE_SECONDS = 0.2
-#: unreadable objects one build drops before their error is the answer
+#: changes arriving within this long of each other are counted into one inventory
+SETTLE_SECONDS = 0.01
+#: unreadable DRA objects one count drops before their error is the answer
 MAX_DROPPED = 100
-#: the reasons a kind keeps for its latest dropped objects
-DROPPED_NOTES = 5
+#: objects applied since the collector last froze what is kept, before it freezes again
+FREEZE_AFTER = 1000
 
 
 class WatchNotSynced(LensError):
@@ -106,9 +106,11 @@ class WatchedCluster:
         self._builder: threading.Thread | None = None
         self._dra_version: str | None = None
         self._dra_known = False
+        #: every kind's objects, applied as they arrive; the overview is counted from it (only what changed)
+        self.state = InventoryState(Catalog(), source.describe())
         max_line = max_event_bytes() if max_line is None else max_line
-        self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, clock=clock,
-                                           stopped=self.stopped, max_line=max_line) for kind in kinds}
+        self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, self.state,
+                                           clock=clock, stopped=self.stopped, max_line=max_line) for kind in kinds}
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -172,18 +174,6 @@ class WatchedCluster:
         with self.lock:
             return all(watch.synced for watch in self.kinds.values())
 
-    def objects(self) -> ClusterObjects:
-        """The kept objects as the inventory reads them (lists of the same dicts, copied under the lock)."""
-        with self.lock:
-            found = ClusterObjects()
-            for kind, attr in OBJECT_KINDS.items():
-                watch = self.kinds.get(kind)
-                if watch is not None:
-                    setattr(found, attr, list(watch.objects.values()))
-            dra = [w for w in self.kinds.values() if w.kind.dra]
-            found.dra_api = any(w.state != "absent" for w in dra) if dra else None
-            return found
-
     def inventory(self, *, current: bool = False) -> WatchedInventory:
         """The inventory of the kept objects, from memory.
 
@@ -208,46 +198,34 @@ class WatchedCluster:
                 built, generation = self._built, self.generation
                 if built is not None and built.generation == generation:
                     return built
-                objects = self.objects()
-                read_at = self.clock()
-            drops = 0
-            while True:
-                try:
-                    found = WatchedInventory(_build(objects, self.source), read_at, watch=self, generation=generation)
-                    break
-                except ObjectInvalid as exc:  # one unreadable object: dropped, counted, built again without it
-                    if drops < MAX_DROPPED and self._drop(exc):
-                        drops += 1
-                        with self.lock:
-                            objects, generation, read_at = self.objects(), self.generation, self.clock()
-                        continue
-                    with self.lock:
-                        self._failed = (generation, exc)
-                    raise
-                except LensError as exc:  # the answer is that error
-                    with self.lock:
-                        self._failed = (generation, exc)
-                    raise
-            with self.lock:
-                if self._built is None or self._built.generation < generation:
+                drops = 0
+                while True:
+                    try:
+                        found = WatchedInventory(_count(self), self.clock(), watch=self, generation=self.generation)
+                        break
+                    except ObjectInvalid as exc:  # one unreadable DRA object: dropped, counted, counted again without it
+                        if drops < MAX_DROPPED and self._drop(exc):
+                            drops += 1
+                            continue
+                        self._failed = (self.generation, exc)
+                        raise
+                    except LensError as exc:  # the answer is that error
+                        self._failed = (self.generation, exc)
+                        raise
+                if self._built is None or self._built.generation < found.generation:
                     self._built, self._failed = found, None
+            _settle_collector(self.state)
             return found
 
     def _drop(self, exc: ObjectInvalid) -> bool:
-        """Forget the kept object ``exc`` is about, with a note; False when it is not a kept one."""
-        from llm_d_lens.errors import clip
-
-        with self.lock:
-            for watch in self.kinds.values():
-                key = next((key for key, item in watch.objects.items() if item is exc.item), None)
-                if key is None:
-                    continue
-                del watch.objects[key]  # the next event or list about it brings it back, checked again
-                watch.dropped += 1
-                watch.dropped_notes = [*watch.dropped_notes, {"object": clip(describe_object(exc.item), 300),
-                                                              "code": exc.code, "reason": clip(exc.message, 500)}
-                                       ][-DROPPED_NOTES:]
-                return True
+        """Forget the kept object ``exc`` is about, with a note; False when it is not a kept one (under the lock)."""
+        for kind, watch in self.kinds.items():
+            key = next((key for key, item in watch.objects.items() if item is exc.item), None)
+            if key is None:
+                continue
+            self.state.remove(kind, key)  # the next event or list about it brings it back, checked again
+            watch.dropped_object(exc)
+            return True
         return False
 
     def _build_loop(self) -> None:
@@ -316,12 +294,30 @@ class WatchedCluster:
         return found
 
 
-def _build(objects: ClusterObjects, source: ClusterSource) -> Any:
-    from llm_d_lens.cluster.inventory import build_inventory
+def _count(watch: WatchedCluster) -> Any:
+    """The overview of the watch's state (under its lock): only what changed since the last one is counted."""
     from llm_d_lens.cluster.snapshot import gc_paused
 
-    with gc_paused():  # as service.inspect does: the build makes many short-lived containers
-        return build_inventory(objects, source=source.describe())
+    dra = [w for w in watch.kinds.values() if w.kind.dra]
+    watch.state.dra_api = any(w.state != "absent" for w in dra) if dra else None
+    with gc_paused():  # as service.inspect does: counting makes many short-lived containers
+        return watch.state.overview()
+
+
+def _settle_collector(state: InventoryState) -> None:
+    """Move what the state now keeps out of the cyclic collector's way once enough of it changed.
+
+    The kept objects are built once and hold no reference cycles (they are freed by reference
+    counting, frozen or not), so :func:`gc.freeze` moves them to the permanent generation: a full
+    collection then walks only what was made since, never the millions of objects of a big cluster
+    (a 2,000-node cluster paused the server for seconds). The first count after the lists freezes
+    them; after that, every :data:`FREEZE_AFTER` changes.
+    """
+    import gc
+
+    if state.changes >= FREEZE_AFTER:
+        state.settled()
+        gc.freeze()
 
 
 # -- the server's watches ----------------------------------------------------------------------
