@@ -81,10 +81,18 @@ class Inventory:
         for key, value in overview.to_dict(nodes=False).items():
             parts.append(b'"%s":%s' % (key.encode(), dumps(value)))
             if key == "vendors" and nodes:
-                parts.append(b'"nodes":[' + b",".join([node.json() for node in overview.nodes]) + b"]")
+                records = overview.nodes
+                if not records:
+                    parts.append(b'"nodes":[]')
+                    continue
+                parts.append(b'"nodes":[' + records[0].json())  # one join below: the megabytes are copied once
+                parts.extend(record.json() for record in records[1:])
+                parts[-1] += b"]"
         if freshness is not None:
             parts.append(b'"freshness":' + dumps(freshness))
-        return b"{" + b",".join(parts) + b"}"
+        parts[0] = b"{" + parts[0]
+        parts[-1] += b"}"
+        return b",".join(parts)
 
     def document(self, nodes: bool = True, freshness: dict[str, Any] | None = None) -> dict[str, Any]:
         """The overview as the API answers it: without the per-node detail unless ``nodes``, with ``freshness`` last."""

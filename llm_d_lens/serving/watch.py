@@ -338,7 +338,9 @@ class KindWatch:
                               "a watch cannot start from it", details={"command": format_command(argv)})
         fresh = [item for item in items if item.get("kind") == self.kind.kind]
         del body, objects, items
-        with self.lock:
+        from llm_d_lens.cluster.snapshot import gc_paused
+
+        with self.lock, gc_paused():  # a list makes a part per object: no collection walks them meanwhile
             for exc in self.store.replace(self.kind.kind, fresh):
                 self.dropped_object(exc)
             self.resource_version = rv

@@ -238,7 +238,7 @@ class WatchedCluster:
             if not self.synced:
                 continue
             try:
-                self._build()
+                self._build().encoded(True)  # the answer's bytes ready before a request asks for them
             except LensError:
                 pass  # kept in _failed: the next request answers it
             except Exception:  # a bug must not end the builder: log it, answer on demand instead
