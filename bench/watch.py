@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.median(during) * 1000:.1f} ms median of {len(during)}; ratio "
           f"{statistics.median(during) / base:.2f} (goal <= 1.2)")
     print(f"collector: longest pause {pauses.longest * 1000:.1f} ms of {pauses.runs} runs "
-          f"({pauses.total * 1000:.0f} ms in all) over a {run_took:.1f} s run (goal <= 50 ms)")
+          f"({pauses.total * 1000:.1f} ms in all) over a {run_took:.1f} s run (goal <= 50 ms)")
     print(f"to_dict per node: {small * 1e6:.2f} us at {args.small} nodes, {large * 1e6:.2f} us at {args.nodes}; "
           f"ratio {large / small:.2f} (goal <= 1.2)")
     return 0
