@@ -7,13 +7,18 @@ stops. Each keeps nodes, pods, ResourceSlices, DeviceClasses and ResourceClaims 
 :func:`watched_inventory` answers the inventory built from the kept objects. The CLI never starts
 a watch: it reads a cluster once, as before.
 
-Building the inventory of a 5,000-node cluster takes about a second, and on such a cluster pods
-come and go every second. So a request never builds (except the very first): a builder thread
-rebuilds after changes, coalescing those of :data:`SETTLE_SECONDS`, and a request answers the
-latest build at once. Its freshness says how many changes it is behind (``changes_pending``) and
-when it was built; an answer is never older than one build plus the settling time. Without the
-builder (a watch driven by hand, in tests and the benchmark) :meth:`WatchedCluster.inventory`
-builds on demand instead, once per change.
+Every list and event is applied to the cluster's one
+:class:`~llm_d_lens.cluster.state.InventoryState` as it arrives: a pod or a node is kept as its part
+(the objects themselves are not), and an event touches only its node's contribution (see
+``cluster/state.py``), so counting again after an event costs milliseconds, not a second. A
+builder thread counts after changes, coalescing those of :data:`SETTLE_SECONDS`, and encodes the
+answer's bytes from each node's cached part; a request answers the latest count at once. Its
+freshness says how many changes it is behind (``changes_pending``) and when it was counted.
+Without the builder (a watch driven by hand, in tests and the benchmark)
+:meth:`WatchedCluster.inventory` counts on demand instead, once per change. After a count with
+:data:`FREEZE_AFTER` changes behind it (the first lists, then every so many events) what is
+kept is moved out of the cyclic collector's way (:func:`gc.freeze`), so no collection walks a
+big cluster's objects (:func:`_settle_collector`).
 
 Every answer says how fresh it is (:func:`freshness`): a watched cluster is ``watching`` (current
 now), ``syncing`` (its first lists are under way) or ``broken`` (the last known state, and since
@@ -22,10 +27,11 @@ is also one of ``/readyz``'s problems (:func:`problems`), which the console show
 is one that keeps restarting (see :mod:`.watch`), and one whose objects were dropped.
 
 One object the inventory cannot read (a node whose capacity is not a quantity) must not turn every
-overview of the cluster into that error: the build drops it from the kept objects, counts it in
-its kind's status (``dropped``, with the latest reasons), names it in ``/readyz``, and builds
-again without it. Past :data:`MAX_DROPPED` such objects in one build the error stands: then the
-cluster is not what Lens can read, and a one-shot read says the same.
+overview of the cluster into that error: a node or pod is left out when it arrives, a DRA object
+when it is counted (the count then drops it and counts again); either way it is counted in its
+kind's status (``dropped``, with the latest reasons) and named in ``/readyz``. Past
+:data:`MAX_DROPPED` DRA objects in one count the error stands: then the cluster is not what Lens
+can read, and a one-shot read says the same.
 """
 
 from __future__ import annotations
