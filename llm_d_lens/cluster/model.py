@@ -127,6 +127,7 @@ class NodeRecord:
     notes: list[str] = field(default_factory=list)
     #: ``to_dict`` as the API's JSON, once encoded (a record is not changed after it is counted)
     _json: bytes | None = field(default=None, repr=False, compare=False)
+    _digest: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def schedulable(self) -> bool:
@@ -137,6 +138,15 @@ class NodeRecord:
         found = self._json
         if found is None:
             found = self._json = dumps(self.to_dict())
+        return found
+
+    def digest(self) -> bytes:
+        """A short hash of :meth:`json`, kept: a live answer's weak tag is made of these, not of megabytes."""
+        found = self._digest
+        if found is None:
+            import hashlib
+
+            found = self._digest = hashlib.blake2b(self.json(), digest_size=8).digest()
         return found
 
     def to_dict(self) -> dict[str, Any]:

@@ -47,13 +47,16 @@ class Inventory:
         ``freshness`` (how fresh the answer is) is written with the first encoding: a kept file's
         never changes while it is kept.
         """
-        from llm_d_lens.web.conditional import tagged
-
         with self._encoding:  # concurrent first requests encode once
             found = self._encoded.get(nodes)
             if found is None:
-                found = self._encoded[nodes] = tagged(self.body(nodes, None, freshness))
+                found = self._encoded[nodes] = self._encode(nodes, freshness)
             return found
+
+    def _encode(self, nodes: bool, freshness: dict[str, Any] | None) -> Encoded:
+        from llm_d_lens.web.conditional import tagged
+
+        return tagged(self.body(nodes, None, freshness))
 
     def encoded_named(self, cluster: dict[str, Any], nodes: bool = True,
                       freshness: dict[str, Any] | None = None) -> Encoded:

@@ -38,6 +38,7 @@ and on a busy cluster they are most of the pods.
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import threading
@@ -328,28 +329,34 @@ class KindWatch:
                 self._absent()
                 return False
             raise
-        body = _parse_list(result.argv, result.stdout)
-        del result  # the text: only the decoded fields are kept
-        objects = ClusterObjects.from_documents([Document(f"`{format_command(argv)}`", body)])
-        items = objects.all_items()
-        rv = _resource_version(body)
-        if rv is None:
-            raise WatchFailed(f"`{format_command(argv)}` answered a list without metadata.resourceVersion; "
-                              "a watch cannot start from it", details={"command": format_command(argv)})
-        fresh = [item for item in items if item.get("kind") == self.kind.kind]
-        del body, objects, items
         from llm_d_lens.cluster.snapshot import gc_paused
 
-        with self.lock, gc_paused():  # a list makes a part per object: no collection walks them meanwhile
-            for exc in self.store.replace(self.kind.kind, fresh):
-                self.dropped_object(exc)
-            self.resource_version = rv
-            self.version = version
-            self.lists += 1
-            self.synced = True
-            self.state = "listed"
-            self.current_at = self.clock()
-            self.on_change()
+        # The decoded list lives and dies inside one collector pause (as service.inspect reads a
+        # snapshot), and what the state keeps of it is frozen before the pause ends: no
+        # collection ever walks a big cluster's objects (see watched._settle_collector).
+        with gc_paused():
+            body = _parse_list(result.argv, result.stdout)
+            del result  # the text: only the decoded fields are kept
+            objects = ClusterObjects.from_documents([Document(f"`{format_command(argv)}`", body)])
+            items = objects.all_items()
+            rv = _resource_version(body)
+            if rv is None:
+                raise WatchFailed(f"`{format_command(argv)}` answered a list without metadata.resourceVersion; "
+                                  "a watch cannot start from it", details={"command": format_command(argv)})
+            fresh = [item for item in items if item.get("kind") == self.kind.kind]
+            del body, objects, items
+            with self.lock:
+                for exc in self.store.replace(self.kind.kind, fresh):
+                    self.dropped_object(exc)
+                del fresh
+                self.resource_version = rv
+                self.version = version
+                self.lists += 1
+                self.synced = True
+                self.state = "listed"
+                self.current_at = self.clock()
+                self.on_change()
+            gc.freeze()
         return True
 
     def watch_once(self) -> bool:

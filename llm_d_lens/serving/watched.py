@@ -89,6 +89,23 @@ class WatchedInventory(Inventory):
     watch: WatchedCluster | None = None
     generation: int = 0
 
+    def _encode(self, nodes: bool, freshness: dict[str, Any] | None) -> Any:
+        """The bytes as any inventory's, tagged by their head and each node's kept digest.
+
+        A live answer's tag is weak (``serving/api._encoded_live``): the same content gets the same
+        tag, but hashing a 5,000-node answer's megabytes after every event cost more than the rest
+        of the answer together.
+        """
+        import hashlib
+
+        from llm_d_lens.web.conditional import Encoded
+
+        body = self.body(nodes, None, freshness)
+        tag = hashlib.blake2b(self.body(False, None, freshness), digest_size=8)
+        if nodes:
+            tag.update(b"".join([record.digest() for record in self.overview.nodes]))
+        return Encoded(body, f'"{tag.hexdigest()}"')
+
 
 class WatchedCluster:
     """One live cluster's objects kept current, and the inventory built from them."""
