@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods-per-node", type=int, default=20)
     parser.add_argument("--rate", type=float, default=100.0, help="pod events a second, over all clusters")
-    parser.add_argument("--requests", type=int, default=200, help="fleet answers asked")
+    parser.add_argument("--requests", type=int, default=100, help="fleet answers asked")
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)  # the child: write the lists there
     args = parser.parse_args(argv)
     if args.write is not None:

@@ -172,6 +172,7 @@ class InventoryState:
         # indexes
         self._names: dict[str, list[Key]] = {}  # node name -> node keys (one, unless namespaced twice)
         self._sorted: list[tuple[str, str]] = []  # (name, namespace) of every kept node, in answer order
+        self._records: list[NodeRecord | None] = []  # their records, in the same order (None until counted)
         self._held: dict[str, dict[Key, PodPart]] = {}  # node name -> the pods holding resources on it
         self._pending: dict[str, list[int]] = {}  # resource -> [unbound pods, units] asking for it
         self._phases: dict[Key, str | None] = {}  # phases of pods that use ResourceClaims
@@ -344,7 +345,9 @@ class InventoryState:
         if not keys:
             del self._names[base.name]
             self._known_changed(base.name)
-        del self._sorted[bisect.bisect_left(self._sorted, (key[1], key[0]))]
+        index = bisect.bisect_left(self._sorted, (key[1], key[0]))
+        del self._sorted[index]
+        del self._records[index]
 
     def _know(self, key: Key, name: str) -> None:
         self._dirty.add(key)
@@ -352,7 +355,9 @@ class InventoryState:
         keys.append(key)
         if len(keys) == 1:
             self._known_changed(name)
-        bisect.insort(self._sorted, (key[1], key[0]))
+        index = bisect.bisect_left(self._sorted, (key[1], key[0]))
+        self._sorted.insert(index, (key[1], key[0]))
+        self._records.insert(index, None)
 
     def _known_changed(self, name: str) -> None:
         if name in self._dra_by_node or name in self._orphans_by_node:
@@ -431,6 +436,7 @@ class InventoryState:
         record = self.rules.node_record(base, held, holds, self._dra_by_node.get(name, ()),
                                         self._orphans_by_node.get(name, ()), self._dra_resources, self._dra)
         self._counted[key] = (record, base)
+        self._records[bisect.bisect_left(self._sorted, (key[1], key[0]))] = record
         self._tally(record, base, 1)
 
     def _tally(self, record: NodeRecord, base: NodeBase, sign: int) -> None:
@@ -511,10 +517,8 @@ class InventoryState:
 
         notes = list(self._nodeless_notes)
         unknown: dict[tuple[str, str], int] = {}
-        for node_name, held in self._held.items():
-            if node_name in self._names:
-                continue
-            for part in held.values():
+        for node_name in self._held.keys() - self._names.keys():
+            for part in self._held[node_name].values():
                 for resource, _ in part.requests:
                     unknown[(resource, node_name)] = unknown.get((resource, node_name), 0) + 1
         for (resource, node_name), pods in sorted(unknown.items()):
@@ -525,8 +529,7 @@ class InventoryState:
             shown = ", ".join(f"{count} {kind}" for kind, count in sorted(self.ignored_kinds.items()))
             notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
 
-        counted = self._counted
-        nodes = [counted[(namespace, name)][0] for name, namespace in self._sorted]
+        nodes: list[NodeRecord] = list(self._records)  # type: ignore[arg-type]  (every one counted above)
         ordered = sorted(buckets.values(), key=lambda b: (not b.accelerator, -b.counts.devices, b.profile_id))
         counts = {NODE: len(self.nodes), POD: len(self.pods), SLICE: len(self.slices), CLASS: len(self.classes),
                   CLAIM: len(self.claims)}

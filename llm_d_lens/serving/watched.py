@@ -261,7 +261,10 @@ class WatchedCluster:
             if not self.synced:
                 continue
             try:
-                self._build().encoded(True)  # the answer's bytes ready before a request asks for them
+                before = self._built
+                found = self._build()
+                if before is not None and before is not found and True in before._encoded:
+                    found.encoded(True)  # its answer was asked for: the next one's bytes ready before it is
             except LensError:
                 pass  # kept in _failed: the next request answers it
             except Exception:  # a bug must not end the builder: log it, answer on demand instead
