@@ -11,8 +11,9 @@ Every list and event is applied to the cluster's one
 :class:`~llm_d_lens.cluster.state.InventoryState` as it arrives: a pod or a node is kept as its part
 (the objects themselves are not), and an event touches only its node's contribution (see
 ``cluster/state.py``), so counting again after an event costs milliseconds, not a second. A
-builder thread counts after changes, coalescing those of :data:`SETTLE_SECONDS`, and encodes the
-answer's bytes from each node's cached part; a request answers the latest count at once. Its
+builder thread counts after changes, coalescing those of :data:`SETTLE_SECONDS`, and (for a
+cluster whose answer is being asked for) encodes the next answer's bytes from each node's kept
+part; a request answers the latest count at once. Its
 freshness says how many changes it is behind (``changes_pending``) and when it was counted.
 Without the builder (a watch driven by hand, in tests and the benchmark)
 :meth:`WatchedCluster.inventory` counts on demand instead, once per change. After a count with
