@@ -119,12 +119,15 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
 
             from llm_d_lens.api.hosts import ENV, default_hosts
 
-            os.environ[ENV] = ",".join(default_hosts(host, allowed_host))  # DNS rebinding: other Host names refused
+            # the server's settings, worked out whole before any is set: a refusal leaves the environment as it was
+            planned = dict(os.environ)
+            planned[ENV] = ",".join(default_hosts(host, allowed_host))  # DNS rebinding: other Host names refused
             if clusters:
-                os.environ["LENS_CLUSTERS"] = clusters
-            os.environ.setdefault("LENS_CLUSTER_WATCH", "1")  # live clusters are watched (LENS_CLUSTER_WATCH=0: read per request)
+                planned["LENS_CLUSTERS"] = clusters
+            planned.setdefault("LENS_CLUSTER_WATCH", "1")  # live clusters are watched (LENS_CLUSTER_WATCH=0: read per request)
             if demo:
-                _demo_environment(os.environ)
+                _demo_environment(planned)
+            os.environ.update({name: value for name, value in planned.items() if os.environ.get(name) != value})
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
     return app

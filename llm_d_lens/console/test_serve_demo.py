@@ -22,6 +22,10 @@ def test_demo_with_a_prometheus_charts_that_prometheus():
 @pytest.mark.parametrize("variable", ["LENS_CLUSTER_SNAPSHOT", "LENS_KUBE_CONTEXT"])
 def test_demo_and_another_cluster_is_a_coded_refusal_before_anything_starts(monkeypatch, capsys, variable):
     monkeypatch.setenv(variable, "elsewhere")
+    import os
+
+    before = dict(os.environ)
     assert main(["serve", "--demo", "--port", "1"]) == 1
+    assert dict(os.environ) == before  # a refusal sets nothing: no trusted hosts or watch setting left behind
     err = capsys.readouterr().err
     assert err.startswith("error: CLUSTER_SOURCE_CONFLICT: ") and variable in err and "Traceback" not in err
