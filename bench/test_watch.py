@@ -11,26 +11,25 @@ SCRIPT = Path(__file__).resolve().parent / "watch.py"
 NUMBER = r"([\d.]+)"
 
 
-def test_the_benchmark_prints_memory_latency_and_catch_up_ratios() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "16", "--pods-per-node", "2", "--repeat", "3"],
-                          capture_output=True, text=True, timeout=120, check=True)
+def test_the_benchmark_prints_visibility_burst_collector_and_to_dict_figures() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--nodes", "40", "--pods-per-node", "2", "--repeat", "3",
+                           "--seconds", "0.5", "--small", "10"], capture_output=True, text=True, timeout=120, check=True)
     lines = done.stdout.splitlines()
-    assert lines[0] == "cluster: 16 nodes, 32 pods"
-    memory = re.fullmatch(rf"memory: watch {NUMBER} MiB, parsed snapshot {NUMBER} MiB, ratio {NUMBER}", lines[1])
-    latency = re.fullmatch(rf"overview, no event: {NUMBER} ms; right after an event: {NUMBER} ms; "
-                           rf"ratio {NUMBER} \(goal <= 1\.2\)", lines[2])
-    catch_up = re.fullmatch(rf"event in the answer after {NUMBER} s; one build of the parsed snapshot {NUMBER} s; "
-                            rf"ratio {NUMBER}", lines[3])
-    demand = re.fullmatch(rf"on demand \(a request builds after each event\): {NUMBER} ms; ratio {NUMBER} "
-                          "to the answer without events", lines[4])
-    assert memory and latency and catch_up and demand, lines
-    watch, snapshot = float(memory[1]), float(memory[2])
-    assert watch > 0 and snapshot > 0
-    # each ratio agrees with the figures printed beside it (within their rounding)
-    for first, second, ratio, digits in ((watch, snapshot, float(memory[3]), 0.05),
-                                         (float(latency[2]), float(latency[1]), float(latency[3]), 0.05),
-                                         (float(catch_up[1]), float(catch_up[2]), float(catch_up[3]), 0.0005)):
-        low, high = (first - digits) / (second + digits), (first + digits) / max(second - digits, 1e-9)
-        assert low - 0.005 <= ratio <= high + 0.005, (first, second, ratio)
-    # an event reaches the answer no sooner than the builder settles
-    assert float(catch_up[1]) >= 0.2
+    assert lines[0] == "cluster: 40 nodes, 80 pods"
+    assert re.fullmatch(rf"memory: resident {NUMBER} MiB after the lists and the first count \(kept: 40 Node, 80 Pod, "
+                        r"\d+ ResourceSlice, \d+ DeviceClass, \d+ ResourceClaim\)", lines[1]), lines[1]
+    base = re.fullmatch(rf"overview, no event: {NUMBER} ms", lines[2])
+    visible = re.fullmatch(rf"event visible in the next answer after {NUMBER} ms median, {NUMBER} ms worst "
+                           r"\(goal <= 50 ms, 10 ms\)", lines[3])
+    burst = re.fullmatch(rf"during (\d+) events in {NUMBER} s \((\d+)/s\): answer {NUMBER} ms median of (\d+); "
+                         rf"ratio {NUMBER} \(goal <= 1\.2\)", lines[4])
+    collector = re.fullmatch(rf"collector: longest pause {NUMBER} ms of (\d+) runs \({NUMBER} ms in all\) over a "
+                             rf"{NUMBER} s run \(goal <= 50 ms\)", lines[5])
+    to_dict = re.fullmatch(rf"to_dict per node: {NUMBER} us at 10 nodes, {NUMBER} us at 40; ratio {NUMBER} "
+                           r"\(goal <= 1\.2\)", lines[6])
+    assert base and visible and burst and collector and to_dict, lines
+    assert float(visible[1]) <= float(visible[2])
+    assert int(burst[1]) > 0 and int(burst[5]) > 0
+    assert float(collector[1]) <= float(collector[3]) + 0.05 and float(collector[4]) >= 0.5
+    ratio = float(to_dict[2]) / float(to_dict[1])
+    assert abs(ratio - float(to_dict[3])) <= 0.05 * max(1.0, ratio) + 0.01

@@ -39,6 +39,7 @@ class _Metadata(TypedDict, total=False):
     name: Any
     namespace: Any
     labels: Any
+    resourceVersion: Any  # where a watch resumes (an event's object, a List's own metadata)
 
 
 class _Container(TypedDict, total=False):
@@ -81,10 +82,26 @@ class _Item(TypedDict, total=False):
 
 class _List(TypedDict, total=False):
     kind: Any
+    metadata: Any
     items: list[_Item] | None
 
 
+class _EventObject(_Item, total=False):
+    """A watch event's object: an item, or the ``Status`` of an ERROR event (whose ``status`` is a
+    string, which this shape refuses: such an event is read by the strict reader)."""
+
+    code: Any
+    message: Any
+    reason: Any
+
+
+class _Event(TypedDict, total=False):
+    type: Any
+    object: _EventObject | None
+
+
 _PARTIAL = msgspec.json.Decoder(_List)
+_EVENT = msgspec.json.Decoder(_Event)
 
 #: Python frames the partial decode runs below its caller. The strict reader's parser runs about 7
 #: frames deeper than its caller (parse_json, loads, json.loads, decode, raw_decode, ...) and msgspec
@@ -110,6 +127,19 @@ def decode_list(data: bytes | str, *, partial: bool = True) -> Any:
         # Not the shape, or not JSON msgspec reads: the strict reader gives either the error the
         # user has always seen or the objects as they are.
         return parse_json(data)
+
+
+def decode_event(line: bytes | str) -> Any:
+    """One watch event line with only the inventory's fields of its object, under the same rules as
+    :func:`decode_list` (anything the strict reader could refuse, or msgspec does, is read strictly)."""
+    from llm_d_lens.jsonread import loads
+
+    if may_be_refused(line):
+        return loads(line)
+    try:
+        return _deeper(_PADDING, _EVENT.decode, line)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
+        return loads(line)
 
 
 def _deeper(levels: int, call: Callable[[Any], Any], data: Any) -> Any:

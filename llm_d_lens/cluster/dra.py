@@ -113,9 +113,13 @@ class DraDevices:
         return found
 
 
-def read_slices(slices: Iterable[dict[str, Any]], catalog: Catalog) -> DraDevices:
-    result = DraDevices()
-    pools: dict[tuple[str, str], tuple[int, list[dict[str, Any]], int | None]] = {}
+#: (driver, pool name) -> (generation, the slices of that generation, resourceSliceCount when published)
+Pools = dict[tuple[str, str], tuple[int, list[dict[str, Any]], "int | None"]]
+
+
+def group_pools(slices: Iterable[dict[str, Any]]) -> Pools:
+    """Slices by pool, only those of each pool's newest generation (each slice's pool fields checked)."""
+    pools: Pools = {}
     for item in slices:
         spec = mapping_at(item, "spec", item.get("spec"))
         driver = spec.get("driver")
@@ -135,16 +139,51 @@ def read_slices(slices: Iterable[dict[str, Any]], catalog: Catalog) -> DraDevice
             pools[key] = (generation, [item], expected if type(expected) is int else None)
         elif generation == current[0]:
             current[1].append(item)
-    for (driver, pool_name), (generation, pool_slices, expected) in pools.items():
-        if expected is not None and len(pool_slices) < expected:
-            result.notes.append(
-                f"DRA pool {pool_name!r} of {driver}: {len(pool_slices)} of {expected} ResourceSlices of generation "
-                f"{generation} are published; the pool is incomplete and only those devices are counted"
-            )
-        profile_id = catalog.driver(driver)
-        for item in pool_slices:
-            _read_slice(item, driver, pool_name, profile_id, catalog, result)
+    return pools
+
+
+def read_pool(driver: str, pool_name: str, generation: int, pool_slices: list[dict[str, Any]], expected: int | None,
+              catalog: Catalog) -> DraDevices:
+    """One pool's devices, as its slices of the newest generation publish them (no claim applied yet)."""
+    result = DraDevices()
+    if expected is not None and len(pool_slices) < expected:
+        result.notes.append(
+            f"DRA pool {pool_name!r} of {driver}: {len(pool_slices)} of {expected} ResourceSlices of generation "
+            f"{generation} are published; the pool is incomplete and only those devices are counted"
+        )
+    profile_id = catalog.driver(driver)
+    for item in pool_slices:
+        _read_slice(item, driver, pool_name, profile_id, catalog, result)
     return result
+
+
+def merge_pools(parts: Iterable[DraDevices]) -> DraDevices:
+    """The cluster's DRA devices from its pools' (each pool's devices, unclaimed drivers and notes, in pool order)."""
+    result = DraDevices()
+    for part in parts:
+        result.devices.update(part.devices)
+        result.notes += part.notes
+        for driver, unclaimed in part.unclaimed.items():
+            merged = result.unclaimed.setdefault(driver, UnclaimedDriver())
+            merged.devices |= unclaimed.devices
+            merged.nodes |= unclaimed.nodes
+            merged.details.update(unclaimed.details)
+    return result
+
+
+def unclaim(devices: Iterable[Device]) -> None:
+    """Forget what claims did to these devices, so that the claims can be applied again."""
+    for device in devices:
+        device.allocated = device.occupied = False
+        if device.consumed:
+            device.consumed = {}
+        if device.holders:
+            device.holders = []
+
+
+def read_slices(slices: Iterable[dict[str, Any]], catalog: Catalog) -> DraDevices:
+    return merge_pools(read_pool(driver, pool_name, generation, pool_slices, expected, catalog)
+                       for (driver, pool_name), (generation, pool_slices, expected) in group_pools(slices).items())
 
 
 def _read_slice(item: dict[str, Any], driver: str, pool: str, profile_id: str | None, catalog: Catalog,

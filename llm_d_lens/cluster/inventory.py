@@ -17,27 +17,17 @@ How a node's hardware is counted (the rules are the profiles'; see docs/cluster.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
-from llm_d_lens.cluster.dra import Device, DraDevices, apply_claims, read_slices
+from llm_d_lens.cluster.dra import Device, DraDevices
 from llm_d_lens.cluster.errors import ObjectInvalid
-from llm_d_lens.cluster.model import (
-    Bucket,
-    Channel,
-    NetworkBucket,
-    NodeHardware,
-    NodeNetwork,
-    NodeRecord,
-    Overview,
-    Sharing,
-    Unsupported,
-)
+from llm_d_lens.cluster.model import Channel, NetworkBucket, NodeHardware, NodeNetwork, NodeRecord, Overview, Sharing
 from llm_d_lens.cluster.objects import ClusterObjects, list_at, mapping_at, string_at
-from llm_d_lens.cluster.pods import Hold, PodUsage, read_pods
+from llm_d_lens.cluster.pods import Hold
 from llm_d_lens.cluster.quantity import QuantityError, parse_count
 
 #: The implicit extended resource name of a DeviceClass without ``extendedResourceName``.
@@ -47,9 +37,16 @@ _CEL_DRIVER = re.compile(r'device\.driver\s*==\s*"([^"]+)"')
 
 def build_inventory(objects: ClusterObjects, catalog: Catalog | None = None,
                     source: Mapping[str, Any] | None = None) -> Overview:
-    """The overview of a cluster's objects; an unreadable field is an error naming file and object."""
+    """The overview of a cluster's objects; an unreadable field is an error naming file and object.
+
+    The objects are applied to an empty :class:`~llm_d_lens.cluster.state.InventoryState`: the
+    one way an overview is counted, whether from a snapshot, one read of a live cluster, or a
+    watch applying its events one by one.
+    """
+    from llm_d_lens.cluster.state import InventoryState
+
     try:
-        return _Builder(objects, catalog or Catalog()).build(dict(source or {}))
+        return InventoryState.from_objects(objects, catalog or Catalog(), dict(source or {})).overview()
     except ObjectInvalid as exc:
         where = objects.source_of(exc.item)
         raise (exc.at(where) if where else exc) from None
@@ -69,64 +66,38 @@ class _Slot:
     fractional: dict[str, list[int]] = field(default_factory=dict)
 
 
-class _Builder:
-    def __init__(self, objects: ClusterObjects, catalog: Catalog):
-        self.objects = objects
+@dataclass(slots=True, eq=False)
+class NodeBase:
+    """What a node object itself says, checked once when it arrives (the object is not kept)."""
+
+    name: str
+    ready: bool
+    cordoned: bool
+    labels: dict[str, str]
+    #: profile id -> extended resource -> (capacity, allocatable, kind)
+    plugin: dict[str, dict[str, tuple[int, int, str]]]
+    #: profile id -> the node-label selector that says it is present
+    selectors: dict[str, dict[str, str]]
+    #: extended resources no profile claims: (name, quantity)
+    unclaimed: tuple[tuple[str, int], ...]
+    #: NIC resources: (network profile id, resource, capacity, allocatable), in the node's order
+    network: tuple[tuple[str, str, int, int], ...] = ()
+    #: profile id -> declared quantity resource (MiB, percent) -> (capacity, allocatable)
+    fractional: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+
+
+class Rules:
+    """How a node's hardware is counted (see the module): the catalog's rules, with a few per-profile answers cached."""
+
+    def __init__(self, catalog: Catalog):
         self.catalog = catalog
-        self.notes: list[str] = []
-        self.unsupported: dict[tuple[str, str], Unsupported] = {}
-        self.buckets: dict[str, Bucket] = {}
         self._advertises: dict[str, bool] = {}
         self._memory: dict[str, bool] = {}
-        self._nic_groups: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
-
-    def build(self, source: dict[str, Any]) -> Overview:
-        objects, catalog = self.objects, self.catalog
-        dra = read_slices(objects.resource_slices, catalog)
-        usage = read_pods(objects.pods, catalog)
-        apply_claims(dra, objects.resource_claims, catalog, usage.claim_pod_phases)
-        dra_resources = self._device_classes()
-        network_dra = self._network_dra(dra)
-        dra_by_node = dra.by_node()
-        nodes: list[NodeRecord] = []
-        known: set[str] = set()
-        orphans_by_node: dict[str | None, list[tuple[str, str]]] = {}
-        for orphan in dra.orphans:
-            orphans_by_node.setdefault(orphan.node, []).append((orphan.profile_id, f"{'/'.join(orphan.key)} ({orphan.holder})"))
-        for node in objects.nodes:
-            name = node["metadata"]["name"]
-            known.add(name)
-            record = self._node(node, dra_by_node.get(name, ()), usage, dra_resources, orphans_by_node.get(name, ()), dra)
-            self._node_network_dra(record, network_dra.pop(name, {}))
-            nodes.append(record)
-            self._count(record)
-        self._nodeless(dra_by_node, orphans_by_node, known, dra)
-        self._pending(usage, dra)
-        for (resource, node_name), pods in sorted(usage_unknown_nodes(usage, known).items()):
-            self.notes.append(f"{pods} pod(s) on node {node_name!r}, which is not in the cluster, hold {resource}")
-        self.notes += dra.notes
-        for driver, unclaimed in sorted(dra.unclaimed.items()):
-            entry = self._unsupported("dra-driver", driver)
-            entry.nodes |= unclaimed.nodes
-            entry.quantity += len(unclaimed.devices)
-        self.notes += objects.duplicates
-        if objects.ignored_kinds:
-            shown = ", ".join(f"{count} {kind}" for kind, count in sorted(objects.ignored_kinds.items()))
-            self.notes.append(f"ignored objects of kinds the inventory does not read: {shown}")
-        for node_name, found in sorted(network_dra.items(), key=lambda item: item[0] or ""):
-            for profile_id, (nics, others) in sorted(found.items()):
-                where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
-                self.notes.append(f"{profile_id}: {nics} DRA network device(s) published {where}")
-        buckets = sorted(self.buckets.values(), key=lambda b: (not b.accelerator, -b.counts.devices, b.profile_id))
-        nodes.sort(key=lambda n: n.name)
-        unsupported = sorted(self.unsupported.values(), key=lambda u: (u.kind, u.name))
-        return Overview(source, objects.dra_api, buckets, nodes, unsupported, self.notes, objects.counts(),
-                        self._network_buckets(nodes))
 
     # -- one node ------------------------------------------------------------------------------
 
-    def _node(self, node: dict[str, Any], devices: Iterable[Device], usage: PodUsage, dra_resources: Mapping[str, str],
-              orphans: Iterable[tuple[str, str]], dra: DraDevices) -> NodeRecord:
+    def node_base(self, node: dict[str, Any]) -> NodeBase:
+        """The node's own part; raises :class:`ObjectInvalid` for a field that cannot be read."""
         catalog = self.catalog
         metadata = node["metadata"]
         name = metadata["name"]
@@ -138,22 +109,28 @@ class _Builder:
         status = mapping_at(node, "status", node.get("status"))
         conditions = list_at(node, "status.conditions", status.get("conditions"))
         ready = any(type(c) is dict and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-        record = NodeRecord(name, ready, spec.get("unschedulable") is True)
         capacity = mapping_at(node, "status.capacity", status.get("capacity"))
         allocatable = mapping_at(node, "status.allocatable", status.get("allocatable"))
-        slots: dict[str, _Slot] = {}
+        plugin: dict[str, dict[str, tuple[int, int, str]]] = {}
+        unclaimed: list[tuple[str, int]] = []
+        network: list[tuple[str, str, int, int]] = []
+        fractional: dict[str, dict[str, tuple[int, int]]] = {}
         names = allocatable.keys() if capacity.keys() == allocatable.keys() else allocatable.keys() | capacity.keys()
         for resource in names:
             if "/" not in resource:
                 continue
-            network = catalog.network_resource(resource)
-            if network is not None:
-                self._network_resource(record, network, resource, node, capacity, allocatable)
+            nic = catalog.network_resource(resource)
+            if nic is not None:
+                network.append((nic.profile_id, resource,
+                                _count(node, "capacity" if resource in capacity else "allocatable", resource,
+                                       capacity.get(resource, allocatable.get(resource))),
+                                _count(node, "allocatable" if resource in allocatable else "capacity", resource,
+                                       allocatable.get(resource, capacity.get(resource)))))
                 continue
             role = catalog.resource(resource)
             if role is None:
                 if catalog.is_extended(resource):
-                    self._unclaimed_resource(resource, name, capacity.get(resource, allocatable.get(resource)))
+                    unclaimed.append((resource, _quantity(capacity.get(resource, allocatable.get(resource)))))
                 continue
             if role.kind == "other":
                 continue
@@ -163,27 +140,45 @@ class _Builder:
             usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
                             allocatable.get(resource, capacity.get(resource)))
             if role.kind == "fraction":  # a declared quantity (MiB, percent): never a device or a unit
-                _slot(slots, role.profile_id).fractional[resource] = [total, usable]
+                fractional.setdefault(role.profile_id, {})[resource] = (total, usable)
                 continue
-            _slot(slots, role.profile_id).plugin[resource] = (total, usable, role.kind)
-        for profile_id, selector in catalog.present(labels):
+            plugin.setdefault(role.profile_id, {})[resource] = (total, usable, role.kind)
+        selectors = dict(catalog.present(labels))
+        return NodeBase(name, ready, spec.get("unschedulable") is True, labels, plugin, selectors, tuple(unclaimed),
+                        tuple(network), fractional)
+
+    def node_record(self, base: NodeBase, held: Mapping[str, int], holds: Iterable[Hold], devices: Iterable[Device],
+                    orphans: Iterable[tuple[str, str]], dra_resources: Mapping[str, str], dra: DraDevices,
+                    network_dra: Mapping[str, tuple[int, int]] | None = None) -> NodeRecord:
+        """The node's record: its own part with what pods hold on it, its DRA devices and its NICs
+        (``network_dra``: network profile id -> (NICs, other devices) its network DRA drivers publish)."""
+        record = NodeRecord(base.name, base.ready, base.cordoned)
+        slots: dict[str, _Slot] = {}
+        groups: dict[str, dict[str, tuple[int, int]]] = {}
+        for profile_id, resource, total, usable in base.network:
+            self._network_resource(record, groups, profile_id, resource, total, usable)
+        for profile_id, plugin in base.plugin.items():
+            _slot(slots, profile_id).plugin.update(plugin)
+        for profile_id, fractional in base.fractional.items():
+            _slot(slots, profile_id).fractional.update({name: list(pair) for name, pair in fractional.items()})
+        for profile_id, selector in base.selectors.items():
             _slot(slots, profile_id).selector = selector
         for device in devices:
             if device.profile_id is not None:
                 _slot(slots, device.profile_id).dra.append(device)
         for profile_id, what in orphans:
             _slot(slots, profile_id).orphans.append(what)
-        self._node_usage(record, slots, usage, dra_resources)
+        if held:
+            self._node_usage(record, slots, held, holds, dra_resources)
         for profile_id in sorted(slots):
-            record.hardware.append(self._hardware(slots[profile_id], labels, dra))
-        self._network_usage(record, usage)
+            record.hardware.append(self.hardware(slots[profile_id], base.labels, dra))
+        self._network_usage(record, held)
+        if network_dra:
+            self._node_network_dra(record, network_dra)
         return record
 
-    def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], usage: PodUsage,
+    def _node_usage(self, record: NodeRecord, slots: dict[str, _Slot], held: Mapping[str, int], holds: Iterable[Hold],
                     dra_resources: Mapping[str, str]) -> None:
-        held = usage.by_node.get(record.name)
-        if not held:
-            return
         unadvertised: dict[str, int] = {}
         for resource, count in held.items():
             role = self.catalog.resource(resource)
@@ -194,14 +189,14 @@ class _Builder:
                 slot.requested[resource] = slot.requested.get(resource, 0) + count
             elif resource not in dra_resources:
                 unadvertised[resource] = unadvertised.get(resource, 0) + count
-        for hold in usage.holds.get(record.name, ()):
+        for hold in holds:
             role = self.catalog.resource(hold.resource)
             if role is not None and role.profile_id in slots and hold.resource in slots[role.profile_id].plugin:
                 slots[role.profile_id].holds.append(hold)
         for resource, count in sorted(unadvertised.items()):
             record.notes.append(f"pods hold {count} {resource}, which this node does not advertise")
 
-    def _hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
+    def hardware(self, slot: _Slot, labels: Mapping[str, str], dra: DraDevices) -> NodeHardware:
         inventory = self.catalog.profile(slot.profile_id).inventory
         hardware = NodeHardware(slot.profile_id, present_by_labels=slot.selector is not None)
         notes, counts = hardware.notes, hardware.counts
@@ -342,99 +337,6 @@ class _Builder:
             self._advertises[profile_id] = not any(mode.request_model == "none" for mode in modes)
         return self._advertises[profile_id]
 
-    # -- cluster-wide ----------------------------------------------------------------------------
-
-    def _device_classes(self) -> dict[str, str]:
-        """Extended resource names DRA satisfies (KEP-5004), each mapped to its device class."""
-        names: dict[str, str] = {}
-        for item in self.objects.device_classes:
-            class_name = item["metadata"]["name"]
-            spec = mapping_at(item, "spec", item.get("spec"))
-            names[IMPLICIT_CLASS_RESOURCE + class_name] = class_name
-            explicit = spec.get("extendedResourceName")
-            if isinstance(explicit, str) and explicit:
-                names[explicit] = class_name
-            if (self.catalog.device_class(class_name) is None and self.catalog.network_class(class_name) is None
-                    and not self._class_driver_claimed(item, spec)):
-                self._unsupported("device-class", class_name)
-        return names
-
-    def _class_driver_claimed(self, item: dict[str, Any], spec: Mapping[str, Any]) -> bool:
-        for selector in list_at(item, "spec.selectors", spec.get("selectors")):
-            cel = selector.get("cel") if isinstance(selector, dict) else None
-            expression = cel.get("expression") if isinstance(cel, dict) else None
-            for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):
-                if self.catalog.driver(driver) is not None or self.catalog.network_driver(driver) is not None:
-                    return True
-        return False
-
-    def _nodeless(self, dra_by_node: Mapping[str | None, list[Device]],
-                  orphans_by_node: Mapping[str | None, list[tuple[str, str]]], known: set[str], dra: DraDevices) -> None:
-        """DRA devices not tied to a node of this cluster still count in their bucket."""
-        for node_name in sorted({*dra_by_node, *orphans_by_node} - known, key=lambda n: n or ""):
-            slots: dict[str, _Slot] = {}
-            for device in dra_by_node.get(node_name, ()):
-                if device.profile_id is not None:
-                    _slot(slots, device.profile_id).dra.append(device)
-            for profile_id, what in orphans_by_node.get(node_name, ()):
-                _slot(slots, profile_id).orphans.append(what)
-            for profile_id, slot in sorted(slots.items()):
-                hardware = self._hardware(slot, {}, dra)
-                bucket = self._bucket(profile_id)
-                bucket.counts.add(hardware.counts)
-                bucket.vram.merge(hardware.vram)
-                bucket.products |= hardware.products
-                bucket.request_models |= hardware.request_models
-                where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
-                self.notes.append(f"{profile_id}: {hardware.counts.devices + hardware.counts.partitions} DRA device(s) "
-                                  f"published {where}")
-
-    def _pending(self, usage: PodUsage, dra: DraDevices) -> None:
-        """Demand not met yet: unbound pods' extended resources and unallocated claims."""
-        for resource, (pods, units) in sorted(usage.pending.items()):
-            role = self.catalog.resource(resource)
-            if role is None or role.kind == "other":
-                continue
-            bucket = self._bucket(role.profile_id)
-            bucket.pending_requests += pods
-            bucket.pending_units += units
-        for profile_id, (claims, units) in sorted(dra.pending.items()):
-            bucket = self._bucket(profile_id)
-            bucket.pending_requests += claims
-            bucket.pending_units += units
-
-    def _count(self, record: NodeRecord) -> None:
-        for hardware in record.hardware:
-            bucket = self._bucket(hardware.profile_id)
-            bucket.nodes += 1
-            bucket.counts.add(hardware.counts)
-            if record.schedulable:
-                bucket.schedulable_nodes += 1
-                bucket.schedulable.add(hardware.counts)
-            bucket.vram.merge(hardware.vram)
-            bucket.products |= hardware.products
-            bucket.request_models |= hardware.request_models
-            for name, (total, consumed) in hardware.capacity.items():
-                entry = bucket.capacity.setdefault(name, [Decimal(0), Decimal(0)])
-                entry[0] += total
-                entry[1] += consumed
-            if not hardware.counts.devices and not hardware.counts.partitions:
-                bucket.nodes_without_devices += 1
-            if hardware.sharing is not None:
-                bucket.shared_nodes += 1
-            for name, (total, usable) in hardware.fractional.items():
-                entry = bucket.fractional.setdefault(name, [0, 0])
-                entry[0] += total
-                entry[1] += usable
-
-    def _bucket(self, profile_id: str) -> Bucket:
-        bucket = self.buckets.get(profile_id)
-        if bucket is None:
-            profile = self.catalog.profile(profile_id)
-            bucket = Bucket(profile.id, profile.display_name, profile.vendor, profile.inventory.accelerator)
-            self.buckets[profile_id] = bucket
-        return bucket
-
     # -- network devices --------------------------------------------------------------------------
 
     def _network_entry(self, record: NodeRecord, profile_id: str) -> NodeNetwork:
@@ -447,20 +349,17 @@ class _Builder:
         record.network.sort(key=lambda n: n.profile_id)
         return entry
 
-    def _network_resource(self, record: NodeRecord, role: Any, resource: str, node: dict[str, Any],
-                          capacity: Mapping[str, Any], allocatable: Mapping[str, Any]) -> None:
+    def _network_resource(self, record: NodeRecord, groups: dict[str, dict[str, tuple[int, int]]], profile_id: str,
+                          resource: str, total: int, usable: int) -> None:
         """A NIC resource: per-device NICs count their units, one NIC named twice (rdma-0, rdma-0.IP) once;
         a shared device is one NIC pool whose units are handles."""
-        total = _count(node, "capacity" if resource in capacity else "allocatable", resource,
-                       capacity.get(resource, allocatable.get(resource)))
-        usable = _count(node, "allocatable" if resource in allocatable else "capacity", resource,
-                        allocatable.get(resource, capacity.get(resource)))
-        entry = self._network_entry(record, role.profile_id)
+        role = self.catalog.network_resource(resource)
+        entry = self._network_entry(record, profile_id)
         entry.via.add("extended-resource")
         entry.resources.append(resource)
         entry.resources.sort()
-        groups = self._nic_groups.setdefault((record.name, role.profile_id), {})
-        seen_total, seen_usable = groups.get(role.nic, (0, 0))
+        group = groups.setdefault(profile_id, {})
+        seen_total, seen_usable = group.get(role.nic, (0, 0))
         if entry.pairing == "shared":  # one pool of handles over the node's NICs: one NIC, many handles
             size, handles = (1 if total else 0), usable
             entry.handles += handles
@@ -470,10 +369,9 @@ class _Builder:
             entry.handles += handles - seen_usable
         size = max(seen_total, size)
         entry.nics += size - seen_total
-        groups[role.nic] = (size, handles)
+        group[role.nic] = (size, handles)
 
-    def _network_usage(self, record: NodeRecord, usage: PodUsage) -> None:
-        held = usage.by_node.get(record.name)
+    def _network_usage(self, record: NodeRecord, held: Mapping[str, int]) -> None:
         if not held or not record.network:
             return
         for resource, count in held.items():
@@ -481,8 +379,9 @@ class _Builder:
             if role is not None:
                 self._network_entry(record, role.profile_id).allocated += count
 
-    def _network_dra(self, dra: DraDevices) -> dict[str | None, dict[str, tuple[int, int]]]:
-        """NICs the network DRA drivers publish, per node: (NICs, other devices); their drivers are then claimed."""
+    def network_dra(self, dra: DraDevices) -> dict[str | None, dict[str, tuple[int, int]]]:
+        """NICs the network DRA drivers publish, per node: (NICs, other devices); their drivers are then claimed
+        (taken out of ``dra.unclaimed``)."""
         found: dict[str | None, dict[str, tuple[int, int]]] = {}
         for driver in list(dra.unclaimed):
             profile_id = self.catalog.network_driver(driver)
@@ -503,38 +402,61 @@ class _Builder:
             entry.handles = max(entry.handles, nics)
             entry.other_devices += others
 
-    def _network_buckets(self, nodes: list[NodeRecord]) -> list[NetworkBucket]:
-        buckets: dict[str, NetworkBucket] = {}
-        for record in nodes:
-            for entry in record.network:
-                bucket = buckets.get(entry.profile_id)
-                if bucket is None:
-                    profile = self.catalog.network(entry.profile_id)
-                    resource = profile.benchmark_network_resource or next(
-                        iter([*profile.resource_names, *profile.device_classes, *profile.dra_drivers]), profile.id)
-                    bucket = buckets[entry.profile_id] = NetworkBucket(profile.id, profile.display_name,
-                                                                       profile.network.pairing, resource)
-                bucket.nodes += 1
-                bucket.nics += entry.nics
-                bucket.handles += entry.handles
-                bucket.allocated += entry.allocated
-                bucket.via |= entry.via
-        return [buckets[k] for k in sorted(buckets)]
+    def network_bucket(self, profile_id: str) -> NetworkBucket:
+        """An empty bucket for a network device profile."""
+        profile = self.catalog.network(profile_id)
+        resource = profile.benchmark_network_resource or next(
+            iter([*profile.resource_names, *profile.device_classes, *profile.dra_drivers]), profile.id)
+        return NetworkBucket(profile.id, profile.display_name, profile.network.pairing, resource)
 
-    def _unsupported(self, kind: str, name: str) -> Unsupported:
-        key = (kind, name)
-        entry = self.unsupported.get(key)
-        if entry is None:
-            entry = self.unsupported[key] = Unsupported(kind, name)
-        return entry
+    # -- cluster-wide ----------------------------------------------------------------------------
 
-    def _unclaimed_resource(self, resource: str, node: str, value: Any) -> None:
-        entry = self._unsupported("resource", resource)
-        entry.nodes.add(node)
-        try:
-            entry.quantity += parse_count(value)
-        except QuantityError:
-            pass  # an unknown resource is observed, not validated
+    def device_classes(self, classes: Iterable[dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
+        """Extended resource names DRA satisfies (KEP-5004), each mapped to its device class; and the
+        classes no profile claims, in order."""
+        names: dict[str, str] = {}
+        unclaimed: list[str] = []
+        for item in classes:
+            class_name = item["metadata"]["name"]
+            spec = mapping_at(item, "spec", item.get("spec"))
+            names[IMPLICIT_CLASS_RESOURCE + class_name] = class_name
+            explicit = spec.get("extendedResourceName")
+            if isinstance(explicit, str) and explicit:
+                names[explicit] = class_name
+            if (self.catalog.device_class(class_name) is None and self.catalog.network_class(class_name) is None
+                    and not self._class_driver_claimed(item, spec)):
+                unclaimed.append(class_name)
+        return names, unclaimed
+
+    def _class_driver_claimed(self, item: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+        for selector in list_at(item, "spec.selectors", spec.get("selectors")):
+            cel = selector.get("cel") if isinstance(selector, dict) else None
+            expression = cel.get("expression") if isinstance(cel, dict) else None
+            for driver in _CEL_DRIVER.findall(expression if isinstance(expression, str) else ""):
+                if self.catalog.driver(driver) is not None or self.catalog.network_driver(driver) is not None:
+                    return True
+        return False
+
+    def nodeless(self, dra_by_node: Mapping[str | None, list[Device]],
+                 orphans_by_node: Mapping[str | None, list[tuple[str, str]]], known: Container[str | None],
+                 dra: DraDevices) -> tuple[list[NodeHardware], list[str]]:
+        """DRA devices not tied to a node of this cluster: they still count in their bucket, with a note."""
+        found: list[NodeHardware] = []
+        notes: list[str] = []
+        for node_name in sorted({n for n in (*dra_by_node, *orphans_by_node) if n not in known}, key=lambda n: n or ""):
+            slots: dict[str, _Slot] = {}
+            for device in dra_by_node.get(node_name, ()):
+                if device.profile_id is not None:
+                    _slot(slots, device.profile_id).dra.append(device)
+            for profile_id, what in orphans_by_node.get(node_name, ()):
+                _slot(slots, profile_id).orphans.append(what)
+            for profile_id, slot in sorted(slots.items()):
+                hardware = self.hardware(slot, {}, dra)
+                found.append(hardware)
+                where = "not tied to a single node" if node_name is None else f"for node {node_name!r}, which is not in the cluster"
+                notes.append(f"{profile_id}: {hardware.counts.devices + hardware.counts.partitions} DRA device(s) "
+                             f"published {where}")
+        return found, notes
 
 
 @dataclass
@@ -635,13 +557,9 @@ def _count(node: dict[str, Any], field_name: str, resource: str, value: Any) -> 
         raise ObjectInvalid(node, f'status.{field_name}["{resource}"]', value, exc.reason) from None
 
 
-def usage_unknown_nodes(usage: PodUsage, known: set[str]) -> dict[tuple[str, str], int]:
-    """Pods bound to nodes the snapshot does not hold (a node deleted under its pods)."""
-    found: dict[tuple[str, str], int] = {}
-    for node, holds in usage.holds.items():
-        if node in known:
-            continue
-        for hold in holds:
-            key = (hold.resource, node)
-            found[key] = found.get(key, 0) + 1
-    return found
+def _quantity(value: Any) -> int:
+    """An unclaimed resource's quantity: observed, not validated (0 when it is not a count)."""
+    try:
+        return parse_count(value)
+    except QuantityError:
+        return 0

@@ -6,6 +6,7 @@ records must stay cheap, and the output shape is documented in ``docs/cluster.md
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -165,10 +166,29 @@ class NodeRecord:
     hardware: list[NodeHardware] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     network: list[NodeNetwork] = field(default_factory=list)
+    #: ``to_dict`` as the API's JSON, once encoded (a record is not changed after it is counted)
+    _json: bytes | None = field(default=None, repr=False, compare=False)
+    _digest: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def schedulable(self) -> bool:
         return self.ready and not self.cordoned
+
+    def json(self) -> bytes:
+        """:meth:`to_dict` encoded as the API encodes it, kept: an answer re-encodes only the nodes that changed."""
+        found = self._json
+        if found is None:
+            found = self._json = dumps(self.to_dict())
+        return found
+
+    def digest(self) -> bytes:
+        """A short hash of :meth:`json`, kept: a live answer's weak tag is made of these, not of megabytes."""
+        found = self._digest
+        if found is None:
+            import hashlib
+
+            found = self._digest = hashlib.blake2b(self.json(), digest_size=8).digest()
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "ready": self.ready, "cordoned": self.cordoned, "schedulable": self.schedulable,
@@ -262,6 +282,8 @@ class Overview:
     notes: list[str]
     object_counts: dict[str, int]
     network: list[NetworkBucket] = field(default_factory=list)
+    #: node counts kept as nodes come and go (``cluster/state.py``): nodes, ready, not_ready, cordoned, accelerator
+    node_totals: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def total_gpu_count(self) -> int:
@@ -273,13 +295,19 @@ class Overview:
         vram = Vram()
         for bucket in accelerators:
             vram.merge(bucket.vram)
+        totals = self.node_totals
+        if totals is None:
+            totals = {"nodes": len(self.nodes), "ready": sum(1 for n in self.nodes if n.ready),
+                      "not_ready": sum(1 for n in self.nodes if not n.ready),
+                      "cordoned": sum(1 for n in self.nodes if n.cordoned),
+                      "accelerator": sum(1 for n in self.nodes if any(
+                          h.counts.devices or h.counts.partitions for h in n.hardware if h.profile_id in accelerator_ids))}
         return {
-            "nodes": len(self.nodes),
-            "ready_nodes": sum(1 for n in self.nodes if n.ready),
-            "not_ready_nodes": sum(1 for n in self.nodes if not n.ready),
-            "cordoned_nodes": sum(1 for n in self.nodes if n.cordoned),
-            "accelerator_nodes": sum(1 for n in self.nodes if any(
-                h.counts.devices or h.counts.partitions for h in n.hardware if h.profile_id in accelerator_ids)),
+            "nodes": totals["nodes"],
+            "ready_nodes": totals["ready"],
+            "not_ready_nodes": totals["not_ready"],
+            "cordoned_nodes": totals["cordoned"],
+            "accelerator_nodes": totals["accelerator"],
             "total_gpu_count": self.total_gpu_count,
             "partitions": sum(b.counts.partitions for b in accelerators),
             "shares": sum(b.counts.shares for b in accelerators),
@@ -291,7 +319,25 @@ class Overview:
             "vram": vram.to_dict(),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, nodes: bool = True) -> dict[str, Any]:
+        """The overview as a document; without ``nodes`` the per-node detail is left out (a fleet reads that).
+
+        With the cyclic collector paused: the document holds no cycle, and on a big cluster the
+        collections its containers would set off walk them again and again (6 to 18 us per node
+        from 500 to 5,000 nodes before).
+        """
+        from llm_d_lens.cluster.snapshot import gc_paused
+
+        with gc_paused():
+            return self._document(nodes)
+
+    def _document(self, nodes: bool) -> dict[str, Any]:
+        if not nodes:
+            return {"source": self.source, "dra_api": self.dra_api, "total_gpu_count": self.total_gpu_count,
+                    "summary": self.summary(), "vendors": [b.to_dict() for b in self.buckets],
+                    "unsupported": [u.to_dict() for u in self.unsupported],
+                    "network": [n.to_dict() for n in self.network], "notes": list(self.notes),
+                    "objects": dict(self.object_counts)}
         return {
             "source": self.source,
             "dra_api": self.dra_api,
@@ -304,6 +350,11 @@ class Overview:
             "notes": list(self.notes),
             "objects": dict(self.object_counts),
         }
+
+
+def dumps(document: Any) -> bytes:
+    """JSON bytes as the API writes them (``web/conditional.encode``: compact, UTF-8, no NaN)."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
 
 
 def capacity_dict(capacity: dict[str, list[Decimal]]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What pods hold through extended resources (``example.com/gpu: 4`` in a container's limits).
 
-Pods are read once and indexed by node. Only pods bound to a node and not finished hold devices:
+Each pod is read once, into its :class:`PodPart`, and indexed by node (``cluster/state.py``). Only pods bound to a node and not finished hold devices:
 a Pending pod without a node holds nothing (it is reported as demand), Succeeded and Failed pods
 hold nothing. A pod's request follows the scheduler's rule: the larger of its app containers (plus
 sidecars) and any single init container (plus the sidecars started before it).
@@ -11,8 +11,7 @@ with ``extendedResourceName``) are held by a ResourceClaim and counted there, no
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens.cluster.catalog import Catalog
@@ -30,60 +29,53 @@ class Hold:
     count: int
 
 
-@dataclass
-class PodUsage:
-    #: node -> extended resource -> units held by bound, unfinished pods
-    by_node: dict[str, dict[str, int]] = field(default_factory=dict)
-    holds: dict[str, list[Hold]] = field(default_factory=dict)
-    #: extended resource -> (pods, units) wanted by pods not bound to a node yet
-    pending: dict[str, list[int]] = field(default_factory=dict)
-    #: (namespace, name) -> phase, for pods that use ResourceClaims
-    claim_pod_phases: dict[tuple[str, str], str | None] = field(default_factory=dict)
+@dataclass(slots=True, frozen=True)
+class PodPart:
+    """What one pod adds to the inventory, read once when the pod arrives (the pod itself is not kept)."""
+
+    who: str  # namespace/name
+    #: the node it is bound to; None: not bound (its requests are demand, ``pending``)
+    node: str | None = None
+    #: (extended resource, units) held on ``node``, or wanted while unbound; zero counts left out when bound
+    requests: tuple[tuple[str, int], ...] = ()
+    #: the pod uses ResourceClaims: its phase, which a claim's notes read (``claims`` is False otherwise)
+    claims: bool = False
+    phase: str | None = None
 
 
-def read_pods(pods: Iterable[dict[str, Any]], catalog: Catalog) -> PodUsage:
-    usage = PodUsage()
-    by_node, holds, pending = usage.by_node, usage.holds, usage.pending
-    for pod in pods:
-        spec = pod.get("spec")
-        if not spec:
-            continue
-        if type(spec) is not dict:
-            mapping_at(pod, "spec", spec)
-        status = mapping_at(pod, "status", pod.get("status"))
-        phase = string_at(pod, "status.phase", status.get("phase"))
-        if spec.get("resourceClaims"):
-            metadata = pod["metadata"]
-            usage.claim_pod_phases[(metadata.get("namespace") or "", metadata["name"])] = phase
-        if phase in TERMINAL_PHASES:
-            continue
-        requests = pod_requests(pod, spec, catalog)
-        if not requests:
-            continue
-        mapped = status.get("extendedResourceClaimStatus")
-        if mapped:
-            where = "status.extendedResourceClaimStatus"
-            mappings = list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings"))
-            for index, mapping in enumerate(mappings):
-                if isinstance(mapping, dict):
-                    path = f"{where}.requestMappings[{index}].resourceName"
-                    requests.pop(string_at(pod, path, mapping.get("resourceName")), None)
-        node = string_at(pod, "spec.nodeName", spec.get("nodeName"))
-        metadata = pod["metadata"]
-        who = f"{metadata.get('namespace') or ''}/{metadata['name']}"
-        if not node:
-            for resource, count in requests.items():
-                entry = pending.setdefault(resource, [0, 0])
-                entry[0] += 1
-                entry[1] += count
-            continue
-        on_node = by_node.setdefault(node, {})
-        node_holds = holds.setdefault(node, [])
-        for resource, count in requests.items():
-            if count:
-                on_node[resource] = on_node.get(resource, 0) + count
-                node_holds.append(Hold(who, resource, count))
-    return usage
+def pod_part(pod: dict[str, Any], catalog: Catalog) -> PodPart | None:
+    """The pod's part: its held or wanted extended resources; None when it adds nothing at all.
+
+    Raises :class:`ObjectInvalid` for a field the inventory cannot read, checked in the order a
+    whole-cluster read checks them.
+    """
+    spec = pod.get("spec")
+    if not spec:
+        return None
+    if type(spec) is not dict:
+        mapping_at(pod, "spec", spec)
+    status = mapping_at(pod, "status", pod.get("status"))
+    phase = string_at(pod, "status.phase", status.get("phase"))
+    claims = bool(spec.get("resourceClaims"))
+    metadata = pod["metadata"]
+    who = f"{metadata.get('namespace') or ''}/{metadata['name']}"
+    if phase in TERMINAL_PHASES:
+        return PodPart(who, claims=claims, phase=phase) if claims else None
+    requests = pod_requests(pod, spec, catalog)
+    if not requests:
+        return PodPart(who, claims=claims, phase=phase) if claims else None
+    mapped = status.get("extendedResourceClaimStatus")
+    if mapped:
+        where = "status.extendedResourceClaimStatus"
+        mappings = list_at(pod, f"{where}.requestMappings", mapping_at(pod, where, mapped).get("requestMappings"))
+        for index, mapping in enumerate(mappings):
+            if isinstance(mapping, dict):
+                path = f"{where}.requestMappings[{index}].resourceName"
+                requests.pop(string_at(pod, path, mapping.get("resourceName")), None)
+    node = string_at(pod, "spec.nodeName", spec.get("nodeName"))
+    if not node:
+        return PodPart(who, None, tuple(requests.items()), claims, phase)
+    return PodPart(who, node, tuple((r, c) for r, c in requests.items() if c), claims, phase)
 
 
 def pod_requests(pod: dict[str, Any], spec: dict[str, Any], catalog: Catalog) -> dict[str, int]:

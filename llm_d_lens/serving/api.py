@@ -121,7 +121,7 @@ def _encoded_live(source: ClusterSource, found: Any, nodes: bool, head: dict[str
     The body is the bytes of ``{**head, **overview, "freshness": ...}``, the overview encoded once.
     """
 
-    state = encode(found.document(nodes))
+    state = found.encoded(nodes)  # once per inventory: the next answer after an event encodes only what changed
     opening = encode(head).body[:-1] + b"," if head else b"{"
     tail = encode({"freshness": freshness(source, found)}).body[1:]  # b'"freshness":{...}}'
     return Encoded(opening + state.body[1:-1] + b"," + tail, f"W/{state.etag}")

@@ -44,9 +44,13 @@ async def probe_all(clusters: Sequence[Cluster], runners: Callable[[Cluster], Ru
 
 
 def read_held(source: ClusterSource, runner: Runner | None) -> tuple[dict[str, Any], float, dict[str, Any]]:
-    """A member's overview from what the server holds (see :mod:`.inventories`), with its freshness."""
+    """A member's overview from what the server holds (see :mod:`.inventories`), with its freshness.
+
+    Without the per-node detail: the fleet reads each member's buckets and summary only, and
+    walking 20 clusters' nodes per request would cost more than everything else together.
+    """
     found = inventory(source, runner)
-    return found.overview.to_dict(), found.read_at, freshness(source, found)
+    return found.overview.to_dict(nodes=False), found.read_at, freshness(source, found)
 
 
 def read_member(cluster: Cluster, timeout: float, runner: Runner | None = None) -> Member:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.cluster.model import Overview
+from llm_d_lens.cluster.model import Overview, dumps
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
 from llm_d_lens.runner import Runner
@@ -47,13 +47,16 @@ class Inventory:
         ``freshness`` (how fresh the answer is) is written with the first encoding: a kept file's
         never changes while it is kept.
         """
-        from llm_d_lens.web.conditional import encode
-
         with self._encoding:  # concurrent first requests encode once
             found = self._encoded.get(nodes)
             if found is None:
-                found = self._encoded[nodes] = encode(self.document(nodes, freshness))
+                found = self._encoded[nodes] = self._encode(nodes, freshness)
             return found
+
+    def _encode(self, nodes: bool, freshness: dict[str, Any] | None) -> Encoded:
+        from llm_d_lens.web.conditional import tagged
+
+        return tagged(self.body(nodes, None, freshness))
 
     def encoded_named(self, cluster: dict[str, Any], nodes: bool = True,
                       freshness: dict[str, Any] | None = None) -> Encoded:
@@ -61,15 +64,38 @@ class Inventory:
 
         Kept per entry and shape, so a second request for an unchanged snapshot encodes nothing.
         """
-        from llm_d_lens.web.conditional import encode
+        from llm_d_lens.web.conditional import tagged
 
         key = (json.dumps(cluster, sort_keys=True), nodes)
         with self._encoding:
             found = self._named.get(key)
             if found is None:
-                document = {"cluster": cluster, "read_at": self.read_at, **self.document(nodes, freshness)}
-                found = self._named[key] = encode(document)
+                found = self._named[key] = tagged(self.body(nodes, {"cluster": cluster, "read_at": self.read_at},
+                                                            freshness))
             return found
+
+    def body(self, nodes: bool = True, head: dict[str, Any] | None = None,
+             freshness: dict[str, Any] | None = None) -> bytes:
+        """The bytes of ``encode({**head, **self.document(nodes, freshness)})``, each node's part
+        encoded once per record (``NodeRecord.json``): an answer after an event re-encodes the
+        overview's head and the nodes that changed, not every node."""
+        parts = [b'"%s":%s' % (key.encode(), dumps(value)) for key, value in (head or {}).items()]
+        overview = self.overview
+        for key, value in overview.to_dict(nodes=False).items():
+            parts.append(b'"%s":%s' % (key.encode(), dumps(value)))
+            if key == "vendors" and nodes:
+                records = overview.nodes
+                if not records:
+                    parts.append(b'"nodes":[]')
+                    continue
+                parts.append(b'"nodes":[' + records[0].json())  # one join below: the megabytes are copied once
+                parts.extend(record.json() for record in records[1:])
+                parts[-1] += b"]"
+        if freshness is not None:
+            parts.append(b'"freshness":' + dumps(freshness))
+        parts[0] = b"{" + parts[0]
+        parts[-1] += b"}"
+        return b",".join(parts)
 
     def document(self, nodes: bool = True, freshness: dict[str, Any] | None = None) -> dict[str, Any]:
         """The overview as the API answers it: without the per-node detail unless ``nodes``, with ``freshness`` last."""

@@ -170,3 +170,42 @@ def test_a_live_answer_says_how_fresh_it_is_and_its_weak_tag_follows_the_cluster
     assert first.headers["etag"].startswith('W/"') and first.headers["etag"] == second.headers["etag"]
     changed = client_with("4").get("/api/v1/clusters/overview")
     assert changed.headers["etag"] != first.headers["etag"] and changed.json()["total_gpu_count"] == 4
+
+
+def test_the_body_from_each_nodes_encoded_part_is_byte_for_byte_the_encoded_document() -> None:
+    from llm_d_lens.cluster.catalog import Catalog
+    from llm_d_lens.cluster.state import InventoryState
+    from llm_d_lens.testing.cluster import node, pod
+    from llm_d_lens.web.conditional import encode
+
+    state = InventoryState(Catalog(), {"kind": "test", "name": "ünïcode"}, dra_api=False)
+    for name in ("b-node", "a-node", "c-nöde"):
+        state.put("Node", node(name, labels={"nvidia.com/gpu.present": "true"}, resources={"nvidia.com/gpu": "8"}))
+    state.put("Pod", pod("p", "a-node", limits={"nvidia.com/gpu": 3}))
+    found = cache.Inventory(state.overview(), 12.5)
+    head = {"cluster": {"name": "prod"}, "read_at": 12.5}
+    for nodes in (True, False):
+        assert found.body(nodes) == encode(found.document(nodes)).body
+        assert found.body(nodes, head, {"mode": "watch"}) == encode({**head, **found.document(nodes, {"mode": "watch"})}).body
+    empty = cache.Inventory(InventoryState(Catalog()).overview(), 1.0)
+    assert empty.body(True) == encode(empty.document(True)).body
+
+
+def test_a_watch_freezes_what_it_keeps_once_enough_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from llm_d_lens.cluster.catalog import Catalog
+    from llm_d_lens.cluster.state import InventoryState
+    from llm_d_lens.serving import watched
+    from llm_d_lens.testing.cluster import node
+
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    state = InventoryState(Catalog())
+    for index in range(watched.FREEZE_AFTER - 1):
+        state.put("Node", node(f"n{index}"))
+    watched._settle_collector(state)
+    assert frozen == [] and state.changes == watched.FREEZE_AFTER - 1
+    state.put("Node", node("one-more"))
+    watched._settle_collector(state)
+    assert frozen == [1] and state.changes == 0

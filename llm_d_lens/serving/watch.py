@@ -38,6 +38,7 @@ and on a busy cluster they are most of the pods.
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import threading
@@ -48,7 +49,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from llm_d_lens import settings
+from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.objects import ClusterObjects, Document
+from llm_d_lens.cluster.state import InventoryState, key_of
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import (
     CommandFailed,
@@ -76,6 +79,8 @@ UNSTABLE_AFTER = 3
 #: the longest watch event line read (bytes); a longer one is refused before it is held whole
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_EVENT_ENV = "LENS_WATCH_MAX_EVENT_BYTES"
+#: the reasons a kind keeps for its latest dropped objects
+DROPPED_NOTES = 5
 #: how often a cluster without the DRA API is asked again whether it serves it now
 ABSENT_RECHECK_SECONDS = 300.0
 #: what kubectl prints for a group or path the server does not serve
@@ -165,12 +170,14 @@ def max_event_bytes(env: dict[str, str] | None = None) -> int:
 
 
 def _parse_list(argv: tuple[str, ...], text: str) -> Any:
-    """A list's JSON as the one-shot read parses it (collector paused, finite numbers only)."""
-    from llm_d_lens.cluster.snapshot import parse_json, refused_values
+    """A list's JSON with only the fields the inventory reads (``cluster/decode.py``), under the strict
+    reader's rules (collector paused, finite numbers only)."""
+    from llm_d_lens.cluster.decode import decode_list
+    from llm_d_lens.cluster.snapshot import refused_values
     from llm_d_lens.jsonread import JsonRefused
 
     try:
-        return parse_json(text)
+        return decode_list(text)
     except json.JSONDecodeError as exc:
         raise CommandOutputInvalid(argv, str(exc)) from None
     except JsonRefused as exc:
@@ -191,11 +198,6 @@ def restart_delay(restarts: int, rng: random.Random) -> float:
     return delay * (1.0 - JITTER * rng.random())
 
 
-def _key(item: dict[str, Any]) -> tuple[str, str]:
-    metadata = item["metadata"]
-    return (metadata.get("namespace") or "", metadata["name"])
-
-
 def _resource_version(item: Any) -> str | None:
     metadata = item.get("metadata") if isinstance(item, dict) else None
     value = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
@@ -205,13 +207,14 @@ def _resource_version(item: Any) -> str | None:
 class KindWatch:
     """The objects of one kind and the loop keeping them current; state changes go through ``lock``.
 
-    ``on_change`` is called (under the lock) whenever the objects change, so the cluster can drop
-    the inventory it built from them. ``version_of`` answers the API version to read the kind at
+    The objects are applied to the cluster's :class:`~llm_d_lens.cluster.state.InventoryState`,
+    which keeps what the inventory reads of each (``objects``, by key). ``on_change`` is called
+    (under the lock) whenever they change, so the cluster knows its last answer is behind. ``version_of`` answers the API version to read the kind at
     (``v1`` for the core kinds, the DRA group's preferred version), or None when it is not served.
     """
 
     def __init__(self, kind: WatchKind, runner: Runner, lock: threading.RLock, on_change: Callable[[], None],
-                 version_of: Callable[[WatchKind], str | None], *, clock: Callable[[], float] = time.time,
+                 version_of: Callable[[WatchKind], str | None], state: InventoryState, *, clock: Callable[[], float] = time.time,
                  stopped: threading.Event | None = None, wait: Callable[[float], object] | None = None,
                  rng: random.Random | None = None, max_line: int = MAX_EVENT_BYTES):
         self.kind = kind
@@ -220,7 +223,7 @@ class KindWatch:
         self.on_change = on_change
         self.version_of = version_of
         self.clock = clock
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.store = state
         self.resource_version: str | None = None
         self.version: str | None = None
         #: starting, listing, listed, watching, broken, or absent (the API does not serve the kind)
@@ -245,6 +248,20 @@ class KindWatch:
         #: how the loop waits (the stop event's wait; tests pass a simulated clock's)
         self._wait = wait or self._stopped.wait
         self._rng = rng or random.Random()
+
+    @property
+    def objects(self) -> dict[tuple[str, str], Any]:
+        """What is kept of each object of this kind, by (namespace, name)."""
+        return self.store.kept(self.kind.kind)
+
+    def dropped_object(self, exc: ObjectInvalid) -> None:
+        """An object the inventory cannot read, left out: counted, with the latest reasons (under the lock)."""
+        from llm_d_lens.cluster.errors import describe_object
+        from llm_d_lens.errors import clip
+
+        self.dropped += 1
+        self.dropped_notes = [*self.dropped_notes, {"object": clip(describe_object(exc.item), 300), "code": exc.code,
+                                                    "reason": clip(exc.message, 500)}][-DROPPED_NOTES:]
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -312,23 +329,34 @@ class KindWatch:
                 self._absent()
                 return False
             raise
-        body = _parse_list(result.argv, result.stdout)
-        objects = ClusterObjects.from_documents([Document(f"`{format_command(argv)}`", body)])
-        items = objects.all_items()
-        rv = _resource_version(body)
-        if rv is None:
-            raise WatchFailed(f"`{format_command(argv)}` answered a list without metadata.resourceVersion; "
-                              "a watch cannot start from it", details={"command": format_command(argv)})
-        fresh = {_key(item): item for item in items if item.get("kind") == self.kind.kind}
-        with self.lock:
-            self.objects = fresh
-            self.resource_version = rv
-            self.version = version
-            self.lists += 1
-            self.synced = True
-            self.state = "listed"
-            self.current_at = self.clock()
-            self.on_change()
+        from llm_d_lens.cluster.snapshot import gc_paused
+
+        # The decoded list lives and dies inside one collector pause (as service.inspect reads a
+        # snapshot), and what the state keeps of it is frozen before the pause ends: no
+        # collection ever walks a big cluster's objects (see watched._settle_collector).
+        with gc_paused():
+            body = _parse_list(result.argv, result.stdout)
+            del result  # the text: only the decoded fields are kept
+            objects = ClusterObjects.from_documents([Document(f"`{format_command(argv)}`", body)])
+            items = objects.all_items()
+            rv = _resource_version(body)
+            if rv is None:
+                raise WatchFailed(f"`{format_command(argv)}` answered a list without metadata.resourceVersion; "
+                                  "a watch cannot start from it", details={"command": format_command(argv)})
+            fresh = [item for item in items if item.get("kind") == self.kind.kind]
+            del body, objects, items
+            with self.lock:
+                for exc in self.store.replace(self.kind.kind, fresh):
+                    self.dropped_object(exc)
+                del fresh
+                self.resource_version = rv
+                self.version = version
+                self.lists += 1
+                self.synced = True
+                self.state = "listed"
+                self.current_at = self.clock()
+                self.on_change()
+            gc.freeze()
         return True
 
     def watch_once(self) -> bool:
@@ -363,10 +391,11 @@ class KindWatch:
     # -- one event ------------------------------------------------------------------------------
 
     def _event(self, line: str, argv: list[str]) -> dict[str, Any]:
-        from llm_d_lens.jsonread import JsonRefused, loads
+        from llm_d_lens.cluster.decode import decode_event
+        from llm_d_lens.jsonread import JsonRefused
 
         try:
-            event = loads(line)
+            event = decode_event(line)
         except (json.JSONDecodeError, JsonRefused) as exc:
             raise CommandOutputInvalid(argv, f"a watch event is not JSON: {exc}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str) or not isinstance(event.get("object"), dict):
@@ -404,9 +433,12 @@ class KindWatch:
                                      details={"resource": self.kind.kind, "kind": shown})
             item.setdefault("kind", self.kind.kind)  # watch events of typed collections may leave it off
             if kind in ("ADDED", "MODIFIED"):
-                self.objects[_key(item)] = item
+                try:
+                    self.store.put(self.kind.kind, item)
+                except ObjectInvalid as exc:  # left out, counted; the next event about it brings it back
+                    self.dropped_object(exc)
             elif kind == "DELETED":
-                if self.objects.pop(_key(item), None) is None:
+                if not self.store.remove(self.kind.kind, key_of(item)):
                     return
             else:
                 raise WatchFailed(f"a {self.kind.plural} watch event has an unknown type {kind!r}")
@@ -426,7 +458,8 @@ class KindWatch:
     def _absent(self) -> None:
         with self.lock:
             changed = bool(self.objects)
-            self.objects, self.resource_version, self.version = {}, None, None
+            self.store.replace(self.kind.kind, [])
+            self.resource_version, self.version = None, None
             self.state, self.synced, self.error, self.broken_since = "absent", True, None, None
             self.current_at = self.clock()
             if changed:

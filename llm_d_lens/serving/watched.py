@@ -7,13 +7,19 @@ stops. Each keeps nodes, pods, ResourceSlices, DeviceClasses and ResourceClaims 
 :func:`watched_inventory` answers the inventory built from the kept objects. The CLI never starts
 a watch: it reads a cluster once, as before.
 
-Building the inventory of a 5,000-node cluster takes about a second, and on such a cluster pods
-come and go every second. So a request never builds (except the very first): a builder thread
-rebuilds after changes, coalescing those of :data:`SETTLE_SECONDS`, and a request answers the
-latest build at once. Its freshness says how many changes it is behind (``changes_pending``) and
-when it was built; an answer is never older than one build plus the settling time. Without the
-builder (a watch driven by hand, in tests and the benchmark) :meth:`WatchedCluster.inventory`
-builds on demand instead, once per change.
+Every list and event is applied to the cluster's one
+:class:`~llm_d_lens.cluster.state.InventoryState` as it arrives: a pod or a node is kept as its part
+(the objects themselves are not), and an event touches only its node's contribution (see
+``cluster/state.py``), so counting again after an event costs milliseconds, not a second. A
+builder thread counts after changes, coalescing those of :data:`SETTLE_SECONDS`, and (for a
+cluster whose answer is being asked for) encodes the next answer's bytes from each node's kept
+part; a request answers the latest count at once. Its
+freshness says how many changes it is behind (``changes_pending``) and when it was counted.
+Without the builder (a watch driven by hand, in tests and the benchmark)
+:meth:`WatchedCluster.inventory` counts on demand instead, once per change. After a count with
+:data:`FREEZE_AFTER` changes behind it (the first lists, then every so many events) what is
+kept is moved out of the cyclic collector's way (:func:`gc.freeze`), so no collection walks a
+big cluster's objects (:func:`_settle_collector`).
 
 Every answer says how fresh it is (:func:`freshness`): a watched cluster is ``watching`` (current
 now), ``syncing`` (its first lists are under way) or ``broken`` (the last known state, and since
@@ -22,10 +28,11 @@ is also one of ``/readyz``'s problems (:func:`problems`), which the console show
 is one that keeps restarting (see :mod:`.watch`), and one whose objects were dropped.
 
 One object the inventory cannot read (a node whose capacity is not a quantity) must not turn every
-overview of the cluster into that error: the build drops it from the kept objects, counts it in
-its kind's status (``dropped``, with the latest reasons), names it in ``/readyz``, and builds
-again without it. Past :data:`MAX_DROPPED` such objects in one build the error stands: then the
-cluster is not what Lens can read, and a one-shot read says the same.
+overview of the cluster into that error: a node or pod is left out when it arrives, a DRA object
+when it is counted (the count then drops it and counts again); either way it is counted in its
+kind's status (``dropped``, with the latest reasons) and named in ``/readyz``. Past
+:data:`MAX_DROPPED` DRA objects in one count the error stands: then the cluster is not what Lens
+can read, and a one-shot read says the same.
 """
 
 from __future__ import annotations
@@ -37,12 +44,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_d_lens import settings
+from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.clusters import Cluster
-from llm_d_lens.cluster.errors import ObjectInvalid, describe_object
+from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.fleet import read_freshness
-from llm_d_lens.cluster.objects import KINDS as OBJECT_KINDS
-from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.cluster.source import ClusterSource
+from llm_d_lens.cluster.state import InventoryState
 from llm_d_lens.errors import LensError
 from llm_d_lens.runner import CommandFailed, Runner
 from llm_d_lens.serving.inventories import Inventory
@@ -61,12 +68,12 @@ WATCH_ENV = "LENS_CLUSTER_WATCH"
 FIRST_SYNC_SECONDS = 30.0
 #: how long stopping waits for each kind's thread
 JOIN_SECONDS = 5.0
-#: changes arriving within this long of each other are built into one inventory
-SETTLE_SECONDS = 0.2
-#: unreadable objects one build drops before their error is the answer
+#: changes arriving within this long of each other are counted into one inventory
+SETTLE_SECONDS = 0.01
+#: unreadable DRA objects one count drops before their error is the answer
 MAX_DROPPED = 100
-#: the reasons a kind keeps for its latest dropped objects
-DROPPED_NOTES = 5
+#: objects applied since the collector last froze what is kept, before it freezes again
+FREEZE_AFTER = 1000
 
 
 class WatchNotSynced(LensError):
@@ -82,6 +89,23 @@ class WatchedInventory(Inventory):
 
     watch: WatchedCluster | None = None
     generation: int = 0
+
+    def _encode(self, nodes: bool, freshness: dict[str, Any] | None) -> Any:
+        """The bytes as any inventory's, tagged by their head and each node's kept digest.
+
+        A live answer's tag is weak (``serving/api._encoded_live``): the same content gets the same
+        tag, but hashing a 5,000-node answer's megabytes after every event cost more than the rest
+        of the answer together.
+        """
+        import hashlib
+
+        from llm_d_lens.web.conditional import Encoded
+
+        body = self.body(nodes, None, freshness)
+        tag = hashlib.blake2b(self.body(False, None, freshness), digest_size=8)
+        if nodes:
+            tag.update(b"".join([record.digest() for record in self.overview.nodes]))
+        return Encoded(body, f'"{tag.hexdigest()}"')
 
 
 class WatchedCluster:
@@ -106,9 +130,11 @@ class WatchedCluster:
         self._builder: threading.Thread | None = None
         self._dra_version: str | None = None
         self._dra_known = False
+        #: every kind's objects, applied as they arrive; the overview is counted from it (only what changed)
+        self.state = InventoryState(Catalog(), source.describe())
         max_line = max_event_bytes() if max_line is None else max_line
-        self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, clock=clock,
-                                           stopped=self.stopped, max_line=max_line) for kind in kinds}
+        self.kinds = {kind.kind: KindWatch(kind, runner, self.lock, self._changed, self._version_of, self.state,
+                                           clock=clock, stopped=self.stopped, max_line=max_line) for kind in kinds}
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -172,18 +198,6 @@ class WatchedCluster:
         with self.lock:
             return all(watch.synced for watch in self.kinds.values())
 
-    def objects(self) -> ClusterObjects:
-        """The kept objects as the inventory reads them (lists of the same dicts, copied under the lock)."""
-        with self.lock:
-            found = ClusterObjects()
-            for kind, attr in OBJECT_KINDS.items():
-                watch = self.kinds.get(kind)
-                if watch is not None:
-                    setattr(found, attr, list(watch.objects.values()))
-            dra = [w for w in self.kinds.values() if w.kind.dra]
-            found.dra_api = any(w.state != "absent" for w in dra) if dra else None
-            return found
-
     def inventory(self, *, current: bool = False) -> WatchedInventory:
         """The inventory of the kept objects, from memory.
 
@@ -208,46 +222,34 @@ class WatchedCluster:
                 built, generation = self._built, self.generation
                 if built is not None and built.generation == generation:
                     return built
-                objects = self.objects()
-                read_at = self.clock()
-            drops = 0
-            while True:
-                try:
-                    found = WatchedInventory(_build(objects, self.source), read_at, watch=self, generation=generation)
-                    break
-                except ObjectInvalid as exc:  # one unreadable object: dropped, counted, built again without it
-                    if drops < MAX_DROPPED and self._drop(exc):
-                        drops += 1
-                        with self.lock:
-                            objects, generation, read_at = self.objects(), self.generation, self.clock()
-                        continue
-                    with self.lock:
-                        self._failed = (generation, exc)
-                    raise
-                except LensError as exc:  # the answer is that error
-                    with self.lock:
-                        self._failed = (generation, exc)
-                    raise
-            with self.lock:
-                if self._built is None or self._built.generation < generation:
+                drops = 0
+                while True:
+                    try:
+                        found = WatchedInventory(_count(self), self.clock(), watch=self, generation=self.generation)
+                        break
+                    except ObjectInvalid as exc:  # one unreadable DRA object: dropped, counted, counted again without it
+                        if drops < MAX_DROPPED and self._drop(exc):
+                            drops += 1
+                            continue
+                        self._failed = (self.generation, exc)
+                        raise
+                    except LensError as exc:  # the answer is that error
+                        self._failed = (self.generation, exc)
+                        raise
+                if self._built is None or self._built.generation < found.generation:
                     self._built, self._failed = found, None
+            _settle_collector(self.state)
             return found
 
     def _drop(self, exc: ObjectInvalid) -> bool:
-        """Forget the kept object ``exc`` is about, with a note; False when it is not a kept one."""
-        from llm_d_lens.errors import clip
-
-        with self.lock:
-            for watch in self.kinds.values():
-                key = next((key for key, item in watch.objects.items() if item is exc.item), None)
-                if key is None:
-                    continue
-                del watch.objects[key]  # the next event or list about it brings it back, checked again
-                watch.dropped += 1
-                watch.dropped_notes = [*watch.dropped_notes, {"object": clip(describe_object(exc.item), 300),
-                                                              "code": exc.code, "reason": clip(exc.message, 500)}
-                                       ][-DROPPED_NOTES:]
-                return True
+        """Forget the kept object ``exc`` is about, with a note; False when it is not a kept one (under the lock)."""
+        for kind, watch in self.kinds.items():
+            key = next((key for key, item in watch.objects.items() if item is exc.item), None)
+            if key is None:
+                continue
+            self.state.remove(kind, key)  # the next event or list about it brings it back, checked again
+            watch.dropped_object(exc)
+            return True
         return False
 
     def _build_loop(self) -> None:
@@ -260,7 +262,10 @@ class WatchedCluster:
             if not self.synced:
                 continue
             try:
-                self._build()
+                before = self._built
+                found = self._build()
+                if before is not None and before is not found and True in before._encoded:
+                    found.encoded(True)  # its answer was asked for: the next one's bytes ready before it is
             except LensError:
                 pass  # kept in _failed: the next request answers it
             except Exception:  # a bug must not end the builder: log it, answer on demand instead
@@ -316,12 +321,30 @@ class WatchedCluster:
         return found
 
 
-def _build(objects: ClusterObjects, source: ClusterSource) -> Any:
-    from llm_d_lens.cluster.inventory import build_inventory
+def _count(watch: WatchedCluster) -> Any:
+    """The overview of the watch's state (under its lock): only what changed since the last one is counted."""
     from llm_d_lens.cluster.snapshot import gc_paused
 
-    with gc_paused():  # as service.inspect does: the build makes many short-lived containers
-        return build_inventory(objects, source=source.describe())
+    dra = [w for w in watch.kinds.values() if w.kind.dra]
+    watch.state.dra_api = any(w.state != "absent" for w in dra) if dra else None
+    with gc_paused():  # as service.inspect does: counting makes many short-lived containers
+        return watch.state.overview()
+
+
+def _settle_collector(state: InventoryState) -> None:
+    """Move what the state now keeps out of the cyclic collector's way once enough of it changed.
+
+    The kept objects are built once and hold no reference cycles (they are freed by reference
+    counting, frozen or not), so :func:`gc.freeze` moves them to the permanent generation: a full
+    collection then walks only what was made since, never the millions of objects of a big cluster
+    (a 2,000-node cluster paused the server for seconds). The first count after the lists freezes
+    them; after that, every :data:`FREEZE_AFTER` changes.
+    """
+    import gc
+
+    if state.changes >= FREEZE_AFTER:
+        state.settled()
+        gc.freeze()
 
 
 # -- the server's watches ----------------------------------------------------------------------

@@ -33,6 +33,11 @@ class Encoded:
 def encode(document: Any, version: str | None = None) -> Encoded:
     """The document as ``JSONResponse`` renders it, tagged by its content (and ``version``, when given)."""
     body = json.dumps(document, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
+    return tagged(body, version)
+
+
+def tagged(body: bytes, version: str | None = None) -> Encoded:
+    """Bytes already encoded as :func:`encode` writes them, tagged the same way."""
     digest = hashlib.blake2b(body, digest_size=8).hexdigest()
     return Encoded(body, f'"{version}-{digest}"' if version else f'"{digest}"')
 
