@@ -229,6 +229,10 @@ def _kubectl(argv: tuple[str, ...], input: str | None, table: ResourceTable) -> 
         if ref is None:
             raise _unmapped(argv, "kubectl apply without -f or -k")
         return CommandAccess(argv, (), opaque=ref)
+    if verb in ("cordon", "uncordon"):  # the console's node maintenance: kubectl reads the node, then patches spec.unschedulable
+        if len(words) < 2:
+            raise _unmapped(argv, f"kubectl {verb} without a node")
+        return CommandAccess(argv, (Access("get", "", "nodes", scope=CLUSTER), Access("patch", "", "nodes", scope=CLUSTER)))
     raise _unmapped(argv, f"kubectl {verb or '(no subcommand)'} is not a call Lens is known to make")
 
 

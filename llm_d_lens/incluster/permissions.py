@@ -64,6 +64,7 @@ INSTALL_NEEDS: tuple[Need, ...] = (
                                                        "resourceclaimtemplates.resource.k8s.io"], "deploy apply"),
     *_needs(INSTALL_ROLE, ["get", "create", "patch"], ["nodefeaturerules.nfd.k8s-sigs.io"],
             "preflight: a profile's presence.ensure_refs"),
+    *_needs(INSTALL_ROLE, ["get", "patch"], ["nodes"], "console: cordon and uncordon a node"),
 )
 
 #: what helm writes for the driver charts the bundled profiles install, beyond the installer's own

@@ -294,8 +294,16 @@ def watch_live_clusters(runner: Recorder) -> None:
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions,
     list_kubeconfig_clusters, report_versions, watch_live_clusters)
+def cordon_and_uncordon_a_node(runner: Recorder) -> None:
+    """The console's node maintenance runs exactly these (console/actions.py; its own calls are audited by test_suite_calls)."""
+    for action in ("cordon", "uncordon"):
+        runner.reply(["kubectl", action, "gpu-1"], stdout=f"node/gpu-1 {action}ed\n")
+        runner.run(["kubectl", action, "gpu-1"])
+
+
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
-    install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay)
+    install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay,
+    cordon_and_uncordon_a_node)
 #: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role
 DISCOVER: tuple[Callable[[Recorder], None], ...] = (discover_node_memory,)
 
