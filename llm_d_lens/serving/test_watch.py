@@ -484,7 +484,10 @@ def test_a_real_kubectl_process_is_listed_watched_and_stopped(tmp_path) -> None:
     watch.start()
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and watch.kinds["Node"].resource_version != "13":
+        # each kind's stream starts on its own thread: under load the pods' can still be between its
+        # list and its watch when the nodes' event has arrived, so wait for both
+        while time.monotonic() < deadline and (watch.kinds["Node"].resource_version != "13"
+                                               or watch.status()["kinds"]["Pod"]["state"] != "watching"):
             time.sleep(0.02)
         names = [n["name"] for n in watch.inventory(current=True).overview.to_dict()["nodes"]]
         status = watch.status()
