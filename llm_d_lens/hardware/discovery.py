@@ -140,9 +140,11 @@ def check_network(payload: Any, source: str) -> NetworkProfile:
     try:
         profile = NetworkProfile.decode(payload)
     except msgspec.ValidationError as exc:
-        message = str(exc)
-        path = message.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in message else "$"
-        raise ProfileInvalid(source, [ProfileIssue(path, message.split(" - at `")[0])]) from None
+        from llm_d_lens.hardware.loader import _model_issue
+
+        issue = _model_issue(exc)  # the loader's one reading of msgspec's refusal, as for an accelerator
+        found, value = _value_at(payload, issue.path)
+        raise ProfileInvalid(source, [ProfileIssue(issue.path, issue.message, value, has_value=found)]) from None
     patterns = [("resource_patterns", p) for p in profile.resource_patterns]
     if profile.network.device_group_pattern:
         patterns.append(("network.device_group_pattern", profile.network.device_group_pattern))
@@ -157,6 +159,21 @@ def check_network(payload: Any, source: str) -> NetworkProfile:
         if slow is not None:  # a plugin's NIC pattern is matched against every node's resources, as an accelerator's is
             raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"is refused: it {slow} (see docs/limits.md)", pattern)])
     return profile
+
+
+def _value_at(payload: Any, path: str) -> tuple[bool, Any]:
+    """(found, value) at a ``$.a.b[0]`` path msgspec named, so the refusal shows what was there."""
+    import re
+
+    value = payload
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path[1:]):
+        if key and isinstance(value, dict) and key in value:
+            value = value[key]
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return False, None
+    return True, value
 
 
 def _admit_network(found: Discovery, profile: NetworkProfile, payload: Any, origin: ProfileOrigin, name: str) -> None:
