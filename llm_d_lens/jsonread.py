@@ -22,8 +22,9 @@ import codecs
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 #: digits an integer literal may have: far above the 20 of a 64-bit value, far below Python's 4,300
 MAX_INTEGER_DIGITS = 100
@@ -31,8 +32,7 @@ MAX_INTEGER_DIGITS = 100
 MAX_DEPTH = 200
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     """One value :func:`loads` refuses: where it is, what is wrong, and (a short form of) the value."""
 
     path: str

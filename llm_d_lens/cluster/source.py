@@ -8,19 +8,19 @@ kubectl's current context points at, as with kubectl itself.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from llm_d_lens import settings
 from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.errors import LensError
-from llm_d_lens.runner import DEFAULT_TIMEOUT, CommandRunner, Runner
+from llm_d_lens.runner import DEFAULT_TIMEOUT, Runner
 
 DEMO_SNAPSHOT = ("demo", "demo-cluster.json")
+#: the embedded demo, opened by path as every bundled file is (a package installed as files, never zipped)
+DEMO_SNAPSHOT_PATH = Path(__file__).resolve().parent.joinpath(*DEMO_SNAPSHOT)
 
 
 class SourceConflict(LensError):
@@ -71,21 +71,13 @@ class ClusterSource:
 
     def load(self, runner: Runner | None = None, *, partial: bool = False) -> ClusterObjects:
         """The source's objects; ``partial`` keeps only the fields the inventory reads (see :mod:`.decode`)."""
-        from llm_d_lens.cluster.live import fetch_sync
+        if self.live:
+            from llm_d_lens.cluster.live import fetch_sync  # asyncio and the runner: a live read's only
+
+            return fetch_sync(runner or self.runner(), timeout=self.timeout, partial=partial)
         from llm_d_lens.cluster.snapshot import load_snapshot
 
-        if self.live:
-            return fetch_sync(runner or self.runner(), timeout=self.timeout, partial=partial)
-        with self._snapshot_path() as path:
-            return load_snapshot(path, partial=partial)
-
-    @contextlib.contextmanager
-    def _snapshot_path(self) -> Iterator[Path]:
-        if self.snapshot is not None:
-            yield self.snapshot
-            return
-        with resources.as_file(resources.files("llm_d_lens.cluster").joinpath(*DEMO_SNAPSHOT)) as path:
-            yield path
+        return load_snapshot(self.snapshot if self.snapshot is not None else DEMO_SNAPSHOT_PATH, partial=partial)
 
 
 def _seconds(value: str) -> float:
@@ -100,4 +92,6 @@ def _seconds(value: str) -> float:
 
 def make_runner(source: ClusterSource) -> Runner:
     """The runner a live source uses; tests replace this to hand in a FakeRunner."""
+    from llm_d_lens.runner import CommandRunner
+
     return CommandRunner(kubeconfig=source.kubeconfig, context=source.context, timeout=source.timeout)

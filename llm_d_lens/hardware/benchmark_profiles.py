@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from llm_d_lens import settings
 
 ENV = "LENS_BENCHMARK_PROFILES"
 
 
-@dataclass(frozen=True)
-class KnownProfiles:
+class KnownProfiles(msgspec.Struct, frozen=True):
     names: frozenset[str]
     source: str
     revision: str

@@ -10,8 +10,9 @@ profiles that claim the same identity are both skipped, since neither is more ri
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from llm_d_lens.hardware.errors import render_value
 
@@ -56,8 +57,7 @@ def prefixes_overlap(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-@dataclass(frozen=True)
-class Clash:
+class Clash(msgspec.Struct, frozen=True):
     field: str
     value: Any
     first: DiscoveredProfile
@@ -188,7 +188,7 @@ def _where(entry: DiscoveredProfile) -> str:
 
 
 def _report(clash: Clash, skipped: DiscoveredProfile, *, builtin_wins: bool) -> LoadFailure:
-    from llm_d_lens.hardware.discovery import LoadFailure, PROFILES_GROUP
+    from llm_d_lens.hardware.discovery import PROFILES_GROUP, LoadFailure
 
     owner = clash.first  # the one that keeps (a built-in) or shares (a rival) the identity
     value = list(clash.value) if isinstance(clash.value, tuple) else clash.value

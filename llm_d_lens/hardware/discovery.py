@@ -15,13 +15,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from llm_d_lens.errors import LensError
 from llm_d_lens.hardware.entry_points import EntryPoint, installed
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileOrigin
 from llm_d_lens.hardware.isolation import dist_meta, forget_dist_meta
-from llm_d_lens.hardware.loader import parse_profile_text, validate_payload
+from llm_d_lens.hardware.loader import (
+    parse_profile_text,
+    validate_network_payload,
+    validate_payload,
+)
 from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
-from llm_d_lens.hardware.settings import OWN_DISTRIBUTION, PluginSettings, is_own, normalize_dist
+from llm_d_lens.hardware.settings import (
+    OWN_DISTRIBUTION,
+    PluginSettings,
+    is_own,
+    normalize_dist,
+)
+from llm_d_lens.hardware.verdicts import Verdicts
 
 PROFILES_GROUP = "llm_d_lens.hardware.profiles"
 PROVIDERS_GROUP = "llm_d_lens.hardware.providers"
@@ -59,17 +71,15 @@ class LoadFailure:
         return out
 
 
-@dataclass
-class DiscoveredProfile:
+class DiscoveredProfile(msgspec.Struct):
     profile: HardwareProfile
     canonical: str  # the payload as sorted JSON: identical content is the same profile
     origins: list[ProfileOrigin]
     #: PEP 503 names of the third-party distributions that returned it (empty for a built-in)
-    distributions: set[str] = field(default_factory=set)
+    distributions: set[str] = msgspec.field(default_factory=set)
 
 
-@dataclass(frozen=True)
-class ProviderRef:
+class ProviderRef(msgspec.Struct, frozen=True):
     """A provider entry point, not yet imported."""
 
     profile_id: str
@@ -79,8 +89,7 @@ class ProviderRef:
     own: bool = False
 
 
-@dataclass
-class DiscoveredNetwork:
+class DiscoveredNetwork(msgspec.Struct):
     """A network device profile (``kind: network``) and where it came from."""
 
     profile: NetworkProfile
@@ -88,13 +97,12 @@ class DiscoveredNetwork:
     origins: list[ProfileOrigin]
 
 
-@dataclass
-class Discovery:
-    profiles: list[DiscoveredProfile] = field(default_factory=list)
-    network: list[DiscoveredNetwork] = field(default_factory=list)
-    providers: dict[str, ProviderRef] = field(default_factory=dict)
-    failures: list[LoadFailure] = field(default_factory=list)
-    skipped: list[LoadFailure] = field(default_factory=list)
+class Discovery(msgspec.Struct):
+    profiles: list[DiscoveredProfile] = msgspec.field(default_factory=list)
+    network: list[DiscoveredNetwork] = msgspec.field(default_factory=list)
+    providers: dict[str, ProviderRef] = msgspec.field(default_factory=dict)
+    failures: list[LoadFailure] = msgspec.field(default_factory=list)
+    skipped: list[LoadFailure] = msgspec.field(default_factory=list)
 
 
 def _dist_label(ep: EntryPoint) -> str:
@@ -127,53 +135,6 @@ def _bundled_payloads(subfolder: str = "") -> list[tuple[str, str, ProfileOrigin
 
 def is_network_payload(payload: Any) -> bool:
     return isinstance(payload, dict) and payload.get("kind") == "network"
-
-
-def check_network(payload: Any, source: str) -> NetworkProfile:
-    """A ``kind: network`` payload checked into :class:`NetworkProfile`; ProfileInvalid naming the field otherwise."""
-    import re
-
-    import msgspec
-
-    from llm_d_lens.hardware.errors import ProfileIssue
-
-    try:
-        profile = NetworkProfile.decode(payload)
-    except msgspec.ValidationError as exc:
-        from llm_d_lens.hardware.loader import _model_issue
-
-        issue = _model_issue(exc)  # the loader's one reading of msgspec's refusal, as for an accelerator
-        found, value = _value_at(payload, issue.path)
-        raise ProfileInvalid(source, [ProfileIssue(issue.path, issue.message, value, has_value=found)]) from None
-    patterns = [("resource_patterns", p) for p in profile.resource_patterns]
-    if profile.network.device_group_pattern:
-        patterns.append(("network.device_group_pattern", profile.network.device_group_pattern))
-    from llm_d_lens.hardware.regex_safety import backtracking_problem
-
-    for where, pattern in patterns:
-        try:
-            re.compile(pattern)
-            slow = backtracking_problem(pattern)
-        except re.error as exc:
-            raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"{pattern!r} is not a regular expression: {exc}")]) from None
-        if slow is not None:  # a plugin's NIC pattern is matched against every node's resources, as an accelerator's is
-            raise ProfileInvalid(source, [ProfileIssue(f"$.{where}", f"is refused: it {slow} (see docs/limits.md)", pattern)])
-    return profile
-
-
-def _value_at(payload: Any, path: str) -> tuple[bool, Any]:
-    """(found, value) at a ``$.a.b[0]`` path msgspec named, so the refusal shows what was there."""
-    import re
-
-    value = payload
-    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path[1:]):
-        if key and isinstance(value, dict) and key in value:
-            value = value[key]
-        elif index and isinstance(value, list) and int(index) < len(value):
-            value = value[int(index)]
-        else:
-            return False, None
-    return True, value
 
 
 def _admit_network(found: Discovery, profile: NetworkProfile, payload: Any, origin: ProfileOrigin, name: str) -> None:
@@ -230,10 +191,18 @@ def discover(
     # profile so far (10,000 profiles from one plugin took 49 s that way)
     admitted: dict[tuple[str, str], tuple[DiscoveredProfile, bool]] = {}
 
-    def check(payload: Any, source: str) -> HardwareProfile:
+    verdicts = Verdicts.load(enabled=use_cache)
+
+    def check(payload: Any, source: str) -> Any:
+        """The payload's profile (accelerator or network), checked once per content: a stored pass only decodes."""
         key = texts.setdefault(id(payload), (payload, canonical(payload)))[1]
         if key not in validated:
-            validated[key] = validate_payload(payload, source)
+            network = is_network_payload(payload)
+            if verdicts.has_passed(key):
+                validated[key] = NetworkProfile.decode(payload) if network else HardwareProfile.decode(payload)
+            else:
+                validated[key] = validate_network_payload(payload, source) if network else validate_payload(payload, source)
+                verdicts.record_pass(key)
         return validated[key]
 
     def admit(into: list[DiscoveredProfile], profile: HardwareProfile, payload: Any, origin: ProfileOrigin,
@@ -267,7 +236,7 @@ def discover(
         for name, text, origin in _bundled_payloads("network"):
             try:
                 payload = parse_profile_text(text, str(origin))
-                network = check_network(payload, str(origin))
+                network = check(payload, str(origin))
             except (ValueError, LensError) as exc:
                 found.failures.append(LoadFailure("bundled", name, OWN_DISTRIBUTION, str(exc), kind="invalid"))
                 continue
@@ -327,6 +296,7 @@ def discover(
 
     from llm_d_lens.hardware.conflicts import settle
 
+    verdicts.save()
     admitted, conflicts = settle(builtins, others)
     found.profiles = [*builtins, *admitted]
     found.failures += conflicts
@@ -392,7 +362,7 @@ def _call_in_process(ep: EntryPoint) -> Any:
         raise _PluginError(f"{ep.value} failed: {type(exc).__name__}: {exc}", "call") from None
 
 
-def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, str], HardwareProfile]
+def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, str], Any]
             ) -> list[tuple[HardwareProfile, Any]]:
     """Validate what an entry point returned: profile objects, one of them named like the entry point."""
     if isinstance(payloads, dict):
@@ -406,7 +376,7 @@ def _accept(ep: EntryPoint, payloads: Any, source: str, check: Callable[[Any, st
     loaded: list[tuple[Any, Any]] = []
     for payload in payloads:
         try:
-            loaded.append((check_network(payload, source) if is_network_payload(payload) else check(payload, source), payload))
+            loaded.append((check(payload, source), payload))
         except ProfileInvalid as exc:
             raise _PluginError(str(exc), "invalid") from None
     ids = [profile.id for profile, _ in loaded]

@@ -6,11 +6,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from llm_d_lens.errors import MAX_REPORTED, LensError
 
 
-@dataclass(frozen=True)
-class ProfileOrigin:
+class ProfileOrigin(msgspec.Struct, frozen=True):
     """Where a profile payload came from, so every error can point at it."""
 
     kind: str  # "bundled" | "entry-point" | "file"

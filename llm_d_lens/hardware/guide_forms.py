@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_d_lens.hardware.quantities import PROM_METRIC_NAME, QUANTITY_UNITS
+
 #: pod_metrics keys the guide (or an older vLLM) uses -> the key Lens reads for the same figure
 POD_METRIC_ALIASES: dict[str, str] = {"gpu_cache_usage": "kv_cache_usage"}
 
@@ -49,8 +51,6 @@ ASSUMED_UNITS: dict[str, str] = {"utilization": "percent"}
 
 def bare_metric(expression: Any) -> str | None:
     """The metric name when a PromQL expression is nothing but one metric name."""
-    from llm_d_lens.hardware.rules import PROM_METRIC_NAME
-
     if isinstance(expression, str) and PROM_METRIC_NAME.match(expression.strip()):
         return expression.strip()
     return None
@@ -58,8 +58,6 @@ def bare_metric(expression: Any) -> str | None:
 
 def converted_source(quantity: str, metric: str) -> dict[str, Any]:
     """The ``device_metric_sources`` entry a bare ``device_metrics`` name stands for."""
-    from llm_d_lens.hardware.rules import QUANTITY_UNITS
-
     output = QUANTITY_UNITS[quantity]
     return {"metrics": [metric], "unit": ASSUMED_UNITS.get(quantity, output), "output_unit": output}
 
@@ -72,8 +70,6 @@ def read_guide_forms(telemetry: Any) -> Any:
     """
     if not isinstance(telemetry, dict):
         return telemetry
-    from llm_d_lens.hardware.rules import QUANTITY_UNITS
-
     out = dict(telemetry)
     metrics, sources = out.get("device_metrics"), out.get("device_metric_sources", {})
     if isinstance(metrics, dict) and isinstance(sources, dict):
@@ -139,6 +135,4 @@ def notes(profile: Any) -> list[Any]:
 
 
 def _quantities() -> set[str]:
-    from llm_d_lens.hardware.rules import QUANTITY_UNITS
-
     return set(QUANTITY_UNITS)

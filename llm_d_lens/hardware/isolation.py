@@ -37,12 +37,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_d_lens import settings
-from llm_d_lens import __version__
+import msgspec
+
+from llm_d_lens import __version__, settings
 from llm_d_lens.hardware.entry_points import EntryPoint
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
@@ -57,8 +57,7 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 EXIT_CHECK_SECONDS = 0.5
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """What loading one entry point gave: its payloads, or why it failed (``kind`` says how)."""
 
     payloads: Any = None

@@ -13,9 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llm_d_lens.hardware import rules
 from llm_d_lens.hardware.errors import ProfileInvalid, ProfileIssue
-from llm_d_lens.hardware.models import HardwareProfile
+from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
 from llm_d_lens.hardware.schema import json_path, schema_issues
 
 
@@ -32,6 +31,8 @@ def validate_payload(payload: Any, source: str, *, telemetry_providers: frozense
     only to explain a refusal with every JSON path at once.
     """
     from msgspec import ValidationError
+
+    from llm_d_lens.hardware import rules  # here, not above: a payload whose pass is stored (verdicts.py) needs no rules
 
     profile_id = payload.get("id") if isinstance(payload, dict) and isinstance(payload.get("id"), str) else None
     unreadable = value_issues(payload)
@@ -194,6 +195,8 @@ def _rule_issues_beside(payload: Any, schema_found: list[ProfileIssue],
         profile = HardwareProfile.decode(rest)
     except ValidationError:
         return []
+    from llm_d_lens.hardware import rules
+
     reported = [issue.path for issue in schema_found]
     found = rules.check(profile)
     if telemetry_providers is not None:
@@ -217,6 +220,51 @@ def _model_issue(exc: Exception) -> ProfileIssue:
     found = _AT.match(str(exc))
     assert found is not None  # the pattern matches any text
     return ProfileIssue(found["path"] or "$", found["message"], has_value=False)
+
+
+def validate_network_payload(payload: Any, source: str) -> NetworkProfile:
+    """A ``kind: network`` payload checked into :class:`NetworkProfile`, or :class:`ProfileInvalid` listing
+    every problem: the model's refusal, or each of its patterns that is no regular expression or would
+    backtrack (a NIC pattern is matched against every node's resources, as an accelerator's is)."""
+    from msgspec import ValidationError
+
+    from llm_d_lens.hardware.regex_safety import backtracking_problem
+
+    try:
+        profile = NetworkProfile.decode(payload)
+    except ValidationError as exc:
+        issue = _model_issue(exc)  # the one reading of msgspec's refusal, as for an accelerator
+        found, value = _value_at(payload, issue.path)
+        raise ProfileInvalid(source, [ProfileIssue(issue.path, issue.message, value, has_value=found)]) from None
+    patterns = [(f"$.resource_patterns[{i}]", p) for i, p in enumerate(profile.resource_patterns)]
+    if profile.network.device_group_pattern:
+        patterns.append(("$.network.device_group_pattern", profile.network.device_group_pattern))
+    issues: list[ProfileIssue] = []
+    for where, pattern in patterns:
+        try:
+            re.compile(pattern)
+            slow = backtracking_problem(pattern)
+        except re.error as exc:
+            issues.append(ProfileIssue(where, f"is not a valid regular expression ({exc})", pattern))
+            continue
+        if slow is not None:
+            issues.append(ProfileIssue(where, f"is refused: it {slow} (see docs/limits.md)", pattern))
+    if issues:
+        raise ProfileInvalid(source, issues, profile.id)
+    return profile
+
+
+def _value_at(payload: Any, path: str) -> tuple[bool, Any]:
+    """(found, value) at a ``$.a.b[0]`` path msgspec named, so the refusal shows what was there."""
+    value = payload
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path[1:]):
+        if key and isinstance(value, dict) and key in value:
+            value = value[key]
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return False, None
+    return True, value
 
 
 def read_profile_file(path: str | Path) -> Any:

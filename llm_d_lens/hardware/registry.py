@@ -11,12 +11,17 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from llm_d_lens.hardware.discovery import DiscoveredProfile, Discovery, LoadFailure, ProviderRef, discover
+from llm_d_lens.hardware.discovery import (
+    DiscoveredProfile,
+    Discovery,
+    LoadFailure,
+    ProviderRef,
+    discover,
+)
 from llm_d_lens.hardware.errors import (
     AcceleratorNotRegistered,
     AlreadyRegistered,
@@ -28,20 +33,19 @@ from llm_d_lens.hardware.models import HardwareProfile, NetworkProfile
 from llm_d_lens.hardware.settings import PluginSettings
 
 
-@dataclass
-class IdentityIndex:
+class IdentityIndex(msgspec.Struct):
     """Exact-match indexes, each value a profile id. Filled with conflict checks."""
 
-    aliases: dict[str, str] = field(default_factory=dict)  # lower-cased name -> id
-    device_classes: dict[str, str] = field(default_factory=dict)
-    dra_drivers: dict[str, str] = field(default_factory=dict)
-    overlay_dirs: dict[str, str] = field(default_factory=dict)
-    label_pairs: dict[tuple[str, str], str] = field(default_factory=dict)
+    aliases: dict[str, str] = msgspec.field(default_factory=dict)  # lower-cased name -> id
+    device_classes: dict[str, str] = msgspec.field(default_factory=dict)
+    dra_drivers: dict[str, str] = msgspec.field(default_factory=dict)
+    overlay_dirs: dict[str, str] = msgspec.field(default_factory=dict)
+    label_pairs: dict[tuple[str, str], str] = msgspec.field(default_factory=dict)
     # resource prefixes grouped by domain (the part before "/"), longest first
-    prefixes_by_domain: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    prefixes_by_domain: dict[str, list[tuple[str, str]]] = msgspec.field(default_factory=dict)
     # node_label_selector: (key, value) and key-only ("*") postings
-    selector_pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
-    selector_keys: dict[str, list[str]] = field(default_factory=dict)
+    selector_pairs: dict[tuple[str, str], list[str]] = msgspec.field(default_factory=dict)
+    selector_keys: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
 class Registry:
@@ -224,7 +228,11 @@ class Registry:
 
     def _load_provider(self, ref: ProviderRef) -> Any:
         """Lens's own provider is built here; a third-party one in its distribution's worker (``provider_host.py``)."""
-        from llm_d_lens.hardware.isolation import GuardedFailure, call_guarded, timeout_from_env
+        from llm_d_lens.hardware.isolation import (
+            GuardedFailure,
+            call_guarded,
+            timeout_from_env,
+        )
         from llm_d_lens.hardware.provider_host import RemoteProvider
         from llm_d_lens.hardware.providers.base import HARDWARE_HOOKS
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from llm_d_lens.hardware import k8s_names
 from llm_d_lens.hardware.benchmark_profiles import KnownProfiles, known_profiles
 from llm_d_lens.hardware.errors import ProfileIssue
+from llm_d_lens.hardware.quantities import PROM_METRIC_NAME, QUANTITY_UNITS
 from llm_d_lens.hardware.models import DriverRelease, Exporter, FallbackSource, HardwareProfile, MetricSource
 from llm_d_lens.hardware.regex_safety import backtracking_problem
 from llm_d_lens.hardware.schema import json_path
@@ -37,21 +38,7 @@ UNIT_DIMENSION = {
     "count": "count", "code": "code", "B/s": "B/s", "flag": "flag",
     "MHz": "Hz", "Hz": "Hz", "bitmask": "bitmask",
 }
-#: The fixed common unit of every telemetry quantity.
-QUANTITY_UNITS = {
-    "utilization": "ratio", "memory_used": "bytes", "memory_total": "bytes", "power": "W",
-    "energy": "J", "temperature": "celsius", "tensor_activity": "ratio",
-    "memory_temperature": "celsius", "memory_bandwidth": "ratio", "ecc_corrected": "count", "ecc_uncorrected": "count",
-    "pcie_replays": "count", "critical_event": "code",
-    "pcie_throughput": "B/s", "link_throughput": "B/s", "link_errors": "count",
-    "row_remap_failure": "flag", "remapped_rows_correctable": "count", "remapped_rows_uncorrectable": "count",
-    "link_traffic": "count", "device_healthy": "flag", "links_up": "flag",
-    "core_clock": "Hz", "memory_clock": "Hz", "power_limit": "W", "throttle_reasons": "bitmask",
-    "power_throttle": "ratio", "thermal_throttle": "ratio", "link_data": "bytes", "pcie_traffic": "bytes",
-    "pending_rows_correctable": "count", "pending_rows_uncorrectable": "count",
-}
 PROM_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z", re.ASCII)
-PROM_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*\Z", re.ASCII)
 # What a PromQL expression holds besides metric names: strings, matcher blocks, ranges, label lists.
 _PROMQL_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _PROMQL_BRACES = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")

@@ -17,11 +17,13 @@ the distribution's name: a third-party distribution called ``LLM_D.Lens`` is sti
 """
 
 from __future__ import annotations
-from llm_d_lens import settings
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
+
+from llm_d_lens import settings
 
 #: The distribution that ships the built-in hardware (PEP 503 normalised); never subject to the
 #: plugin settings, but only for entry points that name Lens's own package (see ``is_own``).
@@ -49,11 +51,10 @@ def is_own(dist_name: str, entry_point_value: str) -> bool:
     return inside and normalize_dist(dist_name) == OWN_DISTRIBUTION
 
 
-@dataclass(frozen=True)
-class PluginSettings:
+class PluginSettings(msgspec.Struct, frozen=True):
     autoload: bool = True
     allow: frozenset[str] | None = None
-    block: frozenset[str] = field(default_factory=frozenset)
+    block: frozenset[str] = msgspec.field(default_factory=frozenset)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PluginSettings:

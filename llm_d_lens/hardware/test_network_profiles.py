@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_d_lens.hardware.discovery import check_network, discover
+from llm_d_lens.hardware.discovery import discover
+from llm_d_lens.hardware.loader import validate_network_payload
 from llm_d_lens.hardware.errors import ProfileInvalid
 from llm_d_lens.hardware.registry import Registry
 from llm_d_lens.hardware.settings import PluginSettings
@@ -55,7 +56,7 @@ def test_a_plugin_network_device_claiming_a_built_in_name_is_a_conflict_the_buil
 ])
 def test_a_bad_network_profile_is_refused_naming_the_field(changes, path):
     with pytest.raises(ProfileInvalid) as caught:
-        check_network(nic("bad", **changes), "test:bad")
+        validate_network_payload(nic("bad", **changes), "test:bad")
     assert path in str(caught.value.to_dict() if hasattr(caught.value, "to_dict") else caught.value)
 
 

@@ -19,13 +19,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
 from llm_d_lens.cluster.model import Overview, dumps
-from llm_d_lens.cluster.source import DEMO_SNAPSHOT, ClusterSource
+from llm_d_lens.cluster.source import DEMO_SNAPSHOT_PATH, ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
 from llm_d_lens.runner import Runner
 
@@ -119,7 +118,7 @@ _building: dict[Any, threading.Lock] = {}
 @functools.cache
 def _demo_path() -> str:
     """Where the installed demo snapshot is; working it out was a third of a cached demo answer's cost."""
-    return str(resources.files("llm_d_lens.cluster").joinpath(*DEMO_SNAPSHOT))
+    return str(DEMO_SNAPSHOT_PATH)
 
 
 def _file_key(source: ClusterSource) -> Any:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from llm_d_lens.errors import LensError, echo
 
@@ -24,8 +23,9 @@ TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE = frozenset({"0", "false", "no", "off"})
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
+    """One variable Lens reads: a record that stays light to import (``lens --help`` needs no model library)."""
+
     name: str
     concern: str  # plugins | cluster | telemetry | api | deploy | terminal
     meaning: str

@@ -137,7 +137,7 @@ def console(stderr: bool = False, *, wide: bool = False) -> Any:
     width = _columns()
     if width is None and not sys.stdout.isatty():
         width = 400 if wide else 160
-    return Console(stderr=stderr, soft_wrap=False, width=width)
+    return Console(stderr=stderr, soft_wrap=False, width=width, emoji=False)  # a name like :fire: is printed as written
 
 
 def _columns() -> int | None:

@@ -13,7 +13,7 @@ from functools import cached_property
 from fractions import Fraction
 
 from llm_d_lens.hardware.models import FallbackSource, HardwareProfile, MetricSource
-from llm_d_lens.hardware.rules import QUANTITY_UNITS
+from llm_d_lens.hardware.quantities import QUANTITY_UNITS
 
 #: Source unit -> factor to the quantity's common unit. MB is read as MiB: the exporters that
 #: report "MB" compute it as bytes / 2^20.
