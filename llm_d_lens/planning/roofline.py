@@ -255,12 +255,18 @@ def prefill(model: ModelSpec, tokens: int, tp: int, speed: Speed, weights_dtype:
 
 
 def decode_step(model: ModelSpec, batch: int, context: int, tp: int, speed: Speed, weights_dtype: str,
-                weights_per_device: float, kv_per_token_per_device: float, comms: list[Term] | None = None) -> Estimate:
-    """One decode step of ``batch`` sequences at mean length ``context``: bandwidth-bound unless the batch is large."""
-    kv = batch * context * kv_per_token_per_device
+                weights_per_device: float, kv_per_token_per_device: float, comms: list[Term] | None = None,
+                kv_reads: int = 1) -> Estimate:
+    """One decode step of ``batch`` sequences at mean length ``context``: bandwidth-bound unless the batch is large.
+
+    ``kv_reads`` is how many times the attention kernel reads each KV head a step: 1 where the query heads of a
+    group share one read (GQA-aware kernels), the group's size where each query head reads its KV head itself.
+    """
+    kv = batch * context * kv_per_token_per_device * kv_reads
+    reads = f" x {kv_reads} reads (one a query head)" if kv_reads != 1 else ""
     bounds = [memory_term("decode_memory", weights_per_device + kv, speed,
                           f"weights {weights_per_device / GB:.3f} GB + {batch} seqs x {context:,} tokens x "
-                          f"{kv_per_token_per_device:,.0f} B KV"),
+                          f"{kv_per_token_per_device:,.0f} B KV{reads}"),
               compute_term("decode_compute", model, batch, tp, speed, weights_dtype)]
     return _step(bounds, comms if comms is not None else [all_reduce_term(model, batch, tp, speed)], overlapped=False)
 
