@@ -41,8 +41,7 @@ def render_calibration_table() -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in calibration.rows():
         p, source = row["point"], row["source"]
-        kv = f"{p.kv} (assumed)" if p.assumed == "kv" else p.kv
-        product = f"{p.product} (assumed)" if p.assumed == "product" else p.product
+        kv, product = (f"{value} (assumed)" if p.assumed == name else value for name, value in (("kv", p.kv), ("product", p.product)))
         verdict = "" if abs(row["error"]) <= calibration.LIMIT else " **miss**"
         # a figure published per device is shown so, beside Lens's estimate in the same unit
         unit, share = ("/GPU", p.tp) if p.per_device else ("", 1)

@@ -122,7 +122,11 @@ def test_the_h100_profile_figures_read_one_way():
     # the datasheet's NVLink 900 GB/s counts both directions: 450e9 one way; 3.35 TB/s HBM; 989.4 TFLOPS bf16 dense
     assert speed.intra_node == 450e9 and speed.memory_bandwidth == 3350e9 and speed.peak_flops["bf16"] == 989.4e12
     assert speed.scale_out == 50e9  # one 400 Gb/s NIC a GPU, one way
-    assert speed.compute_efficiency == 1.0 and "no measured efficiency" in speed.calibration_source
+    # vLLM is calibrated on the profile (planning/calibration.json); an engine without points gets the bound, and says so
+    assert speed.calibration_source.startswith("planning.calibration.vllm:") and speed.bandwidth_efficiency < 1.0
+    bare = speed_from_profile(get_profile("nvidia"), "NVIDIA-H100-80GB-HBM3", "sglang")
+    assert bare is not None and bare.compute_efficiency == bare.bandwidth_efficiency == 1.0
+    assert "no measured efficiency" in bare.calibration_source
     # a joined product name finds the part that has figures; a product without any has no speed
     assert speed_from_profile(get_profile("nvidia"), "Something, NVIDIA H200").memory_bandwidth == 4800e9
     assert speed_from_profile(get_profile("nvidia"), "NVIDIA-T4") is None
