@@ -10,7 +10,9 @@ The terms, for a pod of TP devices (``P`` active parameters, ``h`` hidden size, 
 
     prefill compute  = 2 x P x tokens / (TP x peak FLOP/s[compute dtype] x compute efficiency)
     weights read     = weights per device / (memory bandwidth x bandwidth efficiency)
-    decode memory    = (weights per device + batch x context x KV bytes a token per device) / (bandwidth x efficiency)
+    decode memory    = (weights per device + batch x context x KV bytes a token per device x KV reads)
+                       / (bandwidth x efficiency); KV reads is 1 (a GQA group's query heads share one read)
+                       unless a measured engine is documented to read a KV head once per query head
     decode compute   = 2 x P x batch / (TP x peak x efficiency)
     TP all-reduce    = 2 x L x 2 (TP-1)/TP x tokens x h x 2 B / intra-node bandwidth (one direction)
                        + 2 x L x (base latency + 2 (TP-1) x hop latency)   (the profile's all_reduce_latency)
