@@ -61,3 +61,24 @@ def test_an_uncalibrated_estimate_is_the_bound_above_every_measurement():
     for point in calibration.points():
         bare = dataclasses.replace(calibration.speed(point), compute_efficiency=1.0, bandwidth_efficiency=1.0)
         assert calibration.timing(point, bare).tokens_per_s > point.measured, point
+
+
+def test_only_a_source_documenting_per_query_head_kv_reads_multiplies_a_gqa_models_kv_bytes():
+    # Llama 2 70B: 64 query heads a 8 KV heads; Llama 2 7B: one query head a KV head
+    by_source = {}
+    for p in calibration.points():
+        by_source.setdefault((p.source, p.model), p)
+    sources = calibration.document()["sources"]
+    assert sources["trtllm-0.5-h100"]["decode_kv_reads"] == "per-query-head"
+    v05_70b, v05_7b = by_source["trtllm-0.5-h100", "llama-2-70b"], by_source["trtllm-0.5-h100", "llama-2-7b"]
+    assert calibration.kv_reads(v05_70b, calibration.model("llama-2-70b")) == 8
+    assert calibration.kv_reads(v05_7b, calibration.model("llama-2-7b")) == 1
+    v09_70b = by_source["trtllm-0.9-perf", "llama-2-70b"]  # the v0.9.0 recipe runs the XQA kernel
+    assert calibration.kv_reads(v09_70b, calibration.model("llama-2-70b")) == 1
+
+
+def test_a_per_device_figure_is_compared_as_the_pods_throughput_over_tp():
+    point = next(p for p in calibration.points() if p.per_device and p.tp > 1)
+    estimate = calibration.timing(point, calibration.speed(point))
+    assert point.measured == point.tokens_per_s * point.tp
+    assert estimate.error == pytest.approx(estimate.tokens_per_s / (point.tokens_per_s * point.tp) - 1)

@@ -51,6 +51,14 @@ def test_decode_is_the_weights_and_batch_kv_read_plus_the_compute():
     assert ms(est) == pytest.approx(5.048576 + 0.128 + 0.02097152)
 
 
+def test_a_kernel_that_reads_a_kv_head_once_a_query_head_pays_the_kv_bytes_that_many_times():
+    est = roofline.decode_step(model(), 16, 2000, 2, DEVICE, "bf16", 8e9, 65536, kv_reads=4)
+    memory = {t.name: t for t in est.terms}["decode_memory"]
+    # 8e9 + 4 reads x 16 seqs x 2000 tokens x 65,536 B = 16,388,608,000 B / 2000e9 = 8.194304 ms
+    assert ms(memory) == pytest.approx(8.194304)
+    assert "x 4 reads (one a query head)" in memory.formula
+
+
 def test_a_calibration_divides_the_peaks():
     half = dataclasses.replace(DEVICE, compute_efficiency=0.5, bandwidth_efficiency=0.25)
     est = roofline.prefill(model(), 1000, 2, half, "bf16", weights_per_device=8e9)
