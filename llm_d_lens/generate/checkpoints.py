@@ -41,10 +41,12 @@ def render_calibration_table() -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in calibration.rows():
         p, source = row["point"], row["source"]
-        kv = f"{p.kv} (assumed)" if p.assumed == "kv" else p.kv
+        kv, product = (f"{value} (assumed)" if p.assumed == name else value for name, value in (("kv", p.kv), ("product", p.product)))
         verdict = "" if abs(row["error"]) <= calibration.LIMIT else " **miss**"
-        lines.append(f"| {p.product} | {p.model} | {p.engine} | {p.batch:,} | {p.tp} | {p.isl}/{p.osl} | {p.weights}/{kv} | "
-                     f"{p.tokens_per_s:,.0f} | {row['estimate']:,.0f} | {row['error'] * 100:+.1f}%{verdict} | "
+        # a figure published per device is shown so, beside Lens's estimate in the same unit
+        unit, share = ("/GPU", p.tp) if p.per_device else ("", 1)
+        lines.append(f"| {product} | {p.model} | {p.engine} | {p.batch:,} | {p.tp} | {p.isl}/{p.osl} | {p.weights}/{kv} | "
+                     f"{p.tokens_per_s:,.0f}{unit} | {row['estimate'] / share:,.0f}{unit} | {row['error'] * 100:+.1f}%{verdict} | "
                      f"[{p.source}]({source['url']}) |")
     lines.append("")
     lines.append("| hardware profile | engine | points | compute efficiency | bandwidth efficiency | worst error |")

@@ -7,7 +7,9 @@ profile's published figures, divided by the profile's ``planning.calibration.<en
 
     tokens/s = batch x OSL / (prefill(batch x ISL tokens) + OSL x decode step(batch, ISL + OSL/2))
 
-:func:`fit` finds the one compute and one bandwidth efficiency per engine and hardware profile
+A figure a source publishes per device (``per_device``) is the pod's throughput / TP and is compared as such.
+A source whose engine reads each KV head once per query head (``decode_kv_reads``) has its decode step's KV
+bytes multiplied by the model's query heads a KV head. :func:`fit` finds the one compute and one bandwidth efficiency per engine and hardware profile
 that keep every point of that group closest (the smallest worst error, on a grid of 0.01): the
 figures a profile records are that fit, never set per point.
 """
@@ -52,10 +54,17 @@ class Point:
     osl: int
     tokens_per_s: float
     assumed: str = ""
+    #: the figure is a device's share (the pod's output tokens a second / TP), as the source publishes it
+    per_device: bool = False
 
     @property
     def group(self) -> tuple[str, str]:
         return self.hardware, self.engine
+
+    @property
+    def measured(self) -> float:
+        """The pod's output tokens a second: the published figure, times TP where it is a device's share."""
+        return self.tokens_per_s * (self.tp if self.per_device else 1)
 
 
 def document() -> dict[str, Any]:
@@ -103,7 +112,19 @@ class Timing:
 
     @property
     def error(self) -> float:
-        return self.tokens_per_s / self.point.tokens_per_s - 1
+        return self.tokens_per_s / self.point.measured - 1
+
+
+def kv_reads(point: Point, spec: ModelSpec) -> int:
+    """How often the point's engine reads each KV head a decode step: its source's ``decode_kv_reads``.
+
+    ``per-query-head`` (a decode attention kernel of one thread block a query head, as TensorRT-LLM's masked MHA
+    before its XQA kernel) reads a KV head once for each query head of its group: heads / KV heads times. Otherwise
+    (the default) the group shares one read.
+    """
+    if document()["sources"][point.source].get("decode_kv_reads") != "per-query-head" or spec.mla:
+        return 1
+    return max(1, spec.attention_heads // max(1, spec.kv_heads))
 
 
 def timing(point: Point, device: Speed) -> Timing:
@@ -112,7 +133,8 @@ def timing(point: Point, device: Speed) -> Timing:
     weights = weights_per_device(spec, point.weights, point.tp, 1)
     kv = kv_per_token_per_device(spec, point.tp, 1, dtypes.bytes_per_value(point.kv))
     pre = roofline.prefill(spec, point.batch * point.isl, point.tp, device, point.weights, weights)
-    step = roofline.decode_step(spec, point.batch, point.isl + point.osl // 2, point.tp, device, point.weights, weights, kv)
+    step = roofline.decode_step(spec, point.batch, point.isl + point.osl // 2, point.tp, device, point.weights, weights, kv,
+                                kv_reads=kv_reads(point, spec))
     return Timing(pre, step, point)
 
 
@@ -132,7 +154,7 @@ def _errors(parts: list[tuple[Point, tuple[float, float, float], tuple[float, fl
     for point, pre, step in parts:
         total = (roofline.combine([pre[0] / compute, pre[1] / bandwidth], pre[2], overlapped=True)
                  + point.osl * roofline.combine([step[0] / compute, step[1] / bandwidth], step[2], overlapped=False))
-        found.append(point.batch * point.osl / total / point.tokens_per_s - 1)
+        found.append(point.batch * point.osl / total / point.measured - 1)
     return found
 
 

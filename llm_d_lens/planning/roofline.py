@@ -10,7 +10,9 @@ The terms, for a pod of TP devices (``P`` active parameters, ``h`` hidden size, 
 
     prefill compute  = 2 x P x tokens / (TP x peak FLOP/s[compute dtype] x compute efficiency)
     weights read     = weights per device / (memory bandwidth x bandwidth efficiency)
-    decode memory    = (weights per device + batch x context x KV bytes a token per device) / (bandwidth x efficiency)
+    decode memory    = (weights per device + batch x context x KV bytes a token per device x KV reads)
+                       / (bandwidth x efficiency); KV reads is 1 (a GQA group's query heads share one read)
+                       unless a measured engine is documented to read a KV head once per query head
     decode compute   = 2 x P x batch / (TP x peak x efficiency)
     TP all-reduce    = 2 x L x 2 (TP-1)/TP x tokens x h x 2 B / intra-node bandwidth (one direction)
                        + 2 x L x (base latency + 2 (TP-1) x hop latency)   (the profile's all_reduce_latency)
@@ -255,12 +257,18 @@ def prefill(model: ModelSpec, tokens: int, tp: int, speed: Speed, weights_dtype:
 
 
 def decode_step(model: ModelSpec, batch: int, context: int, tp: int, speed: Speed, weights_dtype: str,
-                weights_per_device: float, kv_per_token_per_device: float, comms: list[Term] | None = None) -> Estimate:
-    """One decode step of ``batch`` sequences at mean length ``context``: bandwidth-bound unless the batch is large."""
-    kv = batch * context * kv_per_token_per_device
+                weights_per_device: float, kv_per_token_per_device: float, comms: list[Term] | None = None,
+                kv_reads: int = 1) -> Estimate:
+    """One decode step of ``batch`` sequences at mean length ``context``: bandwidth-bound unless the batch is large.
+
+    ``kv_reads`` is how many times the attention kernel reads each KV head a step: 1 where the query heads of a
+    group share one read (GQA-aware kernels), the group's size where each query head reads its KV head itself.
+    """
+    kv = batch * context * kv_per_token_per_device * kv_reads
+    reads = f" x {kv_reads} reads (one a query head)" if kv_reads != 1 else ""
     bounds = [memory_term("decode_memory", weights_per_device + kv, speed,
                           f"weights {weights_per_device / GB:.3f} GB + {batch} seqs x {context:,} tokens x "
-                          f"{kv_per_token_per_device:,.0f} B KV"),
+                          f"{kv_per_token_per_device:,.0f} B KV{reads}"),
               compute_term("decode_compute", model, batch, tp, speed, weights_dtype)]
     return _step(bounds, comms if comms is not None else [all_reduce_term(model, batch, tp, speed)], overlapped=False)
 

@@ -51,6 +51,14 @@ def test_decode_is_the_weights_and_batch_kv_read_plus_the_compute():
     assert ms(est) == pytest.approx(5.048576 + 0.128 + 0.02097152)
 
 
+def test_a_kernel_that_reads_a_kv_head_once_a_query_head_pays_the_kv_bytes_that_many_times():
+    est = roofline.decode_step(model(), 16, 2000, 2, DEVICE, "bf16", 8e9, 65536, kv_reads=4)
+    memory = {t.name: t for t in est.terms}["decode_memory"]
+    # 8e9 + 4 reads x 16 seqs x 2000 tokens x 65,536 B = 16,388,608,000 B / 2000e9 = 8.194304 ms
+    assert ms(memory) == pytest.approx(8.194304)
+    assert "x 4 reads (one a query head)" in memory.formula
+
+
 def test_a_calibration_divides_the_peaks():
     half = dataclasses.replace(DEVICE, compute_efficiency=0.5, bandwidth_efficiency=0.25)
     est = roofline.prefill(model(), 1000, 2, half, "bf16", weights_per_device=8e9)
@@ -122,7 +130,11 @@ def test_the_h100_profile_figures_read_one_way():
     # the datasheet's NVLink 900 GB/s counts both directions: 450e9 one way; 3.35 TB/s HBM; 989.4 TFLOPS bf16 dense
     assert speed.intra_node == 450e9 and speed.memory_bandwidth == 3350e9 and speed.peak_flops["bf16"] == 989.4e12
     assert speed.scale_out == 50e9  # one 400 Gb/s NIC a GPU, one way
-    assert speed.compute_efficiency == 1.0 and "no measured efficiency" in speed.calibration_source
+    # vLLM is calibrated on the profile (planning/calibration.json); an engine without points gets the bound, and says so
+    assert speed.calibration_source.startswith("planning.calibration.vllm:") and speed.bandwidth_efficiency < 1.0
+    bare = speed_from_profile(get_profile("nvidia"), "NVIDIA-H100-80GB-HBM3", "sglang")
+    assert bare is not None and bare.compute_efficiency == bare.bandwidth_efficiency == 1.0
+    assert "no measured efficiency" in bare.calibration_source
     # a joined product name finds the part that has figures; a product without any has no speed
     assert speed_from_profile(get_profile("nvidia"), "Something, NVIDIA H200").memory_bandwidth == 4800e9
     assert speed_from_profile(get_profile("nvidia"), "NVIDIA-T4") is None
