@@ -65,7 +65,7 @@ def shown_commands(html: str) -> list[str]:
 
     block = re.search(r'<ol id="plan-commands">(.*?)</ol>', html, re.S)
     assert block, "no plan commands shown"
-    return [markup.unescape(c) for c in re.findall(r"<pre>(.*?)</pre>", block.group(1), re.S)]
+    return [markup.unescape(c) for c in re.findall(r"<pre[^>]*>(.*?)</pre>", block.group(1), re.S)]
 
 
 @pytest.mark.parametrize("chosen", [EXPORTER, DRIVER], ids=["exporter", "driver"])
