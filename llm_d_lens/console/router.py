@@ -28,9 +28,10 @@ router = APIRouter(include_in_schema=False)
 
 
 def _include_actions() -> None:
-    from llm_d_lens.console import actions
+    from llm_d_lens.console import actions, installs
 
     router.include_router(actions.router)
+    router.include_router(installs.router)
 
 STATIC_URL = "/console/static"
 VENDOR_URL = "/console/vendor"

@@ -94,6 +94,8 @@ CHART_NEEDS: tuple[Need, ...] = (
             "driver install: an operator's webhook certificates"),
     *_needs(CHARTS_ROLE, _OBJECT, ["deviceclasses.resource.k8s.io"], "driver install: the DRA drivers' DeviceClasses"),
     *_needs(CHARTS_ROLE, ["delete"], ["nodefeaturerules.nfd.k8s-sigs.io"], "driver install: NFD rules a chart dropped"),
+    *_needs(CHARTS_ROLE, ["delete"], ["resourceclaimtemplates.resource.k8s.io"],
+            "exporter install: the claim template a DRA-mode exporter chart dropped"),
 )
 
 #: node discovery's kubectl exec into driver pods (the node-discovery overlay)

@@ -294,6 +294,19 @@ def watch_live_clusters(runner: Recorder) -> None:
 READ: tuple[Callable[[Recorder], None], ...] = (
     read_inventory, read_telemetry_joins, read_driver_status, read_presence, read_deploy_render, check_own_permissions,
     list_kubeconfig_clusters, report_versions, watch_live_clusters)
+def install_every_exporter(runner: Recorder) -> None:
+    """`lens telemetry exporters install`, its API route and the console's install: each exporter chart Lens installs."""
+    from llm_d_lens.monitoring.accelerator.exporters import install_exporter
+
+    view = ClusterView(runner)
+    registry = get_registry()
+    installed = [profile.id for profile in registry.profiles()
+                 if profile.telemetry and profile.telemetry.exporter and profile.telemetry.exporter.release]
+    assert installed, "no profile declares an exporter Lens installs: the scenario would install nothing"
+    for key in installed:
+        assert asyncio.run(install_exporter(registry, key, view, dry_run=False)).ran, key
+
+
 def cordon_and_uncordon_a_node(runner: Recorder) -> None:
     """The console's node maintenance runs exactly these (console/actions.py; its own calls are audited by test_suite_calls)."""
     for action in ("cordon", "uncordon"):
@@ -303,7 +316,7 @@ def cordon_and_uncordon_a_node(runner: Recorder) -> None:
 
 INSTALL: tuple[Callable[[Recorder], None], ...] = (
     install_every_driver, install_a_kustomize_driver, plan_and_install_from_cluster, preflight_with_node_feature_rules, deploy_apply_every_overlay,
-    cordon_and_uncordon_a_node)
+    install_every_exporter, cordon_and_uncordon_a_node)
 #: opt-in, CLI only: kubectl exec into driver pods reaches the node, so it is its own role
 DISCOVER: tuple[Callable[[Recorder], None], ...] = (discover_node_memory,)
 
@@ -465,6 +478,9 @@ def test_every_chart_a_profile_installs_is_declared() -> None:
             for each in (*target.prerequisites, target):
                 if each.installer == "helm" and chart_name(each.mode.manifest_ref) not in declared:
                     missing.append(f"{profile.id}/{mode}: {each.mode.manifest_ref}")
+        exporter = profile.telemetry.exporter if profile.telemetry else None
+        if exporter and exporter.release and chart_name(exporter.release.manifest_ref) not in declared:
+            missing.append(f"{profile.id}/exporter: {exporter.release.manifest_ref}")
     assert missing == []
 
 

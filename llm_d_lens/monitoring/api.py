@@ -1,4 +1,4 @@
-"""``/api/v1/telemetry``: devices and pods in common units.
+"""``/api/v1/telemetry``: devices and pods in common units, and the exporters that publish them.
 
 The Prometheus URL and the cluster objects come from the server's environment (see
 :mod:`llm_d_lens.monitoring.settings`), never from a request, so a caller cannot point the server
@@ -7,9 +7,14 @@ at an address of its choosing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_d_lens.monitoring.gpu_driver.api import context_token, require_token
+from llm_d_lens.monitoring.gpu_driver.views import choose_view, named_view_factory, view_factory
 
 from llm_d_lens.monitoring.service import (
     devices_document,
@@ -107,3 +112,72 @@ async def pods(
 ) -> dict[str, Any]:
     """Serving pods' KV-cache and request figures, with the figures of the devices they hold."""
     return await pods_document(hardware, namespace=namespace, pod=pod, mode=mode, at=at, cluster=cluster)
+
+
+class ExporterInstallRequest(BaseModel):
+    """One hardware's exporter chart; types are exact (``"dry_run": "false"`` is refused, not read as an install)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    hardware: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    dry_run: bool = False
+    cluster: str | None = None
+    context: str | None = None
+
+
+@router.get("/telemetry/exporters")
+async def exporters(
+    hardware: list[str] = Query(default=[], description="Hardware ids or aliases (default: every one that declares an exporter)."),
+    cluster: str | None = Query(default=None, description="A configured cluster (GET /api/v1/clusters); no token needed."),
+    context: str | None = Query(default=None, description="Another context of the server's kubeconfig; needs the token."),
+    authorization: str | None = Header(default=None),
+    views: Callable[[str | None], Any] = Depends(view_factory),
+    named: Callable[[Any], Any] = Depends(named_view_factory),
+) -> dict[str, Any]:
+    """Per hardware: the nodes that have it, whether its exporter runs on each, and whether Prometheus scrapes it
+    (``scrape`` is ``unknown`` when the server has no ``LENS_PROMETHEUS_URL``)."""
+    from llm_d_lens.monitoring.accelerator.exporters import exporters_status
+
+    if context is not None:
+        context_token(context, authorization)
+    view = choose_view(cluster, context, views, named)
+    url, timeout = _prometheus()
+    if url is None:
+        found = await exporters_status(_registry(), hardware, view, None)
+    else:
+        from llm_d_lens.prometheus.client import PrometheusClient
+
+        async with PrometheusClient(url, timeout=timeout) as client:
+            found = await exporters_status(_registry(), hardware, view, client)
+    return {"exporters": [s.to_dict() for s in found], "prometheus": url is not None}
+
+
+@router.post("/telemetry/exporters/install", dependencies=[Depends(require_token)])
+async def exporters_install(
+    request: ExporterInstallRequest, views: Callable[[str | None], Any] = Depends(view_factory),
+    named: Callable[[Any], Any] = Depends(named_view_factory),
+) -> dict[str, Any]:
+    """The hardware's exporter chart, pinned and idempotent, exactly like a driver (``lens telemetry exporters install``)."""
+    from llm_d_lens.monitoring.accelerator.exporters import install_exporter
+
+    view = choose_view(request.cluster, request.context, views, named)
+    result = await install_exporter(_registry(), request.hardware, view, dry_run=request.dry_run, options=request.options)
+    return {"results": [result.to_dict()]}
+
+
+def _registry() -> Any:
+    from llm_d_lens.hardware.registry import get_registry
+
+    return get_registry()
+
+
+def _prometheus() -> tuple[str | None, float]:
+    """The server's Prometheus (None: scrapes are not checked); a bad setting is the server's 503."""
+    from llm_d_lens.errors import LensError, ServerNotConfigured
+    from llm_d_lens.monitoring.settings import TelemetrySettings
+
+    try:
+        settings = TelemetrySettings.from_env()
+    except LensError as exc:
+        raise ServerNotConfigured(f"the telemetry API is misconfigured on the server: {exc.message}") from None
+    return settings.prometheus_url or None, settings.timeout

@@ -295,13 +295,6 @@ exporters_app = commands.Group(help="The exporters that publish device metrics: 
 app.add_group(exporters_app, name="exporters")
 
 
-def _exporter_profiles(hardware: list[str]) -> list[Any]:
-    from llm_d_lens.hardware.registry import get_registry
-
-    registry = get_registry()
-    return [registry.get(h) for h in hardware] if hardware else registry.profiles()
-
-
 @exporters_app.callback(invoke_without_command=True)
 def exporters(
     ctx: commands.Context,
@@ -317,7 +310,8 @@ def exporters(
         return
     from pathlib import Path
 
-    from llm_d_lens.monitoring.accelerator.exporters import read_exporters
+    from llm_d_lens.hardware.registry import get_registry
+    from llm_d_lens.monitoring.accelerator.exporters import exporters_status
     from llm_d_lens.monitoring.gpu_driver.cli import make_view
 
     settings = _settings(timeout)
@@ -326,11 +320,11 @@ def exporters(
 
     async def run() -> list[Any]:
         if not url:
-            return await read_exporters(_exporter_profiles(hardware), view, None)
+            return await exporters_status(get_registry(), hardware, view, None)
         from llm_d_lens.prometheus.client import PrometheusClient
 
         async with PrometheusClient(url, timeout=settings.timeout) as client:
-            return await read_exporters(_exporter_profiles(hardware), view, client)
+            return await exporters_status(get_registry(), hardware, view, client)
 
     rows = [s.to_dict() for s in _run(run())]
     emit(rows, output, _exporters_table)
@@ -364,17 +358,17 @@ def exporters_install(
     from pathlib import Path
 
     from llm_d_lens.hardware.registry import get_registry
-    from llm_d_lens.monitoring.accelerator.exporters import install_target
+    from llm_d_lens.monitoring.accelerator.exporters import install_exporter
     from llm_d_lens.monitoring.gpu_driver.cli import make_view, print_install
-    from llm_d_lens.monitoring.gpu_driver.install import install
     from llm_d_lens.monitoring.gpu_driver.target import parse_option
 
-    target = install_target(get_registry().get(hardware), dict(parse_option(text) for text in option))
+    registry = get_registry()
+    options = dict(parse_option(text) for text in option)
     view = make_view(context, Path(kubeconfig) if kubeconfig else None)
     from llm_d_lens.terminal.progress import progress
 
     with progress(f"installing the {hardware} exporter with helm", for_people=output.is_table and not dry_run):
-        rows = [_run(install(target, view, dry_run=dry_run)).to_dict()]
+        rows = [_run(install_exporter(registry, hardware, view, dry_run=dry_run, options=options)).to_dict()]
     if output.is_table:
         print_install(rows)
     else:

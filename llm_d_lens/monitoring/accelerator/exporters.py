@@ -146,6 +146,24 @@ async def read_exporters(profiles: Sequence[HardwareProfile], view: Any, client:
     return [exporter_status(p, nodes, pods, targets) for p in with_exporters(profiles)]
 
 
+def exporter_profiles(registry: Any, hardware: Sequence[str]) -> list[HardwareProfile]:
+    """The named hardware (ids or aliases; an unknown one is its coded error), or every registered profile."""
+    return [registry.get(h) for h in hardware] if hardware else registry.profiles()
+
+
+async def exporters_status(registry: Any, hardware: Sequence[str], view: Any, client: Any | None) -> list[ExporterStatus]:
+    """What ``lens telemetry exporters``, ``GET /api/v1/telemetry/exporters`` and the console show: one reading."""
+    return await read_exporters(exporter_profiles(registry, hardware), view, client)
+
+
+async def install_exporter(registry: Any, hardware: str, view: Any, *, dry_run: bool,
+                           options: Mapping[str, Any] | None = None) -> Any:
+    """The hardware's exporter chart installed like a driver (pinned, idempotent); ``dry_run`` runs nothing."""
+    from llm_d_lens.monitoring.gpu_driver.install import install
+
+    return await install(install_target(registry.get(hardware), options), view, dry_run=dry_run)
+
+
 def install_target(profile: HardwareProfile, options: Mapping[str, Any] | None = None) -> Any:
     """The exporter's chart as a drivers install target (pinned, idempotent, values checked the same way)."""
     from llm_d_lens.monitoring.gpu_driver.target import DriverTarget

@@ -172,3 +172,66 @@ def test_an_exporter_block_is_checked_like_a_driver(mutate, path):
     with pytest.raises(ProfileInvalid) as caught:
         validate_payload(data, "x.json")
     assert path in [issue.path for issue in caught.value.issues]
+
+
+@pytest.fixture
+def api(monkeypatch):
+    """The real app with the drivers' view factory given the fake cluster (the exporter routes share it)."""
+    from fastapi.testclient import TestClient
+
+    from llm_d_lens.api.app import create_app
+    from llm_d_lens.monitoring.gpu_driver import views
+
+    for name in ("LENS_CLUSTERS", "LENS_PROMETHEUS_URL", "LENS_CLUSTER_DEMO", "LENS_CLUSTER_SNAPSHOT"):
+        monkeypatch.delenv(name, raising=False)
+    runner = cluster_runner()
+    app = create_app()
+    app.dependency_overrides[views.view_factory] = lambda: (lambda context: ClusterView(runner))
+    return TestClient(app), runner
+
+
+def test_api_exporter_status_is_the_cli_reading(api):
+    client, runner = api
+    answer = client.get("/api/v1/telemetry/exporters", params={"hardware": "nvidia"})
+    assert answer.status_code == 200, answer.text
+    [status] = answer.json()["exporters"]
+    assert answer.json()["prometheus"] is False and {p["scrape"] for p in status["pods"]} == {"unknown"}
+    assert (status["hardware"], status["missing_nodes"]) == ("nvidia", ["gpu-3"])
+    assert not any(call.argv[0] == "helm" for call in runner.calls)
+
+
+@pytest.mark.parametrize("params, status, code", [
+    ({"hardware": "no-such-npu"}, 404, "ACCELERATOR_NOT_REGISTERED"),
+    ({"hardware": "nvidia", "context": "other"}, 403, "CONTEXT_NEEDS_TOKEN"),
+    ({"hardware": "nvidia", "cluster": "nope"}, 404, "CLUSTER_NOT_FOUND"),
+])
+def test_api_exporter_status_bad_input_is_a_problem(api, params, status, code):
+    client, runner = api
+    answer = client.get("/api/v1/telemetry/exporters", params=params)
+    assert (answer.status_code, answer.json()["code"]) == (status, code), answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+
+
+def test_api_exporter_install_needs_the_token_and_runs_only_the_shown_command(api, monkeypatch):
+    client, runner = api
+    monkeypatch.delenv("LENS_API_TOKEN", raising=False)
+    off = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "nvidia"}, headers={"Authorization": "Bearer x"})
+    assert (off.status_code, off.json()["code"]) == (403, "MUTATIONS_DISABLED")
+    monkeypatch.setenv("LENS_API_TOKEN", "s3cret")
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        refused = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "nvidia"}, headers=headers)
+        assert (refused.status_code, refused.json()["code"]) == (401, "UNAUTHORIZED")
+    auth = {"Authorization": "Bearer s3cret"}
+    strict = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "nvidia", "dry_run": "false"}, headers=auth)
+    assert strict.status_code == 422 and strict.headers["content-type"].startswith("application/problem+json")
+    unmanaged = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "google-tpu"}, headers=auth)
+    assert (unmanaged.status_code, unmanaged.json()["code"]) == (409, "EXPORTER_NOT_MANAGED")
+    assert runner.calls == []  # nothing refused reached the cluster
+    planned = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "nvidia", "dry_run": True}, headers=auth)
+    [shown] = planned.json()["results"][0]["commands"]
+    assert planned.status_code == 200 and runner.calls == []
+    runner.reply(["helm", "list", ...], json_body=[])
+    runner.reply(["helm", "upgrade", "--install", ...], stdout="Release \"dcgm-exporter\" has been upgraded.\n")
+    done = client.post("/api/v1/telemetry/exporters/install", json={"hardware": "nvidia"}, headers=auth)
+    assert done.status_code == 200 and done.json()["results"][0]["action"] == "install"
+    assert [list(call.requested) for call in runner.calls if call.requested[:2] == ("helm", "upgrade")] == [shown]

@@ -64,6 +64,17 @@ def require_token(authorization: str | None = Header(default=None)) -> None:
         raise Unauthorized("missing or wrong 'Authorization: Bearer <token>'")
 
 
+def context_token(context: str, authorization: str | None) -> None:
+    """A read of another context of the server's kubeconfig needs the token, so an anonymous call reads only the server's own."""
+    try:
+        require_token(authorization)
+    except (MutationsDisabled, Unauthorized):
+        raise ContextNeedsToken(
+            f"context {context!r}: choosing a cluster needs the API token ({TOKEN_ENV} on the server and "
+            "'Authorization: Bearer <token>'); without it the server reads its own (LENS_KUBE_CONTEXT)"
+        ) from None
+
+
 def clock() -> Clock:
     return SystemClock()
 
@@ -114,13 +125,7 @@ async def drivers_status(
     from llm_d_lens.monitoring.gpu_driver import service
 
     if context is not None:
-        try:
-            require_token(authorization)
-        except (MutationsDisabled, Unauthorized):
-            raise ContextNeedsToken(
-                f"context {context!r}: choosing a cluster needs the API token ({TOKEN_ENV} on the server and "
-                "'Authorization: Bearer <token>'); without it the server reads its own (LENS_KUBE_CONTEXT)"
-            ) from None
+        context_token(context, authorization)
     found = await service.status(_registry(), hardware, mode, choose_view(cluster, context, views, named))
     return {"modes": [s.to_dict() for s in found]}
 
