@@ -9,10 +9,8 @@ Provider entry points are only recorded here: they are imported on first use (``
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -43,8 +41,7 @@ MAX_PROFILES_PER_PLUGIN = 1000
 MAX_PROFILES = 10_000
 
 
-@dataclass(frozen=True)
-class LoadFailure:
+class LoadFailure(msgspec.Struct, frozen=True, eq=False):
     """A plugin (or bundled file) that could not be registered, and why.
 
     ``kind`` says how it failed: import, call, payload, not-callable, output, timeout, crashed
@@ -58,7 +55,16 @@ class LoadFailure:
     reason: str
     profile_id: str | None = None
     kind: str = "load"
-    details: dict[str, Any] | None = field(default=None, compare=False)
+    details: dict[str, Any] | None = None  # not compared: the same failure with more detail is the same failure
+
+    def _said(self) -> tuple[Any, ...]:
+        return (self.group, self.name, self.distribution, self.reason, self.profile_id, self.kind)
+
+    def __eq__(self, other: object) -> bool:
+        return self._said() == other._said() if isinstance(other, LoadFailure) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._said())
 
     def __str__(self) -> str:
         return f"{self.group}: {self.name!r} from {self.distribution}: {self.reason}"
@@ -115,7 +121,9 @@ def _dist_name(ep: EntryPoint) -> str:
 
 
 def canonical(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    """The payload as JSON with sorted keys: equal text is equal content (payloads are JSON documents,
+    read strictly or sent by the plugin worker with ``allow_nan=False``, so no NaN stands for ``null``)."""
+    return msgspec.json.encode(payload, order="sorted").decode()
 
 
 def _bundled_payloads(subfolder: str = "") -> list[tuple[str, str, ProfileOrigin]]:

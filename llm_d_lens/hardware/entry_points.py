@@ -25,7 +25,7 @@ import sys
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-__all__ = ["Distribution", "EntryPoint", "installed"]
+__all__ = ["Distribution", "EntryPoint", "installed", "version"]
 
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]*)\s*)?((?P<extras>\[.*\])\s*)?$")
 
@@ -171,3 +171,13 @@ def installed(groups: Collection[str], path: Sequence[str] | None = None) -> dic
         for group, name, value in _sections(text, found):
             found[group].append(EntryPoint(name, value, group, dist))
     return found
+
+
+def version(name: str, path: Sequence[str] | None = None) -> str | None:
+    """The installed version of the distribution ``name`` (any spelling), as ``importlib.metadata.version``
+    gives it, or ``None`` when none is installed: the first of that name on ``path`` (``sys.path``) wins."""
+    wanted = _normalize(name)
+    for folder in _distribution_folders(sys.path if path is None else path):
+        if _normalize(os.path.basename(folder).lower().rpartition(".")[0].partition("-")[0]) == wanted:
+            return Distribution(folder).version
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -38,16 +37,31 @@ def render_value(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-@dataclass(frozen=True)
-class ProfileIssue:
-    """One problem in one profile: a JSON path, what is wrong, and the value found there."""
+class ProfileIssue(msgspec.Struct, frozen=True, eq=False):
+    """One problem in one profile: a JSON path, what is wrong, and the value found there.
+
+    A Struct, not a frozen dataclass (whose creation costs every command about a millisecond);
+    equal and hashed by what it says, not by ``location``.
+    """
 
     path: str
     message: str
     value: Any = None
     has_value: bool = True
     #: the same path as keys and indexes, when known: lets the loader set the offending part aside
-    location: tuple[str | int, ...] | None = field(default=None, compare=False, repr=False)
+    location: tuple[str | int, ...] | None = None
+
+    def _said(self) -> tuple[Any, ...]:
+        return (self.path, self.message, self.value, self.has_value)
+
+    def __eq__(self, other: object) -> bool:
+        return self._said() == other._said() if isinstance(other, ProfileIssue) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._said())
+
+    def __repr__(self) -> str:
+        return f"ProfileIssue(path={self.path!r}, message={self.message!r}, value={self.value!r}, has_value={self.has_value!r})"
 
     def __str__(self) -> str:
         shown = f" (value: {render_value(self.value)})" if self.has_value else ""

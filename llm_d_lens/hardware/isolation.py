@@ -27,23 +27,23 @@ doctor`` never reads the cache. Payloads are still validated in this process on 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import selectors
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from llm_d_lens import __version__, settings
 from llm_d_lens.hardware.entry_points import EntryPoint
+
+if TYPE_CHECKING:  # a run with no third-party plugin spawns no child and hashes no plugin file
+    import subprocess
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 #: an interpreter has to start before the first plugin's clock runs
@@ -154,7 +154,9 @@ def package_digest(top: str) -> str:
     if spec is None:
         return ""
     roots = list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
-    digest = hashlib.sha256()
+    from hashlib import sha256  # only a run with third-party plugins hashes them (OpenSSL's start is not free)
+
+    digest = sha256()
     for root in roots:
         if os.path.isfile(root):
             digest.update(f"{root}\0{_file_digest(root)}\0".encode())
@@ -169,14 +171,18 @@ def package_digest(top: str) -> str:
 
 def _file_digest(path: str) -> str | None:
     try:
+        from hashlib import sha256
+
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return sha256(handle.read()).hexdigest()
     except OSError:
         return None
 
 
 def cache_key(eps: Sequence[EntryPoint]) -> str:
-    digest = hashlib.sha256()
+    from hashlib import sha256
+
+    digest = sha256()
     digest.update(json.dumps([CACHE_FORMAT, __version__, sys.executable, sys.version]).encode())
     for ep in eps:
         digest.update(json.dumps([_entry(ep), _dist_stamp(ep)], default=str).encode())
@@ -295,6 +301,7 @@ def _run_distribution(entries: list[dict[str, str]], timeout: float) -> list[Out
 
 def _one_child(entries: list[dict[str, str]], timeout: float) -> tuple[dict[int, Outcome], tuple[int, Outcome] | None]:
     """Run one worker; returns what it reported and, if it hung or died mid-plugin, that plugin."""
+    import subprocess
     import tempfile
 
     read_fd, write_fd = os.pipe()
@@ -362,6 +369,8 @@ def _collect(proc: subprocess.Popen[bytes], read_fd: int, count: int, timeout: f
     started: set[int] = set()
     deadline = time.monotonic() + STARTUP_ALLOWANCE_SECONDS + timeout
     buffer = bytearray()
+    import selectors
+
     selector = selectors.DefaultSelector()
     selector.register(read_fd, selectors.EVENT_READ)
 

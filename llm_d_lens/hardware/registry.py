@@ -8,13 +8,13 @@ the other.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
+from llm_d_lens.hardware.digest import blake2b
 from llm_d_lens.hardware.discovery import (
     DiscoveredProfile,
     Discovery,
@@ -187,7 +187,7 @@ class Registry:
 
     def version_hash(self) -> str:
         """Changes whenever a profile is added, removed or edited; lets API clients cache."""
-        digest = hashlib.sha256()
+        digest = blake2b(digest_size=8)
         for profile_id in sorted(self._canonical):
             digest.update(profile_id.encode())
             digest.update(b"\0")
@@ -195,7 +195,7 @@ class Registry:
             digest.update(b"\0")
         for profile in self.network_profiles():  # network devices are content too
             digest.update(b"network\0" + msgspec.json.encode(profile) + b"\0")
-        return digest.hexdigest()[:16]
+        return digest.hexdigest()
 
     # -- providers --------------------------------------------------------------------------
 

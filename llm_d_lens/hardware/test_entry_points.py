@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_d_lens.hardware.entry_points import EntryPoint, installed
+from llm_d_lens.hardware.entry_points import EntryPoint, installed, version
 
 
 def _reference(groups: set[str], path: list[str]) -> dict[str, list[tuple[str, str, str, str]]]:
@@ -58,6 +58,31 @@ def test_hand_made_distributions_read_as_importlib_metadata_reads_them(tmp_path)
     assert ours == _reference(groups, path)
     assert ours["lens.x"] == [("one", "acme.mod:load", "Acme_Lens", "1.0"), ("old", "legacy", "legacy", "0.1")]
     assert ours["lens.y"] == [("two", "acme:obj.attr [extra]", "Acme_Lens", "1.0")]
+
+
+def _reference_version(name: str, path: list[str]) -> str | None:
+    found = next(iter(metadata.distributions(name=name, path=path)), None)
+    return None if found is None else found.version
+
+
+def test_every_installed_distributions_version_reads_as_importlib_metadata_reads_it():
+    names = {dist.metadata["Name"] for dist in metadata.distributions()}
+    assert {"msgspec", "llm-d-lens"} <= names
+    for name in sorted(names):
+        assert version(name) == _reference_version(name, sys.path), name
+    assert version("llm_d.Lens") == metadata.version("llm-d-lens")  # any spelling of the name
+    assert version("no-such-distribution-anywhere") is None
+
+
+def test_a_hand_made_distributions_version_is_the_first_on_the_path(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    _dist(first, "Acme_Lens-1.0.dist-info", "Acme_Lens", "1.0", "")
+    _dist(second, "acme.lens-2.0.dist-info", "acme.lens", "2.0", "")
+    _dist(second, "legacy-0.1.egg-info", "legacy", "0.1", "")
+    path = [str(first), str(second)]
+    for name in ("acme-lens", "ACME.lens", "legacy", "absent"):
+        assert version(name, path) == _reference_version(name, path), name
+    assert version("acme-lens", path) == "1.0" and version("absent", path) is None
 
 
 def test_load_follows_the_attribute_path_like_importlib_metadata(tmp_path, monkeypatch):

@@ -18,12 +18,12 @@ the rules and the value walk, whose verdict is stored, are skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 
 from llm_d_lens import __version__
+from llm_d_lens.hardware.digest import blake2b
 from llm_d_lens.hardware.isolation import cache_dir
 
 FORMAT = 1
@@ -40,7 +40,7 @@ CHECKING_SOURCES = (
 
 def checker_digest(package: str = _PACKAGE) -> str:
     """The digest of Lens's version and of every checking source's bytes (a missing file counts as missing)."""
-    digest = hashlib.blake2b(f"{FORMAT}\0{__version__}\0".encode(), digest_size=16)
+    digest = blake2b(f"{FORMAT}\0{__version__}\0".encode(), digest_size=16)
     for name in CHECKING_SOURCES:
         try:
             with open(os.path.join(package, name), "rb") as handle:
@@ -53,7 +53,7 @@ def checker_digest(package: str = _PACKAGE) -> str:
 
 
 def payload_digest(canonical_text: str) -> str:
-    return hashlib.blake2b(canonical_text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return blake2b(canonical_text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class Verdicts:
