@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from llm_d_lens.errors import LensError
@@ -49,6 +48,8 @@ def write_file(path: Path, payload: bytes, *, replace: bool, exists: LensError, 
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    import tempfile  # only a command that writes a file pays for it (with shutil, bz2, lzma and random)
+
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     except OSError as exc:

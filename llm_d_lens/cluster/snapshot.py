@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import io
 import json
 import os
@@ -79,6 +78,8 @@ _CHUNK = 1024 * 1024
 
 def _gunzip(data: bytes, source: str) -> bytes:
     """gzip data inflated chunk by chunk, refused as soon as it passes the size or ratio limit."""
+    import gzip  # only a gzipped snapshot needs it
+
     limit = min(MAX_SNAPSHOT_BYTES, max(MIN_RATIO_CHECK, MAX_GZIP_RATIO * len(data)))
     parts: list[bytes] = []
     size = 0
@@ -147,6 +148,8 @@ def write_snapshot(document: dict[str, Any], path: str | os.PathLike[str], *, fo
         raise SnapshotNotFound(f"{target.parent}: no such directory", details={"path": str(target.parent)})
     payload = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
     if target.name.endswith(".gz"):
+        import gzip
+
         payload = gzip.compress(payload, mtime=0)
     exists = SnapshotExists(f"{target} already exists; pass --force to replace it", details={"path": str(target)})
     write_file(target, payload, replace=force, exists=exists, mode=0o600)  # pod specs may hold secrets' values
