@@ -234,6 +234,7 @@ class Rendered:
 
 def render(params: dict[str, Any]) -> Rendered:
     """The render the page shows, and its content hash (sha256 of the manifests kubectl would be given)."""
+    from llm_d_lens.deploy.errors import RenderRequestInvalid
     from llm_d_lens.deploy.service import RenderRequest, render as render_overlay, server_source_errors
 
     fields = {k: v for k, v in params.items() if k not in ("namespace", "cluster")}
@@ -241,7 +242,7 @@ def render(params: dict[str, Any]) -> Rendered:
         raise ActionRefused("RENDER_INCOMPLETE", "a render needs a guide and a hardware", 422)
     try:
         request = RenderRequest(**fields)
-    except ValueError as exc:  # pydantic's error: the fields it names
+    except (RenderRequestInvalid, TypeError) as exc:  # a field out of bounds, or one a render does not take
         raise ActionRefused("REQUEST_INVALID", f"the render's fields: {str(exc)[:400]}", 422) from None
     with server_source_errors():
         result = render_overlay(request, runner=render_runner())

@@ -118,3 +118,10 @@ class RenderedObjectInvalid(DeployError):
 
     code = "RENDERED_OBJECT_INVALID"
     http_status = 422
+
+
+class RenderRequestInvalid(DeployRequestInvalid):
+    """A render's option (an API field) is out of its bounds or not of its form; nothing was read or run."""
+
+    def __init__(self, flag: str, value: Any, reason: str):
+        super().__init__(f"{flag} {value!r} {reason}", details={"field": flag, "value": value})

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from llm_d_lens.deploy.discovery import discover, kustomizations_below, with_engines
 from llm_d_lens.deploy.engine_args import Applied, EngineArgumentFixed, EngineChoice, apply_choice
-from llm_d_lens.deploy.errors import ValidationFailed
+from llm_d_lens.deploy.errors import RenderRequestInvalid, ValidationFailed
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.render import (
     build,
@@ -61,42 +60,62 @@ from llm_d_lens.runner import Runner, format_command
 APPLY_TIMEOUT = 120.0
 
 
-class RuntimeClassModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+#: what ``--model`` may hold: it is written into an engine's argv, so no blanks, quotes or shell characters
+MODEL_NAME = re.compile(r"^[^\s'\"$`;&|<>]+$")
+MAX_MODEL_NAME = 256
+MAX_MODEL_LEN = 10_000_000
+MAX_REPLICAS = 10_000
+IMAGE_POLICIES = ("keep", "profile")
 
-    name: str = Field(min_length=1)
-    handler: str = ""
 
+@dataclass
+class RenderRequest:
+    """What to render: the same fields as ``lens deploy render``'s options, checked when made.
 
-class RenderRequest(BaseModel):
-    """What to render; the same fields as ``lens deploy render``'s options."""
+    A plain value, so the CLI and the console build one without a validation library; each bad
+    field is a :class:`RenderRequestInvalid` naming the flag and the value (the API names the field).
+    """
 
-    model_config = ConfigDict(extra="forbid")
+    guide: str
+    hardware: str
+    model_server: str | None = None
+    overlay: str | None = None
+    mode: str | None = None
+    count: int | None = None
+    pci_allow: list[str] = field(default_factory=list)
+    resource_name: str | None = None
+    runtime_classes: list[RuntimeClassRef] | None = None  # the cluster's, when known
+    revision: str | None = None
+    image_policy: str = "keep"
+    model: str | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    max_model_len: int | None = None
+    replicas: int | None = None
 
-    guide: str = Field(min_length=1, description="llm-d guide, e.g. optimized-baseline.")
-    hardware: str = Field(min_length=1, description="Profile id or any alias.")
-    model_server: str | None = Field(default=None, description="vllm, sglang, ...; default: the only one, else vllm.")
-    overlay: str | None = Field(default=None, description="Sub-overlay, as the guides listing names it; default: the flat one or base.")
-    mode: str | None = Field(default=None, description="Access mode; default: the profile's first.")
-    count: int | None = Field(default=None, ge=1, description="Accelerators per pod; default: what the overlay asks for.")
-    pci_allow: list[str] = Field(default_factory=list, description="PCI addresses the DRA claim may use.")
-    resource_name: str | None = Field(default=None, description="Extended resource, when the mode offers several.")
-    runtime_classes: list[RuntimeClassModel] | None = Field(default=None, description="The cluster's RuntimeClasses, when known.")
-    revision: str | None = Field(default=None, description="Git revision of the llm-d source to read.")
-    image_policy: Literal["keep", "profile"] = Field(
-        default="keep", description="keep: upstream's pinned images stay (placeholders get the profile's image); "
-                                    "profile: the profile's runtime_image replaces images from repositories it manages.")
-    model: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s'\"$`;&|<>]+$",
-                              description="Model the engine serves instead of the overlay's (a Hugging Face id or path).")
-    tensor_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD,
-                                        description="The engine's tensor-parallel size; the pod's count follows it.")
-    pipeline_parallel: int | None = Field(default=None, ge=1, le=MAX_ACCELERATORS_PER_POD,
-                                          description="The engine's pipeline-parallel size within the pod.")
-    max_model_len: int | None = Field(default=None, ge=1, le=10_000_000, description="The engine's context length in tokens.")
-    replicas: int | None = Field(default=None, ge=0, le=10_000, description="Replicas of each model-server workload.")
+    def __post_init__(self) -> None:
+        for flag, value in (("--guide", self.guide), ("--hardware", self.hardware)):
+            if not isinstance(value, str) or not value:
+                raise RenderRequestInvalid(flag, value, "must not be empty")
+        for flag, value, low, high in (("--count", self.count, 1, MAX_ACCELERATORS_PER_POD),
+                                       ("--tensor-parallel", self.tensor_parallel, 1, MAX_ACCELERATORS_PER_POD),
+                                       ("--pipeline-parallel", self.pipeline_parallel, 1, MAX_ACCELERATORS_PER_POD),
+                                       ("--max-model-len", self.max_model_len, 1, MAX_MODEL_LEN),
+                                       ("--replicas", self.replicas, 0, MAX_REPLICAS)):
+            if value is not None and (type(value) is not int or not low <= value <= high):
+                raise RenderRequestInvalid(flag, value, f"is not a whole number from {low} to {high:,}")
+        if self.image_policy not in IMAGE_POLICIES:
+            raise RenderRequestInvalid("--image-policy", self.image_policy, f"is not one of {', '.join(IMAGE_POLICIES)}")
+        if self.model is not None and (not isinstance(self.model, str) or len(self.model) > MAX_MODEL_NAME
+                                       or not MODEL_NAME.match(self.model)):
+            raise RenderRequestInvalid("--model", self.model, f"is not a model name (at most {MAX_MODEL_NAME} characters, "
+                                                             "no blanks, quotes or shell characters)")
+        self.pci_allow = list(self.pci_allow)
+        if self.runtime_classes is not None:
+            self.runtime_classes = [RuntimeClassRef(**r) if isinstance(r, dict) else r for r in self.runtime_classes]
 
     def fit_options(self) -> FitOptions:
-        known = None if self.runtime_classes is None else tuple(RuntimeClassRef(r.name, r.handler) for r in self.runtime_classes)
+        known = None if self.runtime_classes is None else tuple(self.runtime_classes)
         return FitOptions(self.mode, self.count, tuple(self.pci_allow), known, self.resource_name, self.image_policy)
 
     def engine_choice(self) -> EngineChoice:
@@ -323,10 +342,10 @@ def _accelerator_labels(labels: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k.startswith("llm-d.ai/accelerator-")}
 
 
-def fetch_runtime_classes(runner: Runner) -> list[RuntimeClassModel]:
+def fetch_runtime_classes(runner: Runner) -> list[RuntimeClassRef]:
     """The cluster's RuntimeClasses, so a profile's runtime_class_matchers can pick one."""
     document = runner.run(["kubectl", "get", "runtimeclasses.node.k8s.io", "-o", "json"]).json()
-    return [RuntimeClassModel(name=name_of(i), handler=str(i.get("handler", ""))) for i in items(document) if name_of(i)]
+    return [RuntimeClassRef(name=name_of(i), handler=str(i.get("handler", ""))) for i in items(document) if name_of(i)]
 
 
 def apply(result: RenderResult, runner: Runner, *, yes: bool = False, namespace: str | None = None) -> dict[str, Any]:

@@ -9,8 +9,6 @@ or overlay name can never lead outside the source.
 from __future__ import annotations
 
 import os
-import tarfile
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -109,6 +107,9 @@ def open_source(
 
         runner = CommandRunner()
     commit, prefix, top = _commit_of(runner, directory, revision, origin)
+    import tarfile  # only a render at a --revision unpacks an archive
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="lens-llm-d-") as scratch:
         tree = Path(scratch) / "tree"
         tree.mkdir()

@@ -196,6 +196,21 @@ def test_an_empty_pci_address_is_a_usage_error_not_a_dropped_allowlist(tree: Pat
     assert "an empty PCI address" in captured.err
 
 
+@pytest.mark.parametrize(("flag", "value", "shown"), [
+    ("--model", "a b", "'a b'"), ("--model", "x;rm -rf /", "'x;rm -rf /'"), ("--model", "m" * 257, repr("m" * 257)),
+    ("--max-model-len", "10000001", "10000001"), ("--guide", "", "''")])
+def test_a_render_option_out_of_its_form_is_one_coded_line_and_nothing_runs(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flag: str, value: str,
+        shown: str) -> None:
+    fake = fake_cluster(monkeypatch)
+    args = {"--guide": "demo", "--hardware": "nvidia", flag: value}
+    code = main(["deploy", "render", "--llm-d-root", str(tree), *(part for item in args.items() for part in item)])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == "" and fake.calls == []
+    assert captured.err.startswith(f"error: DEPLOY_REQUEST_INVALID: {flag} {shown} ")
+    assert "Traceback" not in captured.err and len(captured.err.splitlines()) == 1
+
+
 def test_an_absurd_count_is_a_usage_error(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["deploy", "render", "--llm-d-root", str(tree), "--guide", "demo", "--hardware", "nvidia", "--count", "100000"])
     assert code == 2 and "--count" in capsys.readouterr().err

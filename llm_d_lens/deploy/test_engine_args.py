@@ -204,11 +204,15 @@ def test_the_plans_printed_hand_off_renders_the_planned_model_at_the_planned_siz
     assert workload["spec"]["replicas"] == hand_off["replicas"]
 
 
-def test_the_api_takes_the_same_fields_with_bounds():
-    with pytest.raises(ValueError, match="tensor_parallel"):
+def test_the_request_checks_its_fields_bounds_naming_the_flag():
+    from llm_d_lens.deploy.errors import RenderRequestInvalid
+
+    with pytest.raises(RenderRequestInvalid, match="^--tensor-parallel 0 is not a whole number from 1 to"):
         RenderRequest(guide="g", hardware="h", tensor_parallel=0)
-    with pytest.raises(ValueError, match="model"):
+    with pytest.raises(RenderRequestInvalid, match="^--model 'm; rm -rf /' is not a model name"):
         RenderRequest(guide="g", hardware="h", model="m; rm -rf /")
+    with pytest.raises(RenderRequestInvalid, match="^--replicas True "):  # a bool is no count
+        RenderRequest(guide="g", hardware="h", replicas=True)
     assert RenderRequest(guide="g", hardware="h", model="org/m", replicas=0).engine_choice().replicas == 0
 
 

@@ -181,7 +181,7 @@ def read_deploy_render(runner: Recorder) -> None:
     classes = fetch_runtime_classes(runner)
     if LLM_D is not None:
         render(RenderRequest(guide="optimized-baseline", hardware="nvidia", overlay="base", model_server="vllm",
-                             runtime_classes=[c.model_dump() for c in classes]), root=LLM_D, runner=runner)
+                             runtime_classes=classes), root=LLM_D, runner=runner)
 
 
 def install_every_driver(runner: Recorder) -> None:
