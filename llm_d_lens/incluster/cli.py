@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_d_lens.terminal import commands
-from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, OutputOption
+from llm_d_lens.terminal.options import ClusterNameOption, ClustersFileOption, ContextOption, KubeconfigOption, OutputOption
 from llm_d_lens.terminal.output import OutputFormat, emit
 
 app = commands.Group(no_args_is_help=True)
@@ -17,8 +17,8 @@ app = commands.Group(no_args_is_help=True)
 def check(
     installer: bool = commands.Option(False, "--installer", help="Also check the installer's grants (installs, deploy apply)."),
     node_discovery: bool = commands.Option(False, "--node-discovery", help="Also check kubectl exec into driver pods (lens plan --discover)."),
-    context: str | None = commands.Option(None, "--context", help="kubeconfig context (default: the current one, or in a pod its service account)."),
-    kubeconfig: Path | None = commands.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's)."),
+    context: str | None = ContextOption,
+    kubeconfig: Path | None = KubeconfigOption,
     cluster: str | None = ClusterNameOption,
     clusters_file: Path | None = ClustersFileOption,
     output: OutputFormat = OutputOption,

@@ -14,7 +14,7 @@ from llm_d_lens.terminal.output import DocumentFormat, OutputFormat
 OutputOption = commands.Option(OutputFormat.table, "--output", "-o", help="table (80 columns), wide (every column), json or yaml.")
 #: a command whose output is one document (a scenario, manifests): yaml by default, or json
 DocumentOption = commands.Option(DocumentFormat.yaml, "--output", "-o", help="yaml or json.")
-ContextOption = commands.Option(None, "--context", help="kubeconfig context (default: kubectl's current one).")
+ContextOption = commands.Option(None, "--context", help="kubeconfig context (default: kubectl's current one; in a pod, its service account).")
 KubeconfigOption = commands.Option(None, "--kubeconfig", help="kubeconfig file (default: kubectl's).")
 ClusterNameOption = commands.Option(None, "--cluster", help="A cluster by name (see `lens cluster list`).")
 ClustersFileOption = commands.Option(
