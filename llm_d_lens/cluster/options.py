@@ -7,10 +7,10 @@ silent choice of one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 
 if TYPE_CHECKING:  # imported where used: a command that only declares the options (deploy render) never loads them
     from llm_d_lens.cluster.clusters import Cluster, Clusters
@@ -35,8 +35,7 @@ def named_cluster(name: str | None, clusters_file: Path | None, **given: object)
     return user_clusters(clusters_file).get(name)
 
 
-@dataclass(frozen=True)
-class LiveTarget:
+class LiveTarget(msgspec.Struct, frozen=True):
     """The kubeconfig context and file a live command runs kubectl with, and the cluster's name for providers."""
 
     context: str | None

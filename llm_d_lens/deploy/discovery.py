@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from llm_d_lens.deploy.kustomization import KUSTOMIZATION_FILES
 from llm_d_lens.deploy.source import LlmdSource
 from llm_d_lens.hardware.models import HardwareProfile
@@ -78,8 +80,7 @@ class UnsupportedDir:
         return {"guide": self.guide, "variant_dir": self.name, "path": self.path}
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(msgspec.Struct, frozen=True):
     path: str
     reason: str
 
@@ -87,8 +88,7 @@ class Skipped:
         return {"path": self.path, "reason": self.reason}
 
 
-@dataclass
-class Catalog:
+class Catalog(msgspec.Struct):
     source: LlmdSource
     overlays: list[Overlay]
     unsupported: list[UnsupportedDir]
@@ -104,8 +104,7 @@ class Catalog:
 # -- templates ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Segment:
+class _Segment(msgspec.Struct, frozen=True):
     literal: str | None = None  # an exact directory name
     pattern: re.Pattern[str] | None = None  # one directory level, with named captures
     guide: bool = False  # {guide}: one or more levels
@@ -147,8 +146,7 @@ def _split_at_variant(template: str) -> tuple[str, str]:
     return template, ""
 
 
-@dataclass(frozen=True)
-class _Match:
+class _Match(msgspec.Struct, frozen=True):
     directory: str
     real: str  # the directory with every symlink resolved, for containment and cycle checks
     parts: tuple[str, ...]  # path parts relative to the source root

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.engines import MODEL_LABEL, engine_of_container
 from llm_d_lens.deploy.errors import DeployError
@@ -61,8 +62,7 @@ class EngineArgumentFixed(DeployError):
     http_status = 422
 
 
-@dataclass(frozen=True)
-class EngineChoice:
+class EngineChoice(msgspec.Struct, frozen=True):
     """What a plan asks of the model server; None leaves the overlay's own value."""
 
     model: str | None = None
@@ -85,12 +85,11 @@ class EngineChoice:
                 "max_model_len": self.max_model_len, "replicas": self.replicas}
 
 
-@dataclass
-class Applied:
+class Applied(msgspec.Struct):
     """What was changed, and the devices a pod's engine now drives (one value per sized container)."""
 
-    notes: list[str] = field(default_factory=list)
-    sizes: dict[str, int | None] = field(default_factory=dict)  # "<workload> container <name>" -> tp x pp x local dp
+    notes: list[str] = msgspec.field(default_factory=list)
+    sizes: dict[str, int | None] = msgspec.field(default_factory=dict)  # "<workload> container <name>" -> tp x pp x local dp
 
 
 def label_value(model: str) -> str:

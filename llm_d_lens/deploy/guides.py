@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.discovery import MAX_GUIDE_DEPTH, RECIPES, Overlay
 from llm_d_lens.deploy.kustomization import KUSTOMIZATION_FILES, KustomizationReader
@@ -33,17 +34,16 @@ GATEWAYS = "guides/recipes/gateway"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-@dataclass
-class GuideContents:
+class GuideContents(msgspec.Struct):
     """What one guide holds besides its model-server overlays, as paths relative to the source."""
 
     guide: str
-    router_values: list[str] = field(default_factory=list)
-    monitoring: list[str] = field(default_factory=list)
-    manifests: list[str] = field(default_factory=list)
-    helpers: list[str] = field(default_factory=list)  # helper Kustomizations: in the guide, or helpers/ it applies
-    other: list[str] = field(default_factory=list)  # further Kustomizations of the guide, outside modelserver/
-    shared: list[str] = field(default_factory=list)  # bases and components under modelserver/ of no one hardware
+    router_values: list[str] = msgspec.field(default_factory=list)
+    monitoring: list[str] = msgspec.field(default_factory=list)
+    manifests: list[str] = msgspec.field(default_factory=list)
+    helpers: list[str] = msgspec.field(default_factory=list)  # helper Kustomizations: in the guide, or helpers/ it applies
+    other: list[str] = msgspec.field(default_factory=list)  # further Kustomizations of the guide, outside modelserver/
+    shared: list[str] = msgspec.field(default_factory=list)  # bases and components under modelserver/ of no one hardware
 
     def to_dict(self) -> dict[str, Any]:
         return {"guide": self.guide, "router_values": self.router_values, "monitoring": self.monitoring,

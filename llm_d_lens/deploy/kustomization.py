@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from llm_d_lens.deploy.engines import ENGINE_LABEL, engine_of_documents, inline_documents, is_yaml_file, yaml_documents
@@ -29,8 +29,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REMOTE_PREFIXES = ("github.com/", "gitlab.com/", "bitbucket.org/", "git@", "git::", "ssh://")
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """Something in a Kustomization that kustomize will refuse, or Lens must."""
 
     kind: str  # "missing" | "escapes" | "invalid" | "ambiguous"
@@ -47,8 +46,7 @@ class Problem:
         return {"kind": self.kind, "file": self.file, "field": self.field, "value": self.value, "message": self.message}
 
 
-@dataclass(frozen=True)
-class Kustomization:
+class Kustomization(msgspec.Struct, frozen=True):
     """One directory's Kustomization file, parsed (or the reason it could not be)."""
 
     directory: Path
@@ -77,13 +75,12 @@ class Kustomization:
         return labels
 
 
-@dataclass(frozen=True)
-class Inspection:
+class Inspection(msgspec.Struct, frozen=True):
     """An overlay as its Kustomization files describe it."""
 
     kind: str
     labels: dict[str, str]
-    problems: tuple[Problem, ...] = field(default_factory=tuple)
+    problems: tuple[Problem, ...] = msgspec.field(default_factory=tuple)
 
     @property
     def accelerator_labels(self) -> tuple[str, str] | None:

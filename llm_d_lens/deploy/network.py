@@ -18,8 +18,9 @@ names, classes, drivers and pairings are the network profiles'.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.validate import Issue
 from llm_d_lens.deploy.workloads import (
@@ -38,16 +39,15 @@ _CEL_ATTRIBUTE_DOMAIN = re.compile(r'device\.attributes\[\s*"([^"]+)"\s*\]')
 _CEL_DRIVER = re.compile(r'device\.driver\s*==\s*"([^"]+)"')
 
 
-@dataclass
-class PodPairing:
+class PodPairing(msgspec.Struct):
     """One pod's accelerators and NICs, and whether they pair."""
 
     pod: str
     accelerators: int
-    nics: dict[str, int] = field(default_factory=dict)  # network profile id -> NICs the pod asks for
-    pairing: dict[str, str] = field(default_factory=dict)  # network profile id -> per-device | shared
-    constraints: list[str] = field(default_factory=list)  # matchAttribute attributes tying NICs to accelerators
-    platform: list[str] = field(default_factory=list)  # NIC resources asked for as 0 (the platform fills them)
+    nics: dict[str, int] = msgspec.field(default_factory=dict)  # network profile id -> NICs the pod asks for
+    pairing: dict[str, str] = msgspec.field(default_factory=dict)  # network profile id -> per-device | shared
+    constraints: list[str] = msgspec.field(default_factory=list)  # matchAttribute attributes tying NICs to accelerators
+    platform: list[str] = msgspec.field(default_factory=list)  # NIC resources asked for as 0 (the platform fills them)
 
     @property
     def status(self) -> str:

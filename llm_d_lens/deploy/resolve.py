@@ -8,8 +8,9 @@ must resolve to the requested profile: an overlay that says it is for other hard
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.discovery import Catalog, Overlay, discover, templates_of, with_engines
 from llm_d_lens.deploy.errors import (
@@ -39,8 +40,7 @@ _NOT_TARGETS = ("building-block", "component", "helper")
 PREFERRED_OVERLAYS = (".", "base")
 
 
-@dataclass(frozen=True)
-class OverlayStatus:
+class OverlayStatus(msgspec.Struct, frozen=True):
     state: str  # "ok" | "broken" | "unlabelled" | "label-mismatch" | "component" | "unsafe" | "building-block"
     detail: str
     resolves_to: str | None = None
@@ -95,8 +95,7 @@ def overlay_status(inspection: Inspection, profile_id: str | None, resolver: Res
     return OverlayStatus("ok", "", resolved)
 
 
-@dataclass(frozen=True)
-class OverlayChoice:
+class OverlayChoice(msgspec.Struct, frozen=True):
     overlay: Overlay
     profile: HardwareProfile
     inspection: Inspection

@@ -6,18 +6,29 @@ profiles; the edges only parse options and print.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.discovery import discover, kustomizations_below, with_engines
 from llm_d_lens.deploy.engine_args import Applied, EngineArgumentFixed, EngineChoice, apply_choice
+from llm_d_lens.deploy.engines import MODEL_LABEL, engine_of_pods, model_of_pods
 from llm_d_lens.deploy.errors import RenderRequestInvalid, ValidationFailed
+from llm_d_lens.deploy.guides import (
+    GATEWAYS,
+    ROUTER_BASE,
+    companions_for,
+    contents,
+    guide_names,
+    is_helper,
+    router_values_for,
+)
 from llm_d_lens.deploy.kustomization import KustomizationReader
+from llm_d_lens.deploy.network import PodPairing, pairing_issues, pairings
 from llm_d_lens.deploy.render import (
     build,
     dump_manifests,
@@ -30,23 +41,12 @@ from llm_d_lens.deploy.resolve import (
     choose_overlay,
     confirm_identity,
     guide_not_found,
-    refuse_helm_values_layout,
     overlay_statuses,
+    refuse_helm_values_layout,
 )
 from llm_d_lens.deploy.shape import FitOptions, FitResult, Fitter, RuntimeClassRef
-from llm_d_lens.deploy.engines import MODEL_LABEL, engine_of_pods, model_of_pods
-from llm_d_lens.deploy.guides import (
-    GATEWAYS,
-    ROUTER_BASE,
-    companions_for,
-    contents,
-    guide_names,
-    is_helper,
-    router_values_for,
-)
 from llm_d_lens.deploy.source import open_source
 from llm_d_lens.deploy.targets import placeholder_images
-from llm_d_lens.deploy.network import PodPairing, pairing_issues, pairings
 from llm_d_lens.deploy.validate import Issue, mixed_hardware, validate
 from llm_d_lens.deploy.wellformed import check_rendered
 from llm_d_lens.deploy.workloads import DeviceView, all_pod_templates
@@ -68,8 +68,7 @@ MAX_REPLICAS = 10_000
 IMAGE_POLICIES = ("keep", "profile")
 
 
-@dataclass
-class RenderRequest:
+class RenderRequest(msgspec.Struct):
     """What to render: the same fields as ``lens deploy render``'s options, checked when made.
 
     A plain value, so the CLI and the console build one without a validation library; each bad
@@ -82,7 +81,7 @@ class RenderRequest:
     overlay: str | None = None
     mode: str | None = None
     count: int | None = None
-    pci_allow: list[str] = field(default_factory=list)
+    pci_allow: list[str] = msgspec.field(default_factory=list)
     resource_name: str | None = None
     runtime_classes: list[RuntimeClassRef] | None = None  # the cluster's, when known
     revision: str | None = None
@@ -122,18 +121,17 @@ class RenderRequest:
         return EngineChoice(self.model, self.tensor_parallel, self.pipeline_parallel, self.max_model_len, self.replicas)
 
 
-@dataclass
-class RenderResult:
+class RenderResult(msgspec.Struct):
     choice: OverlayChoice
     fitted: FitResult
     warnings: list[Issue]
     command: list[str]
     engine: str | None = None
     model: str | None = None
-    router_values: list[str] = field(default_factory=list)  # `helm install -f` files of the guide's router, in order
-    companions: list[str] = field(default_factory=list)  # manifests, monitoring and helpers to deploy beside it
-    engine_changes: Applied = field(default_factory=Applied)  # what --model, --tensor-parallel, ... changed
-    pairing: list[PodPairing] = field(default_factory=list)  # GPU:NIC per model-server pod
+    router_values: list[str] = msgspec.field(default_factory=list)  # `helm install -f` files of the guide's router, in order
+    companions: list[str] = msgspec.field(default_factory=list)  # manifests, monitoring and helpers to deploy beside it
+    engine_changes: Applied = msgspec.field(default_factory=Applied)  # what --model, --tensor-parallel, ... changed
+    pairing: list[PodPairing] = msgspec.field(default_factory=list)  # GPU:NIC per model-server pod
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -261,7 +259,7 @@ def _sized_options(request: RenderRequest, applied: Applied, where: str) -> FitO
     elif sizes != {count}:
         applied.notes.append(f"--count {count} kept as asked beside the engine's size "
                              f"{', '.join(str(s) for s in sorted(s or 0 for s in sizes))}")
-    return dataclasses.replace(options, count=count, engine_sized=True)
+    return msgspec.structs.replace(options, count=count, engine_sized=True)
 
 
 def _whole_guide(source: Any, registry: Registry, choice: OverlayChoice) -> tuple[list[str], list[str]]:

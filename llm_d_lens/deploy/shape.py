@@ -15,10 +15,12 @@ import copy
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from llm_d_lens.deploy.errors import DeployRequestInvalid
+from llm_d_lens.deploy.validate import Issue
 from llm_d_lens.deploy.workloads import (
     CLAIM_TEMPLATE_KIND,
     DRA_API_VERSION,
@@ -34,20 +36,18 @@ from llm_d_lens.deploy.workloads import (
 )
 from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
 from llm_d_lens.hardware.pci import normalise_pci
-from llm_d_lens.k8s.engine import literal_env, resolve_size, stated_flags
 from llm_d_lens.hardware.resolution import Resolver
-from llm_d_lens.deploy.validate import Issue
+from llm_d_lens.k8s.engine import literal_env, resolve_size, stated_flags
 
-@dataclass(frozen=True)
-class RuntimeClassRef:
+
+class RuntimeClassRef(msgspec.Struct, frozen=True):
     """A RuntimeClass a cluster has: its name and the handler it runs."""
 
     name: str
     handler: str = ""
 
 
-@dataclass(frozen=True)
-class FitOptions:
+class FitOptions(msgspec.Struct, frozen=True):
     mode: str | None = None  # None: the profile's first access mode
     count: int | None = None  # None: what the overlay says, else its parallelism flags, else 1
     pci_allow: tuple[str, ...] = ()
@@ -57,16 +57,15 @@ class FitOptions:
     engine_sized: bool = False  # Lens set the engine's sizes (--tensor-parallel): the count is theirs, not a mismatch
 
 
-@dataclass
-class FitResult:
+class FitResult(msgspec.Struct):
     objects: list[dict[str, Any]]
     mode: str
     request_model: str
-    counts: dict[str, int] = field(default_factory=dict)  # workload display -> devices per pod
-    count_sources: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    images: list[dict[str, str]] = field(default_factory=list)  # per model-server container: kept, filled, replaced
-    warnings: list[Issue] = field(default_factory=list)  # found while fitting (an engine sized for another count)
+    counts: dict[str, int] = msgspec.field(default_factory=dict)  # workload display -> devices per pod
+    count_sources: dict[str, str] = msgspec.field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)
+    images: list[dict[str, str]] = msgspec.field(default_factory=list)  # per model-server container: kept, filled, replaced
+    warnings: list[Issue] = msgspec.field(default_factory=list)  # found while fitting (an engine sized for another count)
 
 
 def select_mode(profile: HardwareProfile, name: str | None) -> tuple[str, DeploymentMode]:

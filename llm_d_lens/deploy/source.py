@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from llm_d_lens import settings
 from llm_d_lens.deploy.errors import SourceInvalid, SourceNotFound, UnsafeName
@@ -24,8 +25,7 @@ ROOT_ENV = "LENS_LLM_D_ROOT"
 LEGACY_ROOT_ENV = "LLM_D_ROOT"
 
 
-@dataclass(frozen=True)
-class LlmdSource:
+class LlmdSource(msgspec.Struct, frozen=True):
     """A directory holding an llm-d tree, and what the user named to get it."""
 
     root: Path  # resolved directory that is read (the checkout, or a private copy of a revision)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.discovery import Overlay
 from llm_d_lens.deploy.kustomization import KustomizationReader
@@ -38,8 +39,7 @@ _OPTION = re.compile(r"[a-z0-9][a-z0-9._/-]*")
 MAX_DOC_DEPTH = 4
 
 
-@dataclass(frozen=True)
-class Role:
+class Role(msgspec.Struct, frozen=True):
     """Whether an overlay is a deploy target, and why not when it is not."""
 
     building_block: bool

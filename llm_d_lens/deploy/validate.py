@@ -11,10 +11,10 @@ Lens cannot check it, but it is not wrong.
 from __future__ import annotations
 
 import re
-
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.deploy.workloads import (
     CLAIM_TEMPLATE_KIND,
@@ -31,8 +31,7 @@ from llm_d_lens.hardware.models import DeploymentMode, HardwareProfile
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, VENDOR_LABEL, Resolver
 
 
-@dataclass(frozen=True)
-class Issue:
+class Issue(msgspec.Struct, frozen=True):
     severity: str  # "error" | "warning"
     code: str
     where: str  # Kind/name of the object

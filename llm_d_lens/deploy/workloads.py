@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.hardware.resolution import VARIANT_LABEL, Resolver
 from llm_d_lens.k8s.objects import get_path, is_extended_resource, name_of, whole_quantity
@@ -29,8 +30,7 @@ _TEMPLATE_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
-@dataclass
-class PodTemplate:
+class PodTemplate(msgspec.Struct):
     """One pod template inside a rendered object (the object itself for a bare Pod)."""
 
     workload: dict[str, Any]
@@ -61,8 +61,7 @@ class PodTemplate:
         return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
 
 
-@dataclass(frozen=True)
-class DeviceRequest:
+class DeviceRequest(msgspec.Struct, frozen=True):
     """One device a container asks for: an extended resource, or a request inside a claim."""
 
     container: str

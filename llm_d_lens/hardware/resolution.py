@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 if TYPE_CHECKING:
     from llm_d_lens.hardware.models import HardwareProfile
@@ -28,8 +29,7 @@ VENDOR_LABEL = "llm-d.ai/accelerator-vendor"
 Status = Literal["supported", "unsupported", "ambiguous"]
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(msgspec.Struct, frozen=True):
     """The answer to one observed lookup."""
 
     query: str  # what kind of thing was looked up: "device_class", "resource", ...
@@ -59,15 +59,14 @@ def _process_registry() -> Registry:
     return get_registry()
 
 
-@dataclass
-class Resolver:
+class Resolver(msgspec.Struct, dict=True):  # a __dict__ for its cached_property
     """Lookups through a registry's indexes: the process-wide one unless given.
 
     Reads only ``registry.index``, ``registry.get`` and ``registry.profiles()`` (their ids,
     ``node_label_selector`` and ``planning.aic_system_patterns``).
     """
 
-    registry: Registry = field(default_factory=_process_registry)
+    registry: Registry = msgspec.field(default_factory=_process_registry)
 
     # -- explicit -----------------------------------------------------------------------------
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.hardware.entry_points import version as installed_version
 from llm_d_lens.planning.errors import PredictionsUnavailable
@@ -27,8 +28,7 @@ NOT_INSTALLED = "PLANNING_AIC_NOT_INSTALLED"
 BROKEN = "PLANNING_AIC_BROKEN"
 
 
-@dataclass(frozen=True)
-class AicStatus:
+class AicStatus(msgspec.Struct, frozen=True):
     """What this Lens can say about AIC predictions, before any is asked for."""
 
     state: str  # "installed" | "not-installed" | "broken"

@@ -12,8 +12,9 @@ where a count belongs) is a :class:`ModelConfigInvalid` naming the file, the fie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning import dtypes, quantization
 from llm_d_lens.planning.errors import ModelConfigInvalid
@@ -47,8 +48,7 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 GENERIC_DEFAULTS: dict[str, Any] = {"tie_word_embeddings": False}
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(msgspec.Struct, frozen=True):
     """The shape of one model, with where it was read."""
 
     name: str
@@ -84,9 +84,9 @@ class ModelSpec:
     max_context: int | None = None
     published_parameters: int | None = None
     published_source: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
     #: other names the model goes by (catalogue aliases), for tools that know it under one of them
-    aliases: tuple[str, ...] = field(default_factory=tuple)
+    aliases: tuple[str, ...] = msgspec.field(default_factory=tuple)
 
     @property
     def mla(self) -> bool:

@@ -16,12 +16,12 @@ figures a profile records are that fit, never set per point.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning import dtypes, roofline
 from llm_d_lens.planning.architecture import ModelSpec, from_config
@@ -36,8 +36,7 @@ GRID = tuple(round(0.01 * i, 2) for i in range(1, 101))
 COMPUTE_TERMS, MEMORY_TERMS = ("prefill_compute", "decode_compute"), ("weights_read", "decode_memory")
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(msgspec.Struct, frozen=True):
     """One published measurement."""
 
     index: int
@@ -97,8 +96,7 @@ def speed(point: Point) -> Speed:
     return found
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(msgspec.Struct, frozen=True):
     """The roofline's prefill and decode step for one point, and the throughput they give."""
 
     prefill: roofline.Estimate
@@ -163,7 +161,7 @@ def fit(group: tuple[Point, ...]) -> tuple[float, float, float]:
     """The (compute, bandwidth) efficiency with the smallest worst error over the group, and that error."""
     parts = []
     for point in group:
-        bare = dataclasses.replace(speed(point), compute_efficiency=1.0, bandwidth_efficiency=1.0)
+        bare = msgspec.structs.replace(speed(point), compute_efficiency=1.0, bandwidth_efficiency=1.0)
         t = timing(point, bare)
         parts.append((point, _parts(t.prefill), _parts(t.step)))
     best = (1.0, 1.0, float("inf"))

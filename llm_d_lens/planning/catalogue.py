@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning.architecture import ModelSpec, from_config
 from llm_d_lens.planning.errors import (
@@ -51,7 +52,7 @@ def catalogue_spec(model_id: str) -> ModelSpec:
     entry = entries()[model_id]
     spec = from_config(entry["config"], f"catalogue:{model_id}", name=entry["hf_id"],
                        published=entry.get("published_parameters"), published_source=entry.get("published_source"))
-    return replace(spec, aliases=tuple(entry.get("aliases", [])))
+    return msgspec.structs.replace(spec, aliases=tuple(entry.get("aliases", [])))
 
 
 def all_specs() -> list[ModelSpec]:
@@ -111,7 +112,7 @@ def read_config_file(path: Path) -> ModelSpec:
     source = str(path)
     spec = from_config(parse_json(_read_bounded(path, MAX_CONFIG_BYTES, "a config.json"), source), source)
     total = checkpoint_total(path.parent / INDEX_NAME)
-    return replace(spec, checkpoint_bytes=total) if total else spec
+    return msgspec.structs.replace(spec, checkpoint_bytes=total) if total else spec
 
 
 def _read_bounded(path: Path, limit: int, what: str) -> bytes:

@@ -17,9 +17,10 @@ shape: its prefill and its decode workers; an aggregated one: the share of each 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning.errors import PriceInvalid
 
@@ -35,11 +36,10 @@ FORMULAS = {
 }
 
 
-@dataclass(frozen=True)
-class Prices:
+class Prices(msgspec.Struct, frozen=True):
     """Device-hour prices by pool, product or profile name, and where each came from."""
 
-    by_key: dict[str, float] = field(default_factory=dict)
+    by_key: dict[str, float] = msgspec.field(default_factory=dict)
     source: str = "none given"
 
     def for_pool(self, pool_name: str, profile_id: str, product: str) -> tuple[float, str] | None:
@@ -100,10 +100,8 @@ def load_file(path: Path) -> dict[str, float]:
     """A YAML price file, read strictly (a name given twice is refused)."""
     import yaml
 
-    from llm_d_lens.yamlread import DuplicateKey, load
-
     from llm_d_lens.files import TextUnreadable, read_text
-    from llm_d_lens.yamlread import MAX_BYTES
+    from llm_d_lens.yamlread import MAX_BYTES, DuplicateKey, load
 
     try:
         text = read_text(path, limit=MAX_BYTES)

@@ -25,8 +25,9 @@ Qwen3 and gpt-oss runs it reproduces each measured peak within 0.01 GiB.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.model import GIB
 from llm_d_lens.planning.architecture import ModelSpec
@@ -50,8 +51,7 @@ GENERIC_NON_TORCH_GIB = (0.5, 1.0)
 ENGINE_SOURCE = "vLLM v1 gpu_worker.determine_available_memory / gpu_model_runner.profile_run"
 
 
-@dataclass(frozen=True)
-class DeviceFacts:
+class DeviceFacts(msgspec.Struct, frozen=True):
     """What a hardware profile knows about one product's memory as an engine sees it."""
 
     visible_bytes: int | None = None
@@ -85,8 +85,7 @@ def _product_key(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").replace("-", " ").split())
 
 
-@dataclass(frozen=True)
-class EngineSettings:
+class EngineSettings(msgspec.Struct, frozen=True):
     """The engine flags that size the profiling run and the KV cache."""
 
     max_num_batched_tokens: int
@@ -105,8 +104,7 @@ def default_settings(device_memory_bytes: int | None, tokens: int | None = None,
     return EngineSettings(tokens or default_tokens, seqs or default_seqs, source)
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(msgspec.Struct, frozen=True):
     name: str
     bytes: float
     formula: str

@@ -21,8 +21,9 @@ with every plan, so a reader can redo the arithmetic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.model import GIB
 from llm_d_lens.planning import dtypes, engine_memory
@@ -68,8 +69,7 @@ ASSUMPTIONS = (
 )
 
 
-@dataclass(frozen=True)
-class FitRequest:
+class FitRequest(msgspec.Struct, frozen=True):
     context: int = DEFAULT_CONTEXT
     concurrency: int = 1
     dtype: str | None = None
@@ -124,8 +124,7 @@ def _whole(field: str, value: Any, low: int, high: int) -> None:
         raise RequestInvalid(field, value, f"must be from {low} to {high:,}")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(msgspec.Struct, frozen=True):
     """One parallelism of one pool, with every figure that decided it."""
 
     tensor_parallel: int

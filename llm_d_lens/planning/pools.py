@@ -12,14 +12,14 @@ gap for nodes the inventory knows no memory for, and says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.model import GIB, NodeHardware, NodeRecord, Overview
 
 
-@dataclass
-class PoolNode:
+class PoolNode(msgspec.Struct):
     name: str
     devices: int
     whole_devices: int  # devices not carved into partitions
@@ -31,16 +31,15 @@ class PoolNode:
                 "free_devices": self.free_devices, "schedulable": self.schedulable}
 
 
-@dataclass
-class Pool:
+class Pool(msgspec.Struct):
     profile_id: str
     display_name: str
     vendor: str
     product: str
     device_memory_bytes: int | None
     memory_source: str
-    nodes: list[PoolNode] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    nodes: list[PoolNode] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     partition: str | None = None  # the partition channel (an extended resource or a DRA driver); None: whole devices
     partition_via: str | None = None  # "extended-resource" | "dra"
 

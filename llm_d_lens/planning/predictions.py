@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.hardware.models import HardwareProfile
 from llm_d_lens.planning.architecture import ModelSpec
@@ -31,8 +32,7 @@ MEMORY_TOLERANCE = 0.05
 DEFAULT_ISL, DEFAULT_OSL, DEFAULT_TTFT_MS, DEFAULT_TPOT_MS = 4000, 1000, 2000.0, 30.0
 
 
-@dataclass(frozen=True)
-class Targets:
+class Targets(msgspec.Struct, frozen=True):
     """The workload and service levels a prediction is asked for."""
 
     isl: int = DEFAULT_ISL
@@ -56,8 +56,7 @@ class Targets:
         return {"isl": self.isl, "osl": self.osl, "ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "backend": self.backend}
 
 
-@dataclass(frozen=True)
-class SystemFacts:
+class SystemFacts(msgspec.Struct, frozen=True):
     """What AIC's database says of one system."""
 
     name: str
@@ -66,8 +65,7 @@ class SystemFacts:
     gpus_per_node: int | None
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(msgspec.Struct, frozen=True):
     """One AIC search; equal queries share one cached answer."""
 
     model: str
@@ -76,12 +74,11 @@ class Query:
     targets: Targets
 
 
-@dataclass
-class PoolQuery:
+class PoolQuery(msgspec.Struct):
     pool: Pool
     query: Query | None
     reason: str
-    checks: list[str] = field(default_factory=list)
+    checks: list[str] = msgspec.field(default_factory=list)
 
 
 def match_system(pool: Pool, profile: HardwareProfile, systems: dict[str, SystemFacts], backend: str) -> tuple[str | None, list[str]]:

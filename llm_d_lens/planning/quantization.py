@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning.errors import ModelConfigInvalid
 
@@ -37,8 +38,7 @@ _LAYER = re.compile(r"layers\.(\d+)\.")
 _OUTSIDE = ("vision", "visual", "multi_modal", "mm_projector", "audio", "image")
 
 
-@dataclass(frozen=True)
-class WeightFormat:
+class WeightFormat(msgspec.Struct, frozen=True):
     """How the linear layers of a checkpoint are stored; everything else keeps ``base_dtype``."""
 
     method: str
@@ -46,7 +46,7 @@ class WeightFormat:
     overhead_bits: float = 0.0
     quantized_groups: frozenset[str] = LINEAR_GROUPS
     #: group -> layer indices an ignore list keeps at 16 bits (None: every layer of the group)
-    ignored: Mapping[str, frozenset[int] | None] = field(default_factory=dict)
+    ignored: Mapping[str, frozenset[int] | None] = msgspec.field(default_factory=dict)
     label: str = "bf16"
     source: str = ""
     notes: tuple[str, ...] = ()

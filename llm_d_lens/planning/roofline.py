@@ -29,8 +29,9 @@ says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning.architecture import ModelSpec
 
@@ -62,8 +63,7 @@ ASSUMPTIONS = (
 )
 
 
-@dataclass(frozen=True)
-class Speed:
+class Speed(msgspec.Struct, frozen=True):
     """One product's published peaks as the roofline divides by them (FLOP/s, bytes a second)."""
 
     product: str
@@ -141,8 +141,7 @@ def compute_dtype(weights_dtype: str, speed: Speed) -> tuple[str | None, str]:
     return None, f"no published {wanted_names} peak FLOP/s for {speed.product}"
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(msgspec.Struct, frozen=True):
     """One part of a time, in seconds, with the arithmetic that gave it."""
 
     name: str
@@ -155,12 +154,11 @@ class Term:
                 "formula": self.formula, "counted": self.counted}
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(msgspec.Struct, frozen=True):
     """A time made of terms: ``max`` of the bounds plus the communication, or None when a bound is unknown."""
 
     seconds: float | None
-    terms: tuple[Term, ...] = field(default_factory=tuple)
+    terms: tuple[Term, ...] = msgspec.field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ms": None if self.seconds is None else round(self.seconds * 1e3, 3), "terms": [t.to_dict() for t in self.terms]}

@@ -9,8 +9,9 @@ config), the device memory (DRA capacity, node label, memory model, or node disc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.model import Overview
 from llm_d_lens.hardware.registry import get_registry
@@ -24,8 +25,7 @@ from llm_d_lens.planning.pools import Pool, pools_from_overview
 DEFAULT_GUIDE = "optimized-baseline"
 
 
-@dataclass
-class PoolPlan:
+class PoolPlan(msgspec.Struct):
     pool: Pool
     options: list[Option]
 
@@ -98,13 +98,12 @@ class PoolPlan:
         }
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     model: ModelSpec
     request: FitRequest
     source: dict[str, Any]
     pools: list[PoolPlan]
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     predictions: dict[str, Any] | None = None
     shapes: dict[str, Any] | None = None
 
@@ -286,8 +285,7 @@ def narrower_weights(model: ModelSpec, request: FitRequest, pool: Pool, speed: A
     What an engine's online quantization serves (vLLM ``--quantization fp8``, or an int8 checkpoint);
     the shapes searched with it say so. None when the weights are already narrower or nothing fits either.
     """
-    from dataclasses import replace
-
+    
     from llm_d_lens.planning import dtypes
 
     if dtypes.bytes_per_value(request.dtype or model.dtype) < 2:
@@ -295,7 +293,7 @@ def narrower_weights(model: ModelSpec, request: FitRequest, pool: Pool, speed: A
     for narrow in ("fp8", "int8"):
         if narrow not in speed.peak_flops:
             continue
-        narrowed = replace(request, dtype=narrow)
+        narrowed = msgspec.structs.replace(request, dtype=narrow)
         options = fit_pool(model, narrowed, pool, facts)
         if any(o.fits and o.pipeline_parallel == 1 for o in options):
             return narrowed, options, (f"{request.dtype} weights fit no option on {pool.name}: searched at {narrow} weights "

@@ -19,8 +19,9 @@ cheapest per million output tokens, then the most output tokens a second per dev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.planning import cost, dtypes, roofline
 from llm_d_lens.planning.architecture import ModelSpec
@@ -55,8 +56,7 @@ ASSUMPTIONS = (
 )
 
 
-@dataclass
-class Shape:
+class Shape(msgspec.Struct):
     """One deployment of one pool, with its estimate, its verdict against the targets, and its cost."""
 
     pool: Pool
@@ -73,10 +73,10 @@ class Shape:
     prefill_workers: int = 0
     decode_workers: int = 0
     expert_parallel: int = 0
-    terms: dict[str, Any] = field(default_factory=dict)
-    misses: list[str] = field(default_factory=list)
+    terms: dict[str, Any] = msgspec.field(default_factory=dict)
+    misses: list[str] = msgspec.field(default_factory=list)
     price: tuple[float, str] | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     #: what the hand-off serves: the model id, the context length and the weights' dtype
     served: str | None = None
     max_model_len: int | None = None
@@ -161,8 +161,7 @@ def judge(shape: Shape, targets: Targets) -> Shape:
     return shape
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """What every shape of one pool is estimated with."""
 
     model: ModelSpec

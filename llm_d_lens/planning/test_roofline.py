@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec
 
 import pytest
 
@@ -60,7 +60,7 @@ def test_a_kernel_that_reads_a_kv_head_once_a_query_head_pays_the_kv_bytes_that_
 
 
 def test_a_calibration_divides_the_peaks():
-    half = dataclasses.replace(DEVICE, compute_efficiency=0.5, bandwidth_efficiency=0.25)
+    half = msgspec.structs.replace(DEVICE, compute_efficiency=0.5, bandwidth_efficiency=0.25)
     est = roofline.prefill(model(), 1000, 2, half, "bf16", weights_per_device=8e9)
     terms = {t.name: t for t in est.terms}
     assert ms(terms["prefill_compute"]) == pytest.approx(16.0)  # 8 ms at half the peak
@@ -70,7 +70,7 @@ def test_a_calibration_divides_the_peaks():
 
 def test_tp1_has_no_all_reduce_and_an_unknown_link_is_not_counted_but_said():
     assert roofline.all_reduce_term(model(), 1000, 1, DEVICE).seconds == 0.0
-    no_link = dataclasses.replace(DEVICE, intra_node=None)
+    no_link = msgspec.structs.replace(DEVICE, intra_node=None)
     term = roofline.all_reduce_term(model(), 1000, 2, no_link)
     assert term.seconds is None and not term.counted and "publishes no intra-node bandwidth" in term.formula
     est = roofline.prefill(model(), 1000, 2, no_link, "bf16", weights_per_device=8e9)
@@ -79,7 +79,7 @@ def test_tp1_has_no_all_reduce_and_an_unknown_link_is_not_counted_but_said():
 
 def test_the_all_reduce_adds_its_published_latency_per_ring_hop_to_every_one_of_its_all_reduces():
     # 10 us a call + 1 us a ring step: TP4 has 2 x 3 = 6 steps, so 16 us each, 2 a layer x 32 layers = 64 calls
-    lat = dataclasses.replace(DEVICE, all_reduce_base=10e-6, all_reduce_hop=1e-6, latency_source="typed in")
+    lat = msgspec.structs.replace(DEVICE, all_reduce_base=10e-6, all_reduce_hop=1e-6, latency_source="typed in")
     assert roofline.all_reduce_latency(4, lat) == pytest.approx(16e-6)
     assert roofline.all_reduce_latency(4, DEVICE) is None
     # bytes of a decode step of 8 tokens: 64 x 2 x 3/4 x 8 x 4096 x 2 B = 6,291,456 B / 400e9 = 0.01572864 ms
@@ -107,19 +107,19 @@ def test_the_nvidia_profile_publishes_its_all_reduce_latency_with_a_source():
 def test_kv_hand_over_and_expert_all_to_all_by_hand():
     # KV: 4000 tokens x 131,072 B (32 layers x 2 x 8 heads x 128 x 2 B) = 524,288,000 B / 50e9 scale-out = 10.48576 ms
     assert ms(roofline.kv_transfer_term(4000, 131072, DEVICE)) == pytest.approx(10.48576)
-    moe = dataclasses.replace(model(), experts=8, experts_per_token=2, moe_intermediate_size=14336)
+    moe = msgspec.structs.replace(model(), experts=8, experts_per_token=2, moe_intermediate_size=14336)
     # 32 MoE layers x 2 (dispatch, combine) x 64 tokens x 2 experts x 4096 x 2 B x 7/8 = 58,720,256 B / 50e9 = 1.17440512 ms
     term = roofline.all_to_all_term(moe, 64, 8, 50e9, "scale-out")
     assert ms(term) == pytest.approx(1.17440512)
 
 
 def test_compute_dtype_uses_the_8_bit_peak_or_falls_back_with_a_reason():
-    fp8 = dataclasses.replace(DEVICE, peak_flops={"bf16": 1000e12, "fp8": 2000e12})
+    fp8 = msgspec.structs.replace(DEVICE, peak_flops={"bf16": 1000e12, "fp8": 2000e12})
     assert roofline.compute_dtype("fp8", fp8)[0] == "fp8"
     assert roofline.compute_dtype("int4", fp8)[0] == "bf16"  # weight-only 4-bit runs 16-bit math
     dtype, why = roofline.compute_dtype("fp8", DEVICE)
     assert dtype == "bf16" and "no published fp8 peak" in why
-    none = dataclasses.replace(DEVICE, peak_flops={})
+    none = msgspec.structs.replace(DEVICE, peak_flops={})
     assert roofline.compute_dtype("bf16", none)[0] is None
     assert roofline.prefill(model(), 1000, 1, none, "bf16", 8e9).seconds is None
 
