@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.hardware.models import HardwareProfile, MemoryLabel
 from llm_d_lens.hardware.registry import Registry, get_registry
@@ -31,24 +32,21 @@ _LABEL_SUFFIXES: dict[str, tuple[int, frozenset[str]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceRole:
+class ResourceRole(msgspec.Struct, frozen=True):
     """What one extended resource name is: whose, and whether it counts whole devices or partitions."""
 
     profile_id: str
     kind: str  # "device" | "partition" | "share" | "fraction" | "other"
 
 
-@dataclass(frozen=True, slots=True)
-class NetworkRole:
+class NetworkRole(msgspec.Struct, frozen=True):
     """Which network device profile an extended resource belongs to, and which NIC of the node it names."""
 
     profile_id: str
     nic: str  # resource names with the same nic are one NIC (rdma-0 and rdma-0.IP)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryFigure:
+class MemoryFigure(msgspec.Struct, frozen=True):
     bytes: int
     source: str  # "node-label:<label>", "memory-model:<product>"
 

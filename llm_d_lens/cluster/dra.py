@@ -13,9 +13,10 @@ scheduler keeps it in use until the claim is deallocated. Devices that allow sev
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.catalog import Catalog, attribute_value
 from llm_d_lens.cluster.errors import ObjectInvalid
@@ -26,8 +27,7 @@ DeviceKey = tuple[str, str, str]  # (driver, pool, device)
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
 
 
-@dataclass(slots=True, eq=False)
-class Device:
+class Device(msgspec.Struct, eq=False):
     driver: str
     pool: str
     name: str
@@ -42,12 +42,12 @@ class Device:
     memory_bytes: int | None = None
     counter_sets: tuple[str, ...] = ()
     #: consumable capacity of a shared device, and how much of it claims use (qualified names)
-    capacity: dict[str, Decimal] = field(default_factory=dict)
-    consumed: dict[str, Decimal] = field(default_factory=dict)
+    capacity: dict[str, Decimal] = msgspec.field(default_factory=dict)
+    consumed: dict[str, Decimal] = msgspec.field(default_factory=dict)
     allocated: bool = False
     #: A whole device some of whose capacity a dynamic partition now holds.
     occupied: bool = False
-    holders: list[str] = field(default_factory=list)
+    holders: list[str] = msgspec.field(default_factory=list)
 
     @property
     def exhausted(self) -> bool:
@@ -64,16 +64,14 @@ class Device:
         return not self.tainted and not self.in_use
 
 
-@dataclass
-class UnclaimedDriver:
-    devices: set[tuple[str, str]] = field(default_factory=set)  # (pool, device)
-    nodes: set[str] = field(default_factory=set)
+class UnclaimedDriver(msgspec.Struct):
+    devices: set[tuple[str, str]] = msgspec.field(default_factory=set)  # (pool, device)
+    nodes: set[str] = msgspec.field(default_factory=set)
     #: (pool, device) -> (node, attributes): what a network device profile reads of a driver no accelerator claims
-    details: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = field(default_factory=dict)
+    details: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class OrphanAllocation:
+class OrphanAllocation(msgspec.Struct):
     """A claim holds a device no ResourceSlice publishes (a stale slice, a driver being replaced)."""
 
     node: str | None
@@ -82,14 +80,13 @@ class OrphanAllocation:
     holder: str
 
 
-@dataclass
-class DraDevices:
-    devices: dict[DeviceKey, Device] = field(default_factory=dict)
-    unclaimed: dict[str, UnclaimedDriver] = field(default_factory=dict)
-    orphans: list[OrphanAllocation] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+class DraDevices(msgspec.Struct):
+    devices: dict[DeviceKey, Device] = msgspec.field(default_factory=dict)
+    unclaimed: dict[str, UnclaimedDriver] = msgspec.field(default_factory=dict)
+    orphans: list[OrphanAllocation] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     #: profile id -> [unallocated claims, devices they ask for]: demand DRA has not met yet
-    pending: dict[str, list[int]] = field(default_factory=dict)
+    pending: dict[str, list[int]] = msgspec.field(default_factory=dict)
     _parents: dict[tuple[str, str, str], list[Device]] | None = None
 
     def by_node(self) -> dict[str | None, list[Device]]:

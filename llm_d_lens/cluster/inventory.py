@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.catalog import Catalog, memory_label_bytes
 from llm_d_lens.cluster.dra import Device, DraDevices
@@ -52,22 +53,20 @@ def build_inventory(objects: ClusterObjects, catalog: Catalog | None = None,
         raise (exc.at(where) if where else exc) from None
 
 
-@dataclass
-class _Slot:
+class _Slot(msgspec.Struct):
     """What one node shows of one profile, gathered before it is counted."""
 
     profile_id: str
-    plugin: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # resource -> (capacity, allocatable, kind)
-    requested: dict[str, int] = field(default_factory=dict)
-    holds: list[Hold] = field(default_factory=list)
-    dra: list[Device] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
+    plugin: dict[str, tuple[int, int, str]] = msgspec.field(default_factory=dict)  # resource -> (capacity, allocatable, kind)
+    requested: dict[str, int] = msgspec.field(default_factory=dict)
+    holds: list[Hold] = msgspec.field(default_factory=list)
+    dra: list[Device] = msgspec.field(default_factory=list)
+    orphans: list[str] = msgspec.field(default_factory=list)
     selector: dict[str, str] | None = None
-    fractional: dict[str, list[int]] = field(default_factory=dict)
+    fractional: dict[str, list[int]] = msgspec.field(default_factory=dict)
 
 
-@dataclass(slots=True, eq=False)
-class NodeBase:
+class NodeBase(msgspec.Struct, eq=False):
     """What a node object itself says, checked once when it arrives (the object is not kept)."""
 
     name: str
@@ -83,7 +82,7 @@ class NodeBase:
     #: NIC resources: (network profile id, resource, capacity, allocatable), in the node's order
     network: tuple[tuple[str, str, int, int], ...] = ()
     #: profile id -> declared quantity resource (MiB, percent) -> (capacity, allocatable)
-    fractional: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    fractional: dict[str, dict[str, tuple[int, int]]] = msgspec.field(default_factory=dict)
 
 
 class Rules:
@@ -459,8 +458,7 @@ class Rules:
         return found, notes
 
 
-@dataclass
-class _Figures:
+class _Figures(msgspec.Struct):
     """What one way of advertising (extended resources, or DRA) shows of a profile on a node."""
 
     whole: int = 0  # whole devices

@@ -9,8 +9,9 @@ where it came from (a file, a kubectl command) so an error about one object can 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.errors import SnapshotInvalid, show_value
 
@@ -25,29 +26,27 @@ KINDS: dict[str, str] = {
 DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim")
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(msgspec.Struct, frozen=True):
     """One parsed ``List`` and where it came from (``snapshot.json``, ``kubectl get nodes -o json``)."""
 
     source: str
     body: Any
 
 
-@dataclass
-class ClusterObjects:
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    resource_slices: list[dict[str, Any]] = field(default_factory=list)
-    device_classes: list[dict[str, Any]] = field(default_factory=list)
-    resource_claims: list[dict[str, Any]] = field(default_factory=list)
+class ClusterObjects(msgspec.Struct):
+    nodes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    pods: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    resource_slices: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    device_classes: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    resource_claims: list[dict[str, Any]] = msgspec.field(default_factory=list)
     #: True: the cluster serves the DRA API; False: it does not; None: unknown (a snapshot without DRA kinds).
     dra_api: bool | None = None
     #: Items of kinds the inventory does not read (a snapshot may hold Namespaces, Services...).
-    ignored_kinds: dict[str, int] = field(default_factory=dict)
-    documents: list[Document] = field(default_factory=list)
+    ignored_kinds: dict[str, int] = msgspec.field(default_factory=dict)
+    documents: list[Document] = msgspec.field(default_factory=list)
     #: Notes on objects met more than once (a directory holding ``all.json`` and ``nodes.json``): each is kept once.
-    duplicates: list[str] = field(default_factory=list)
-    _seen: set[tuple[str, str | None, str]] = field(default_factory=set, repr=False)
+    duplicates: list[str] = msgspec.field(default_factory=list)
+    _seen: set[tuple[str, str | None, str]] = msgspec.field(default_factory=set)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], *, dra_api: bool | None = None) -> ClusterObjects:

@@ -11,8 +11,9 @@ with ``extendedResourceName``) are held by a ResourceClaim and counted there, no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.errors import ObjectInvalid
@@ -22,15 +23,13 @@ from llm_d_lens.cluster.quantity import QuantityError, parse_count
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-@dataclass
-class Hold:
+class Hold(msgspec.Struct):
     pod: str  # namespace/name
     resource: str
     count: int
 
 
-@dataclass(slots=True, frozen=True)
-class PodPart:
+class PodPart(msgspec.Struct, frozen=True):
     """What one pod adds to the inventory, read once when the pod arrives (the pod itself is not kept)."""
 
     who: str  # namespace/name

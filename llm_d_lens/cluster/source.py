@@ -9,9 +9,10 @@ kubectl's current context points at, as with kubectl itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from llm_d_lens import settings
 from llm_d_lens.cluster.objects import ClusterObjects
@@ -28,8 +29,7 @@ class SourceConflict(LensError):
     http_status = 400
 
 
-@dataclass(frozen=True)
-class ClusterSource:
+class ClusterSource(msgspec.Struct, frozen=True):
     snapshot: Path | None = None
     demo: bool = False
     context: str | None = None
