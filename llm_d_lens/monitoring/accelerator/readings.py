@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import Key, fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabelled
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
@@ -164,7 +164,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
         return devices[key]
 
     for row in rows.get("inventory", ()):
-        common = relabelled(dict(row.labels), plan, commons)
+        common = relabelled(row.labels, plan, commons)
         n, device, sub = common.get("node", ""), common.get("device", ""), common.get("sub", "")
         if not device:
             anonymous[n] += 1
@@ -188,7 +188,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
                 r.exporter = r.exporter or owner
             elif owner not in r.owners:
                 r.owners.append(owner)
-    keys: dict[tuple[str, ...], tuple[str, str, str] | None] = {}  # per_device's, shared by the quantities
+    keys = Keys()  # per_device's, shared by the quantities
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
@@ -196,8 +196,9 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
             values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
         else:
             values, used = recorded[0].get(key, {}), recorded[1].get(key, {})
-        for (n, device, sub), value in values.items():
-            reading(n, device, sub).values[quantity.quantity.field] = value
+        field_, known = quantity.quantity.field, devices.get
+        for key3, value in values.items():  # reading() only for a device not listed yet, or a tile of a folded one
+            (known(key3) or reading(*key3)).values[field_] = value
         for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)

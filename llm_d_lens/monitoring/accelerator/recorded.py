@@ -105,7 +105,7 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
 
 def usable(plan: DevicePlan, recorded: Recorded) -> bool:
     """Whether the hardware's recorded series come from the rules this Lens generates for ``plan``, and list devices."""
-    return recorded.digests == {rules_digest(plan)}
+    return bool(recorded.digests) and recorded.digests == {rules_digest(plan)}
 
 
 async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
