@@ -33,6 +33,9 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 
 
+#: the folds whose value over one row is that row's value (``sum`` and ``avg`` add it to 0, which turns -0.0 into 0.0)
+_ONE = frozenset({"first", "max", "min"})
+
 #: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
 BLANKS = repeat("")
 
@@ -69,6 +72,8 @@ def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
 
 
 def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ...]) -> float:
+    if len(tiles) == 1 and fold in _ONE:  # a device of one tile (or only a device-level row): that row's value
+        return next(iter(tiles.values()))
     if untiled in tiles:  # a device-level row wins over its tiles
         return tiles[untiled]
     if fold == "first":

@@ -6,6 +6,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabelled
@@ -49,6 +50,11 @@ class Attribution:
         return {k: getattr(self, k) for k in ("status", "join", "mode", "namespace", "pod", "container", "reason")}
 
 
+#: HEALTH_FLAGS and HEALTH_SIGNALS with each quantity's reading field (health is worked out for every device of a refresh)
+_FLAG_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field, meaning, when) for key, meaning, when in HEALTH_FLAGS)
+_SIGNAL_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field) for key in HEALTH_SIGNALS)
+
+
 @dataclass
 class DeviceReading:
     hardware: str
@@ -75,20 +81,20 @@ class DeviceReading:
         counts that rise in normal service) only makes its health known. ``signals`` names what was read.
         """
         problems, signals = [], []
-        for key, meaning, problem_when in HEALTH_FLAGS:
-            value = self._finite(key)
-            if value is None:
+        values = self.values
+        for key, field_, meaning, problem_when in _FLAG_FIELDS:
+            value = values.get(field_)
+            if value is None or not math.isfinite(value):
                 continue
             signals.append(key)
             if (value > 0) if problem_when == "nonzero" else (value == 0):
                 problems.append(f"{meaning}: {value:g}" if problem_when == "nonzero" else meaning)
-        signals.extend(key for key in HEALTH_SIGNALS if self._finite(key) is not None)
+        for key, field_ in _SIGNAL_FIELDS:
+            value = values.get(field_)
+            if value is not None and math.isfinite(value):
+                signals.append(key)
         status = "problem" if problems else "ok" if signals else "unknown"
         return {"status": status, "problems": problems, "signals": signals}
-
-    def _finite(self, key: str) -> float | None:
-        value = self.values.get(QUANTITY_BY_KEY[key].field)
-        return value if value is not None and math.isfinite(value) else None
 
     @property
     def name(self) -> str:
@@ -126,6 +132,7 @@ class Assembled:
 
 #: Prometheus keeps an exporter label that clashes with a target label under this prefix.
 EXPORTED = "exported_"
+_EXPORTED = repeat(EXPORTED)
 
 
 def _target(labels: Mapping[str, str]) -> tuple[str, str]:
@@ -151,7 +158,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     """
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
-    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(k.startswith(EXPORTED) for k in row.labels)}
+    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(map(str.startswith, row.labels, _EXPORTED))}
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
     devices: dict[tuple[str, str, str], DeviceReading] = {}

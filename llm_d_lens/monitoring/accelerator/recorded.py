@@ -66,28 +66,27 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
 
     The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place, and
     only from the rows kept as rows (inventory, sentinels, targets): a quantity's or a fallback's row gives only its
-    key and value. Each quantity's per-device dict is looked up once per answer, not once per row.
+    key and value. A quantity's row (nearly all of them) costs two lookups: its hardware's records, then its name's.
     """
     by_hardware = {p.hardware: Recorded() for p in plans}
-    quantities = {(p.hardware, recorded_name(q)): (q.quantity.key, q.fold == "none") for p in plans for q in p.quantities}
+    # per hardware, each quantity's record name -> (its per-device dict, whether it keeps tiles)
+    slots = {p.hardware: {recorded_name(q): (by_hardware[p.hardware].values.setdefault(q.quantity.key, {}), q.fold == "none")
+                          for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
-    slots: dict[tuple[str, str], dict[Key, float]] = {}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
         get = labels.get
         hardware = get(HARDWARE_LABEL, "")
-        found = by_hardware.get(hardware)
-        if found is None:
+        records = slots.get(hardware)
+        if records is None:
             continue
         name = get(NAME, "")
-        pair = (hardware, name)
-        quantity = quantities.get(pair)
-        if quantity is not None:
-            slot = slots.get(pair)
-            if slot is None:
-                slot = slots[pair] = found.values.setdefault(quantity[0], {})
-            slot[(get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if quantity[1] else "")] = sample.value
-        elif name == FALLBACK_RECORD:
+        slot = records.get(name)
+        if slot is not None:
+            slot[0][(get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if slot[1] else "")] = sample.value
+            continue
+        found = by_hardware[hardware]
+        if name == FALLBACK_RECORD:
             key = get(QUANTITY_LABEL, "")
             if (hardware, key) in tiled:
                 found.fallbacks.setdefault(key, {})[_key(labels, tiled[(hardware, key)])] = int(sample.value)
@@ -100,6 +99,8 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
                 found.targets.append(sample)
             else:
                 found.rows.setdefault(_ROWS[name], []).append(sample)
+    for found in by_hardware.values():  # only the quantities recorded for some device
+        found.values = {key: values for key, values in found.values.items() if values}
     return by_hardware
 
 
