@@ -72,8 +72,6 @@ def _first(labels: Mapping[str, str], names: Sequence[str]) -> str:
 
 
 def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ...]) -> float:
-    if len(tiles) == 1 and fold in _ONE:  # a device of one tile (or only a device-level row): that row's value
-        return next(iter(tiles.values()))
     if untiled in tiles:  # a device-level row wins over its tiles
         return tiles[untiled]
     if fold == "first":
@@ -105,41 +103,56 @@ def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample],
     (:class:`Keys`) lets one assembly work out what each label set stands for once for all its quantities.
     """
     keys = Keys() if keys is None else keys
-    out: dict[Key, float] = {}
     if quantity.fold == "none":
         tiles = keys.tiles
-        for row in rows:
-            items = tuple(row.labels.items())
-            key = tiles.get(items, _UNSEEN)
-            if key is _UNSEEN:
-                key = tiles[items] = _common(plan, row.labels, tiles=True)
-            if key is not None:
-                value = row.value
-                previous = out.setdefault(key, value)
-                if previous is not value and value > previous:
-                    out[key] = value
-        return out
+        found = [tiles.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
+        if _UNSEEN in found:  # a label set this assembly has not seen yet
+            found = [tiles[items] if items in tiles else tiles.setdefault(items, _common(plan, row.labels, tiles=True))
+                     for row in rows for items in (tuple(row.labels.items()),)]
+        return _collapse(found, [row.value for row in rows])
     device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
     parts, common = keys.parts, keys.common
+    pairs = [parts.get(tuple(row.labels.items())) for row in rows]
+    if None in pairs:  # a label set this assembly has not seen yet
+        pairs = [parts[items] if items in parts else parts.setdefault(items, _raw_pair(row.labels, device_raw, sub_raw))
+                 for row in rows for items in (tuple(row.labels.items()),)]
+    raws = [pair[0] for pair in pairs]
+    if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
+        found = [common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+                 for raw in raws]
+        # the aggregation of one value is that value; sum and avg add it to 0, which turns -0.0 into 0.0
+        return _collapse(found, [row.value for row in rows] if quantity.fold in _ONE else [0 + row.value for row in rows])
     devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
-    for row in rows:
-        items = tuple(row.labels.items())
-        pair = parts.get(items)
-        if pair is None:
-            get = row.labels.get
-            pair = parts[items] = (tuple(map(get, device_raw, BLANKS)), tuple(map(get, sub_raw, BLANKS)))
-        devices[pair[0]][pair[1]] = row.value
+    for (raw, sub), row in zip(pairs, rows):
+        devices[raw][sub] = row.value
     untiled = tuple("" for _ in sub_raw)
+    found, values = [], []
     for raw, tiles_of in devices.items():
-        key = common.get(raw, _UNSEEN)
-        if key is _UNSEEN:
-            key = common[raw] = _common(plan, dict(zip(device_raw, raw)), tiles=False)
-        if key is None:
-            continue
-        value = _fold(quantity.fold, tiles_of, untiled)
-        previous = out.setdefault(key, value)
-        if previous is not value and value > previous:
-            out[key] = value
+        key = common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+        if key is not None:
+            found.append(key)
+            values.append(_fold(quantity.fold, tiles_of, untiled))
+    return _collapse(found, values)
+
+
+def _raw_pair(labels: Mapping[str, str], device_raw: Sequence[str], sub_raw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A row's device and tile by their exporter labels (absent: "")."""
+    return tuple(map(labels.get, device_raw, BLANKS)), tuple(map(labels.get, sub_raw, BLANKS))
+
+
+def _collapse(found: list[Key | None], values: list[float]) -> dict[Key, float]:
+    """Each key's value, in the order the keys first come; values landing on one key collapsed with max (the first
+    kept on a tie or a NaN, as ``max``' rule here always was); a None key (no device) left out."""
+    if None not in found:
+        out = dict(zip(found, values))  # type: ignore[arg-type]
+        if len(out) == len(found):  # every key once (the common case): nothing to collapse
+            return out
+    out = {}
+    for key, value in zip(found, values):
+        if key is not None:
+            previous = out.setdefault(key, value)
+            if previous is not value and value > previous:
+                out[key] = value
     return out
 
 
