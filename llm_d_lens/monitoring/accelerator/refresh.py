@@ -183,15 +183,13 @@ class Signatures:
         self._seen: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
 
     def __call__(self, rows: Sequence[Sample]) -> list[tuple[str, ...]]:
-        seen, names = self._seen, self.names
-        out = []
-        for row in rows:
-            items = tuple(row.labels.items())
-            signature = seen.get(items)
-            if signature is None:
-                signature = seen[items] = tuple(map(row.labels.get, names, BLANKS))
-            out.append(signature)
-        return out
+        seen = self._seen
+        found = [seen.get(tuple(row.labels.items())) for row in rows]
+        if None in found:  # a label set not seen yet in this answer
+            names = self.names
+            found = [seen[items] if items in seen else seen.setdefault(items, tuple(map(row.labels.get, names, BLANKS)))
+                     for row in rows for items in (tuple(row.labels.items()),)]
+        return found  # type: ignore[return-value]
 
 
 def _binary(left: list[Sample], right: list[Sample], op: Callable[[float, float], float], keys: Signatures) -> list[Sample]:
