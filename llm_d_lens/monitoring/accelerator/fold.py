@@ -175,7 +175,7 @@ def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Samp
         return out
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
     sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
-    for row in rows:
+    for row in [r for r in rows if FALLBACK_LABEL in r.labels]:  # most devices answer from the primary source
         number = int(row.labels.get(FALLBACK_LABEL, "0") or 0)
         device = _first(row.labels, device_names)
         if not number or not device:
