@@ -55,6 +55,10 @@ _FLAG_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field, meaning, when) for key, m
 _SIGNAL_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field) for key in HEALTH_SIGNALS)
 
 
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
 @dataclass
 class DeviceReading:
     hardware: str
@@ -80,21 +84,22 @@ class DeviceReading:
         A flag (:data:`.plan.HEALTH_FLAGS`) can make a device a problem; a signal (:data:`.plan.HEALTH_SIGNALS`,
         counts that rise in normal service) only makes its health known. ``signals`` names what was read.
         """
-        problems, signals = [], []
-        values = self.values
-        for key, field_, meaning, problem_when in _FLAG_FIELDS:
+        problems, values = self.problems(), self.values
+        signals = [key for key, field_, *_ in _FLAG_FIELDS if _finite(values.get(field_))]
+        signals.extend(key for key, field_ in _SIGNAL_FIELDS if _finite(values.get(field_)))
+        status = "problem" if problems else "ok" if signals else "unknown"
+        return {"status": status, "problems": problems, "signals": signals}
+
+    def problems(self) -> list[str]:
+        """What the device's health flags (:data:`.plan.HEALTH_FLAGS`) say is wrong, worded; empty when nothing is."""
+        problems, values = [], self.values
+        for _, field_, meaning, problem_when in _FLAG_FIELDS:
             value = values.get(field_)
             if value is None or not math.isfinite(value):
                 continue
-            signals.append(key)
             if (value > 0) if problem_when == "nonzero" else (value == 0):
                 problems.append(f"{meaning}: {value:g}" if problem_when == "nonzero" else meaning)
-        for key, field_ in _SIGNAL_FIELDS:
-            value = values.get(field_)
-            if value is not None and math.isfinite(value):
-                signals.append(key)
-        status = "problem" if problems else "ok" if signals else "unknown"
-        return {"status": status, "problems": problems, "signals": signals}
+        return problems
 
     @property
     def name(self) -> str:
@@ -145,12 +150,13 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
 
 
 def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
-             recorded: tuple[Mapping[str, Mapping[Key, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
+             recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
-    ``recorded`` gives each quantity per device instead, and the fallback that answered it, as the
-    recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read as ever.
+    ``recorded`` gives each device's quantities instead (per device, field -> value), and per quantity the fallback
+    that answered it, as the recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read
+    as ever.
     A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
     ``pod`` of every series the exporter did not label, and of all of them once it renamed the
     exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
@@ -196,16 +202,20 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
             elif owner not in r.owners:
                 r.owners.append(owner)
     keys = Keys()  # per_device's, shared by the quantities
+    known = devices.get
+    if recorded is not None:
+        for key3, fields in recorded[0].items():  # reading() only for a device not listed yet, or a tile of a folded one
+            (known(key3) or reading(*key3)).values.update(fields)
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
             quantity_rows = rows.get(key, ())
             values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
+            field_ = quantity.quantity.field
+            for key3, value in values.items():
+                (known(key3) or reading(*key3)).values[field_] = value
         else:
-            values, used = recorded[0].get(key, {}), recorded[1].get(key, {})
-        field_, known = quantity.quantity.field, devices.get
-        for key3, value in values.items():  # reading() only for a device not listed yet, or a tile of a folded one
-            (known(key3) or reading(*key3)).values[field_] = value
+            used = recorded[1].get(key, {})
         for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)

@@ -52,7 +52,7 @@ class Recorded:
 
     rows: dict[str, list[Sample]] = field(default_factory=dict)  # inventory, sentinels
     targets: list[Sample] = field(default_factory=list)
-    values: dict[str, dict[Key, float]] = field(default_factory=dict)  # quantity key -> per device
+    values: dict[Key, dict[str, float]] = field(default_factory=dict)  # per device (or tile): quantity field -> value
     fallbacks: dict[str, dict[Key, int]] = field(default_factory=dict)  # quantity key -> fallback number per device
     digests: set[str] = field(default_factory=set)
 
@@ -66,12 +66,13 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
 
     The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place, and
     only from the rows kept as rows (inventory, sentinels, targets): a quantity's or a fallback's row gives only its
-    key and value. A quantity's row (nearly all of them) costs two lookups: its hardware's records, then its name's.
+    key and value, gathered per device (so assembly sets each device's values at once). A quantity's row (nearly all
+    of them) costs three lookups: its hardware's records, its name's, its device's.
     """
     by_hardware = {p.hardware: Recorded() for p in plans}
-    # per hardware, each quantity's record name -> (its per-device dict, whether it keeps tiles)
-    slots = {p.hardware: {recorded_name(q): (by_hardware[p.hardware].values.setdefault(q.quantity.key, {}), q.fold == "none")
-                          for q in p.quantities} for p in plans}
+    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles)
+    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none") for q in p.quantities} for p in plans}
+    devices = {p.hardware: by_hardware[p.hardware].values for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
@@ -83,7 +84,11 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
         name = get(NAME, "")
         slot = records.get(name)
         if slot is not None:
-            slot[0][(get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if slot[1] else "")] = sample.value
+            key = (get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if slot[1] else "")
+            values = devices[hardware].get(key)
+            if values is None:
+                values = devices[hardware][key] = {}
+            values[slot[0]] = sample.value
             continue
         found = by_hardware[hardware]
         if name == FALLBACK_RECORD:
@@ -99,8 +104,6 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
                 found.targets.append(sample)
             else:
                 found.rows.setdefault(_ROWS[name], []).append(sample)
-    for found in by_hardware.values():  # only the quantities recorded for some device
-        found.values = {key: values for key, values in found.values.items() if values}
     return by_hardware
 
 

@@ -142,10 +142,10 @@ def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterO
         warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
     shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
     warnings.extend(fallback_warnings(chosen.plan, shown))
-    for d in shown:  # each device's health worked out once
-        health = d.health()
-        if health["status"] == "problem":
-            warnings.append(f"{d.hardware} {d.name}: health: {'; '.join(health['problems'])}")
+    for d in shown:  # each device's health flags read once
+        problems = d.problems()
+        if problems:
+            warnings.append(f"{d.hardware} {d.name}: health: {'; '.join(problems)}")
     return _Read(pods, warnings, shown)
 
 
