@@ -70,9 +70,9 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
     of them) costs three lookups: its hardware's records, its name's, its device's.
     """
     by_hardware = {p.hardware: Recorded() for p in plans}
-    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles)
-    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none") for q in p.quantities} for p in plans}
-    devices = {p.hardware: by_hardware[p.hardware].values for p in plans}
+    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles, the hardware's devices)
+    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
+                          for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
@@ -84,11 +84,12 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
         name = get(NAME, "")
         slot = records.get(name)
         if slot is not None:
-            key = (get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if slot[1] else "")
-            values = devices[hardware].get(key)
+            field_, tiles, devices = slot
+            key = (get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if tiles else "")
+            values = devices.get(key)
             if values is None:
-                values = devices[hardware][key] = {}
-            values[slot[0]] = sample.value
+                values = devices[key] = {}
+            values[field_] = sample.value
             continue
         found = by_hardware[hardware]
         if name == FALLBACK_RECORD:
