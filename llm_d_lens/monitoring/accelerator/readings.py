@@ -149,25 +149,8 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
     return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
 
 
-#: per quantity key: its value per device (or tile), and the fallback number that answered a device, where one did
-Quantities = tuple[dict[str, dict[Key, float]], dict[str, dict[Key, int]]]
-
-
-def quantity_values(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]]) -> Quantities:
-    """Each quantity's rows folded and keyed per device (:func:`.fold.per_device`), and the fallbacks that answered:
-    the part of :func:`assemble` that needs neither the inventory nor the scrape targets."""
-    keys = Keys()  # per_device's, shared by the quantities
-    values, used = {}, {}
-    for quantity in plan.quantities:
-        key = quantity.quantity.key
-        found = rows.get(key, ())
-        values[key], used[key] = per_device(plan, quantity, found, keys), fallbacks_used(plan, quantity, found)
-    return values, used
-
-
 def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
-             recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None,
-             quantities: Quantities | None = None) -> Assembled:
+             recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
@@ -177,8 +160,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
     ``pod`` of every series the exporter did not label, and of all of them once it renamed the
     exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
-    ``up`` series that say which pod each target is. ``quantities`` is :func:`quantity_values` of ``rows``
-    when the caller worked it out already (a refresh does, while it waits for the targets).
+    ``up`` series that say which pod each target is.
     """
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
@@ -219,20 +201,22 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
                 r.exporter = r.exporter or owner
             elif owner not in r.owners:
                 r.owners.append(owner)
+    keys = Keys()  # per_device's, shared by the quantities
     known = devices.get
     if recorded is not None:
         for key3, fields in recorded[0].items():  # reading() only for a device not listed yet, or a tile of a folded one
             (known(key3) or reading(*key3)).values.update(fields)
-        used_by_quantity = recorded[1]
-    else:
-        values_by_quantity, used_by_quantity = quantity_values(plan, rows) if quantities is None else quantities
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
+            quantity_rows = rows.get(key, ())
+            values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
             field_ = quantity.quantity.field
-            for key3, value in values_by_quantity.get(key, {}).items():
+            for key3, value in values.items():
                 (known(key3) or reading(*key3)).values[field_] = value
-        for (n, device, sub), number in used_by_quantity.get(key, {}).items():
+        else:
+            used = recorded[1].get(key, {})
+        for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)
     warnings = [

@@ -23,7 +23,7 @@ from llm_d_lens.monitoring.accelerator.attribution import PodAllocation, attribu
 from llm_d_lens.monitoring.accelerator.k8s import ClusterObjects
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
-from llm_d_lens.monitoring.accelerator.readings import DeviceReading, Quantities, assemble, fallback_warnings, quantity_values
+from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
 from llm_d_lens.monitoring.accelerator.recorded import Recorded, read_recorded
 from llm_d_lens.monitoring.accelerator.refresh import read_refresh
 from llm_d_lens.monitoring.accelerator.registry import derive
@@ -128,14 +128,12 @@ def _wanted(cluster: ClusterObjects | None, node: str | None) -> str | None:
 
 
 def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterObjects | None, mode: str | None,
-              wanted: str | None, targets: Sequence[Sample], recorded: Recorded | None = None,
-              quantities: Quantities | None = None) -> _Read:
-    """Assemble and attribute one hardware's rows (or recorded rows); only devices (and pods) on ``wanted`` when it is set.
-    ``quantities``: :func:`.readings.quantity_values` of ``rows``, when worked out already."""
+              wanted: str | None, targets: Sequence[Sample], recorded: Recorded | None = None) -> _Read:
+    """Assemble and attribute one hardware's rows (or recorded rows); only devices (and pods) on ``wanted`` when it is set."""
     if recorded is not None:
         assembled = assemble(chosen.plan, recorded.rows, recorded.targets, (recorded.values, recorded.fallbacks))
     else:
-        assembled = assemble(chosen.plan, rows, targets, quantities=quantities)
+        assembled = assemble(chosen.plan, rows, targets)
     own_mode = mode if mode in chosen.profile.access_modes else None
     pods = [(ref, allocation) for ref, allocation in attribute(assembled.devices, chosen.profile, cluster, own_mode).items()
             if wanted is None or allocation.node == wanted]
@@ -238,9 +236,7 @@ async def _read_devices(client: PrometheusClient, selection: Sequence[Selected],
             rows = await query_each(client, refresh_parts(chosen.plan, targets=with_targets), at)
         if "targets" in rows:
             targets.set_result(rows.pop("targets"))
-        # the quantities need no scrape targets: worked out now, while the targets' answer may still be on its way
-        quantities = quantity_values(chosen.plan, rows)
-        return _hardware(chosen, rows, cluster, mode, wanted, await targets, quantities=quantities)
+        return _hardware(chosen, rows, cluster, mode, wanted, await targets)
 
     async def read_or_recorded(chosen: Selected) -> _Read:
         rows = found.get(chosen.profile.id)
