@@ -266,8 +266,9 @@ def fallback_warnings(plan: DevicePlan, devices: Sequence[DeviceReading]) -> lis
         for fallback in quantity.fallbacks:
             if not fallback.note:
                 continue
-            names = [d.name for d in devices if d.fallbacks.get(quantity.quantity.field) == fallback.describe()]
+            field_, described = quantity.quantity.field, fallback.describe()
+            names = [d.name for d in devices if d.fallbacks.get(field_) == described]
             if names:
                 out.append(f"{plan.hardware}: {quantity.quantity.key} of {len(names)} device(s) ({', '.join(names)}) "
-                           f"is read from {fallback.describe()}: {fallback.note}")
+                           f"is read from {described}: {fallback.note}")
     return out
