@@ -24,7 +24,10 @@ import pytest
 from llm_d_lens.cli.app import main
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES
 from llm_d_lens.testing.telemetry_pages import fixture_text, needs_prometheus, sample_text
-from llm_d_lens.testing.prometheus import PrometheusServer, run_prometheus, run_victoria_metrics, victoria_metrics_skip_reason
+from llm_d_lens.testing.prometheus import (
+    PrometheusServer, run_prometheus, run_victoria_metrics, run_vmalert, victoria_metrics_skip_reason, vmalert_check,
+    vmalert_skip_reason,
+)
 
 HARDWARE = ["nvidia", "amd", "intel-xpu", "intel-gaudi", "google-tpu"]
 FIRST_SCRAPE_DEADLINE = 40.0
@@ -140,8 +143,8 @@ def test_victoria_metrics_or_on_name_ignores_the_metric_name(engines):
 def evaluating(exporter, tmp_path_factory) -> Iterator[tuple[PrometheusServer, PrometheusServer]]:
     """A Prometheus scraping the exporter with Lens' generated rules loaded (``rule_files``, evaluated every second),
     writing everything it stores, recorded series included, to a VictoriaMetrics (``remote_write``): single-node
-    VictoriaMetrics evaluates no rules (that is vmalert, which Debian does not package), so it holds what
-    Prometheus' rules recorded, as behind a fleet's Prometheus."""
+    VictoriaMetrics evaluates no rules itself, so it holds what Prometheus' rules recorded, as behind a fleet's
+    Prometheus (``vm_evaluating`` has vmalert evaluate them on VictoriaMetrics instead)."""
     from llm_d_lens.monitoring.accelerator.rules import HARDWARE_LABEL, INVENTORY_RECORD, rules_file, to_yaml
     from llm_d_lens.monitoring.accelerator.service import select
     from llm_d_lens.testing.prometheus import wait_for_series
@@ -173,3 +176,55 @@ def test_rules_evaluated_live_give_the_raw_numbers_on_prometheus_and_on_victoria
             assert all(found[key][f] == pytest.approx(v, rel=1e-12) for f, v in values.items()), (engine.url, key)
         assert [d["fallbacks"] for d in recorded["devices"]] == [d["fallbacks"] for d in raw["devices"]], engine.url
         assert [d["unavailable"] for d in recorded["devices"]] == [d["unavailable"] for d in raw["devices"]], engine.url
+
+
+needs_vmalert = pytest.mark.skipif(vmalert_skip_reason() is not None, reason=vmalert_skip_reason() or "")
+
+
+@needs_vmalert
+def test_vmalert_parses_every_built_ins_rules_and_refuses_a_broken_one(tmp_path):
+    """vmalert (Debian's victoria-metrics package ships it) reads the generated rules file, alerts included, as MetricsQL."""
+    from llm_d_lens.monitoring.accelerator.rules import rules_file, to_yaml
+    from llm_d_lens.monitoring.accelerator.service import select
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(to_yaml(rules_file(select(None)), "test"), encoding="utf-8")
+    checked = vmalert_check(rules)
+    assert checked.returncode == 0, checked.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(rules.read_text(encoding="utf-8").replace("expr: ", "expr: sum(", 1), encoding="utf-8")
+    assert vmalert_check(broken).returncode != 0  # the check reads the expressions: a broken one fails it
+
+
+@pytest.fixture(scope="module")
+def vm_evaluating(exporter, tmp_path_factory) -> Iterator[PrometheusServer]:
+    """A VictoriaMetrics scraping the exporter, with vmalert evaluating Lens' generated recording rules on it (every
+    second, MetricsQL's engine) and writing what they record back into it: rules evaluated with no Prometheus at all."""
+    from llm_d_lens.monitoring.accelerator.rules import HARDWARE_LABEL, INVENTORY_RECORD, rules_file, to_yaml
+    from llm_d_lens.monitoring.accelerator.service import select
+    from llm_d_lens.testing.prometheus import wait_for_series
+
+    rules = tmp_path_factory.mktemp("vmalert-rules") / "rules.yaml"
+    rules.write_text(to_yaml(rules_file(select(HARDWARE), alerts=False), "test"), encoding="utf-8")
+    with run_victoria_metrics(scrape_targets=[exporter]) as victoria:
+        scraped(victoria)
+        with run_vmalert(rules, victoria.url, remote_write=victoria.url):
+            wait_for_series(victoria, INVENTORY_RECORD, set(HARDWARE), HARDWARE_LABEL, at=None, timeout=FIRST_SCRAPE_DEADLINE)
+            time.sleep(2.5)  # two more evaluations, flushed: every group has recorded from a complete scrape
+            yield victoria
+
+
+@pytest.mark.skipif(vmalert_skip_reason() is not None, reason=vmalert_skip_reason() or "")
+@_marks
+def test_rules_vmalert_evaluates_on_victoria_metrics_give_the_raw_numbers(vm_evaluating):
+    raw = report(vm_evaluating, "--raw")
+    assert not raw.get("recorded") and {h for h, *_ in numbers(raw)} == set(HARDWARE)
+    recorded = report(vm_evaluating)
+    assert recorded["recorded"] == HARDWARE and recorded["queries"] == 1  # every hardware from its recorded series
+    found, expected = numbers(recorded), numbers(raw)
+    assert found.keys() == expected.keys()
+    for key, values in expected.items():
+        assert found[key].keys() == values.keys(), key
+        assert all(found[key][f] == pytest.approx(v, rel=1e-12) for f, v in values.items()), key
+    assert [d["fallbacks"] for d in recorded["devices"]] == [d["fallbacks"] for d in raw["devices"]]
+    assert [d["unavailable"] for d in recorded["devices"]] == [d["unavailable"] for d in raw["devices"]]

@@ -14,7 +14,8 @@ reader and the client's checks, which give today's answer or today's coded error
 - The answer's only numbers are the timestamps, so what the strict reader refuses where msgspec reads
   without a word is checked on the decoded answer, not by a pre-scan of the text: msgspec itself
   refuses a literal beyond a double (out of range), bytes that are not UTF-8 and lone surrogates;
-  a timestamp of 10^100 or more (where an integer literal of over 100 digits lands) steps aside.
+  a timestamp of 10^100 or more (where an integer literal of over 100 digits lands) fails the decode
+  (a bound msgspec checks as it reads) and steps aside.
 - Anything else (an error answer, a scalar, a warning that is not a string, a value that is not a
   number's spelling, a timestamp that is not a number) gets ``None``: the caller reads the answer the
   strict way.
@@ -22,15 +23,23 @@ reader and the client's checks, which give today's answer or today's coded error
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 from llm_d_lens.jsonread import MAX_INTEGER_DIGITS
 from llm_d_lens.prometheus.client import Sample
 
 
+#: a timestamp at least this large may have been an integer literal the strict reader refuses (over 100 digits)
+_HUGE = 10.0 ** MAX_INTEGER_DIGITS
+#: unix seconds, checked by msgspec as it decodes: one beyond +-_HUGE fails the decode, so the strict reader decides
+_Seconds = Annotated[float, msgspec.Meta(gt=-_HUGE, lt=_HUGE)]
+
+
 class _Element(msgspec.Struct, forbid_unknown_fields=True):
     metric: dict[str, str]
-    value: tuple[float, str]  # [unix seconds, the value spelled as Prometheus spells it: "1.5", "NaN", "+Inf"]
+    value: tuple[_Seconds, str]  # [unix seconds, the value spelled as Prometheus spells it: "1.5", "NaN", "+Inf"]
 
 
 class _Data(msgspec.Struct, forbid_unknown_fields=True):
@@ -48,10 +57,6 @@ class _Answer(msgspec.Struct, forbid_unknown_fields=True):
 _DECODER = msgspec.json.Decoder(_Answer)
 
 
-#: a timestamp at least this large may have been an integer literal the strict reader refuses (over 100 digits)
-_HUGE = 10.0 ** MAX_INTEGER_DIGITS
-
-
 def instant_vector(content: bytes) -> list[Sample] | None:
     """The samples of a successful instant-vector answer, or None when the strict reader must decide."""
     try:
@@ -59,8 +64,6 @@ def instant_vector(content: bytes) -> list[Sample] | None:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
         return None
     if answer.status != "success" or answer.data.resultType != "vector":
-        return None
-    if any(not -_HUGE < e.value[0] < _HUGE for e in answer.data.result):
         return None
     try:
         # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three

@@ -255,11 +255,22 @@ def victoria_metrics_skip_reason() -> str | None:
     return "needs the victoria-metrics binary (Debian package 'victoria-metrics', single node; .ci/run installs it)"
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def vmalert_binary() -> str | None:
+    return shutil.which("vmalert")
+
+
+def vmalert_skip_reason() -> str | None:
+    """Why a vmalert test cannot run here, or None. Debian's ``victoria-metrics`` package ships ``/usr/bin/vmalert``."""
+    if vmalert_binary() and victoria_metrics_binary():
+        return None
+    return "needs the vmalert and victoria-metrics binaries (both in Debian's package 'victoria-metrics'; .ci/run installs it)"
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0, name: str = "victoria-metrics") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"victoria-metrics exited with code {process.returncode} before it was ready")
+            raise RuntimeError(f"{name} exited with code {process.returncode} before it was ready")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=1) as r:
                 if r.status == 200:
@@ -267,7 +278,7 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 2
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         time.sleep(0.05)
-    raise RuntimeError(f"victoria-metrics at {url} was not ready within {timeout} s")
+    raise RuntimeError(f"{name} at {url} was not ready within {timeout} s")
 
 
 @contextmanager
@@ -309,3 +320,37 @@ def run_victoria_metrics(
             yield PrometheusServer(url, root / "data", process)
         finally:
             stop(process)
+
+
+@contextmanager
+def run_vmalert(rules: str | os.PathLike[str], datasource: str, *, remote_write: str | None = None,
+                evaluation_interval: str = "1s") -> Iterator[str]:
+    """vmalert on 127.0.0.1 evaluating the rules file ``rules`` against ``datasource`` (a VictoriaMetrics' URL) every
+    ``evaluation_interval``, writing what its recording rules record to ``remote_write`` (that URL's
+    ``/api/v1/write``), flushed every second; yields its own URL. Alerting rules would need a notifier: give it
+    recording rules only."""
+    binary = vmalert_binary()
+    if not binary:
+        raise RuntimeError(vmalert_skip_reason())
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    write = [f"-remoteWrite.url={remote_write}", "-remoteWrite.flushInterval=1s"] if remote_write else []
+    process = subprocess.Popen(
+        [binary, f"-rule={rules}", f"-datasource.url={datasource}", *write, f"-evaluationInterval={evaluation_interval}",
+         f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=ERROR"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_healthy(url, process, name="vmalert")
+        yield url
+    finally:
+        stop(process)
+
+
+def vmalert_check(rules: str | os.PathLike[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``vmalert -dryRun -rule=<rules>``: parses every group and expression (MetricsQL) and exits; 0 when all parse."""
+    binary = vmalert_binary()
+    if not binary:
+        raise RuntimeError(vmalert_skip_reason())
+    return subprocess.run([binary, "-dryRun", f"-rule={rules}", "-loggerLevel=ERROR"], capture_output=True, text=True,
+                          timeout=timeout, check=False)

@@ -27,6 +27,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from llm_d_lens.hardware.models import HardwareProfile
@@ -256,8 +257,14 @@ class _Join:
             names = ", ".join(f"{ns}/{pod}" for ns, pod in sorted(unknown))
             device.attribution = Attribution(UNAVAILABLE, reason=f"pods on this node hold devices Lens cannot identify ({names})", **base)
         else:
-            evidence = self.no_evidence()
+            evidence = self.evidence
             device.attribution = Attribution(UNATTRIBUTED, reason=evidence, **base) if evidence else Attribution(IDLE, **base)
+
+    @cached_property
+    def evidence(self) -> str | None:
+        """:meth:`no_evidence`, worked out once per node: it is the same for every device on it (and scans the
+        cluster's nodes)."""
+        return self.no_evidence()
 
     def no_evidence(self) -> str | None:
         """Why the cluster objects cannot show that no pod holds a device of this node, or None when they can.

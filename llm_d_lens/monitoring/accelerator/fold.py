@@ -33,16 +33,19 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 
 
+#: the folds whose value over one row is that row's value (``sum`` and ``avg`` add it to 0, which turns -0.0 into 0.0)
+_ONE = frozenset({"first", "max", "min"})
+
 #: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
-_BLANKS = repeat("")
+BLANKS = repeat("")
 
 
 def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
     """The values of ``names`` in ``labels``, "" where absent (asked once or twice per row of a refresh)."""
-    return tuple(map(labels.get, names, _BLANKS))
+    return tuple(map(labels.get, names, BLANKS))
 
 
-def relabelled(labels: dict[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
+def relabelled(labels: Mapping[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
     """The common labels of one row: the first exporter spelling present wins."""
     out: dict[str, str] = {}
     for common in commons:
@@ -77,48 +80,89 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
     return AGGREGATIONS[fold](list(tiles.values()))
 
 
-def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample],
-               keys: dict[tuple[str, ...], Key | None] | None = None) -> dict[Key, float]:
+_UNSEEN = object()
+
+
+class Keys:
+    """What each distinct label set of one plan's rows stands for, worked out once per assembly: every quantity
+    of a plan lists the same devices and tiles, so a label set is looked up by its items, not read name by name
+    for every row of every quantity."""
+
+    __slots__ = ("common", "tiles", "parts")
+
+    def __init__(self) -> None:
+        self.common: dict[tuple[str, ...], Key | None] = {}  # a device's exporter key -> its common key (None: none)
+        self.tiles: dict[tuple[tuple[str, str], ...], Key | None] = {}  # a row's label items -> its tile's common key
+        self.parts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}  # -> device, tile
+
+
+def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample], keys: Keys | None = None) -> dict[Key, float]:
     """``quantity`` per device (or tile, when it does not fold), keyed by common (node, device, sub).
 
     Rows that land on the same key (two spellings of one node, say) are collapsed with max. ``keys``
-    holds the common key of each device's exporter labels (``plan.raw_labels(DEVICE_KEY)``' values),
-    None for a device without one: every folded quantity of a plan lists the same devices, so one
-    assembly works each key out once, not once per quantity.
+    (:class:`Keys`) lets one assembly work out what each label set stands for once for all its quantities.
     """
-    node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
-    out: dict[Key, float] = {}
+    keys = Keys() if keys is None else keys
     if quantity.fold == "none":
-        sub_names = plan.labels.get("sub", ())
-        for row in rows:
-            labels, value = row.labels, row.value
-            device = _first(labels, device_names)
-            if not device:
-                continue
-            key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
-            previous = out.get(key)
-            out[key] = value if previous is None or value > previous else previous
-        return out
-    keys = {} if keys is None else keys
+        tiles = keys.tiles
+        found = [tiles.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
+        if _UNSEEN in found:  # a label set this assembly has not seen yet
+            found = [tiles[items] if items in tiles else tiles.setdefault(items, _common(plan, row.labels, tiles=True))
+                     for row in rows for items in (tuple(row.labels.items()),)]
+        return _collapse(found, [row.value for row in rows])
     device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
+    parts, common = keys.parts, keys.common
+    pairs = [parts.get(tuple(row.labels.items())) for row in rows]
+    if None in pairs:  # a label set this assembly has not seen yet
+        pairs = [parts[items] if items in parts else parts.setdefault(items, _raw_pair(row.labels, device_raw, sub_raw))
+                 for row in rows for items in (tuple(row.labels.items()),)]
+    raws = [pair[0] for pair in pairs]
+    if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
+        found = [common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+                 for raw in raws]
+        # the aggregation of one value is that value; sum and avg add it to 0, which turns -0.0 into 0.0
+        return _collapse(found, [row.value for row in rows] if quantity.fold in _ONE else [0 + row.value for row in rows])
     devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
-    for row in rows:  # raw_key, inline: twice per row of the largest answers
-        get = row.labels.get
-        devices[tuple(map(get, device_raw, _BLANKS))][tuple(map(get, sub_raw, _BLANKS))] = row.value
+    for (raw, sub), row in zip(pairs, rows):
+        devices[raw][sub] = row.value
     untiled = tuple("" for _ in sub_raw)
-    for raw, tiles in devices.items():
-        if raw in keys:
-            key = keys[raw]
-        else:
-            labels = dict(zip(device_raw, raw))
-            device = _first(labels, device_names)
-            key = keys[raw] = (node_name(_first(labels, node_names)), device, "") if device else None
-        if key is None:
-            continue
-        value = _fold(quantity.fold, tiles, untiled)
-        previous = out.get(key)
-        out[key] = value if previous is None or value > previous else previous
+    found, values = [], []
+    for raw, tiles_of in devices.items():
+        key = common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+        if key is not None:
+            found.append(key)
+            values.append(_fold(quantity.fold, tiles_of, untiled))
+    return _collapse(found, values)
+
+
+def _raw_pair(labels: Mapping[str, str], device_raw: Sequence[str], sub_raw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A row's device and tile by their exporter labels (absent: "")."""
+    return tuple(map(labels.get, device_raw, BLANKS)), tuple(map(labels.get, sub_raw, BLANKS))
+
+
+def _collapse(found: list[Key | None], values: list[float]) -> dict[Key, float]:
+    """Each key's value, in the order the keys first come; values landing on one key collapsed with max (the first
+    kept on a tie or a NaN, as ``max``' rule here always was); a None key (no device) left out."""
+    if None not in found:
+        out = dict(zip(found, values))  # type: ignore[arg-type]
+        if len(out) == len(found):  # every key once (the common case): nothing to collapse
+            return out
+    out = {}
+    for key, value in zip(found, values):
+        if key is not None:
+            previous = out.setdefault(key, value)
+            if previous is not value and value > previous:
+                out[key] = value
     return out
+
+
+def _common(plan: DevicePlan, labels: Mapping[str, str], *, tiles: bool) -> Key | None:
+    """The common (node, device, sub) of exporter ``labels`` (sub "" unless ``tiles``); None without a device."""
+    device = _first(labels, plan.labels.get("device", ()))
+    if not device:
+        return None
+    sub = _first(labels, plan.labels.get("sub", ())) if tiles else ""
+    return (node_name(_first(labels, plan.labels.get("node", ()))), device, sub)
 
 
 def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, int]:
@@ -126,10 +170,12 @@ def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Samp
 
     A folded device whose tiles were read from different sources reports the latest fallback used.
     """
+    out: dict[Key, int] = {}
+    if not quantity.fallbacks:  # only a fallback's rows carry its number
+        return out
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
     sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
-    out: dict[Key, int] = {}
-    for row in rows:
+    for row in [r for r in rows if FALLBACK_LABEL in r.labels]:  # most devices answer from the primary source
         number = int(row.labels.get(FALLBACK_LABEL, "0") or 0)
         device = _first(row.labels, device_names)
         if not number or not device:

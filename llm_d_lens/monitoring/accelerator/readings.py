@@ -6,9 +6,10 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import Key, fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabelled
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
@@ -49,6 +50,15 @@ class Attribution:
         return {k: getattr(self, k) for k in ("status", "join", "mode", "namespace", "pod", "container", "reason")}
 
 
+#: HEALTH_FLAGS and HEALTH_SIGNALS with each quantity's reading field (health is worked out for every device of a refresh)
+_FLAG_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field, meaning, when) for key, meaning, when in HEALTH_FLAGS)
+_SIGNAL_FIELDS = tuple((key, QUANTITY_BY_KEY[key].field) for key in HEALTH_SIGNALS)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
 @dataclass
 class DeviceReading:
     hardware: str
@@ -74,21 +84,22 @@ class DeviceReading:
         A flag (:data:`.plan.HEALTH_FLAGS`) can make a device a problem; a signal (:data:`.plan.HEALTH_SIGNALS`,
         counts that rise in normal service) only makes its health known. ``signals`` names what was read.
         """
-        problems, signals = [], []
-        for key, meaning, problem_when in HEALTH_FLAGS:
-            value = self._finite(key)
-            if value is None:
-                continue
-            signals.append(key)
-            if (value > 0) if problem_when == "nonzero" else (value == 0):
-                problems.append(f"{meaning}: {value:g}" if problem_when == "nonzero" else meaning)
-        signals.extend(key for key in HEALTH_SIGNALS if self._finite(key) is not None)
+        problems, values = self.problems(), self.values
+        signals = [key for key, field_, *_ in _FLAG_FIELDS if _finite(values.get(field_))]
+        signals.extend(key for key, field_ in _SIGNAL_FIELDS if _finite(values.get(field_)))
         status = "problem" if problems else "ok" if signals else "unknown"
         return {"status": status, "problems": problems, "signals": signals}
 
-    def _finite(self, key: str) -> float | None:
-        value = self.values.get(QUANTITY_BY_KEY[key].field)
-        return value if value is not None and math.isfinite(value) else None
+    def problems(self) -> list[str]:
+        """What the device's health flags (:data:`.plan.HEALTH_FLAGS`) say is wrong, worded; empty when nothing is."""
+        problems, values = [], self.values
+        for _, field_, meaning, problem_when in _FLAG_FIELDS:
+            value = values.get(field_)
+            if value is None or not math.isfinite(value):
+                continue
+            if (value > 0) if problem_when == "nonzero" else (value == 0):
+                problems.append(f"{meaning}: {value:g}" if problem_when == "nonzero" else meaning)
+        return problems
 
     @property
     def name(self) -> str:
@@ -126,6 +137,7 @@ class Assembled:
 
 #: Prometheus keeps an exporter label that clashes with a target label under this prefix.
 EXPORTED = "exported_"
+_EXPORTED = repeat(EXPORTED)
 
 
 def _target(labels: Mapping[str, str]) -> tuple[str, str]:
@@ -138,12 +150,13 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
 
 
 def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
-             recorded: tuple[Mapping[str, Mapping[Key, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
+             recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
     Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
-    ``recorded`` gives each quantity per device instead, and the fallback that answered it, as the
-    recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read as ever.
+    ``recorded`` gives each device's quantities instead (per device, field -> value), and per quantity the fallback
+    that answered it, as the recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read
+    as ever.
     A pod label naming the scrape target itself (the exporter's pod, which Prometheus writes into
     ``pod`` of every series the exporter did not label, and of all of them once it renamed the
     exporter's own to ``exported_pod``) is never taken for the device's owner; ``targets`` are the
@@ -151,7 +164,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     """
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
-    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(k.startswith(EXPORTED) for k in row.labels)}
+    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(map(str.startswith, row.labels, _EXPORTED))}
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
     devices: dict[tuple[str, str, str], DeviceReading] = {}
@@ -164,7 +177,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
         return devices[key]
 
     for row in rows.get("inventory", ()):
-        common = relabelled(dict(row.labels), plan, commons)
+        common = relabelled(row.labels, plan, commons)
         n, device, sub = common.get("node", ""), common.get("device", ""), common.get("sub", "")
         if not device:
             anonymous[n] += 1
@@ -188,16 +201,21 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
                 r.exporter = r.exporter or owner
             elif owner not in r.owners:
                 r.owners.append(owner)
-    keys: dict[tuple[str, ...], tuple[str, str, str] | None] = {}  # per_device's, shared by the quantities
+    keys = Keys()  # per_device's, shared by the quantities
+    known = devices.get
+    if recorded is not None:
+        for key3, fields in recorded[0].items():  # reading() only for a device not listed yet, or a tile of a folded one
+            (known(key3) or reading(*key3)).values.update(fields)
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
             quantity_rows = rows.get(key, ())
             values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
+            field_ = quantity.quantity.field
+            for key3, value in values.items():
+                (known(key3) or reading(*key3)).values[field_] = value
         else:
-            values, used = recorded[0].get(key, {}), recorded[1].get(key, {})
-        for (n, device, sub), value in values.items():
-            reading(n, device, sub).values[quantity.quantity.field] = value
+            used = recorded[1].get(key, {})
         for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
     _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)
@@ -248,8 +266,9 @@ def fallback_warnings(plan: DevicePlan, devices: Sequence[DeviceReading]) -> lis
         for fallback in quantity.fallbacks:
             if not fallback.note:
                 continue
-            names = [d.name for d in devices if d.fallbacks.get(quantity.quantity.field) == fallback.describe()]
+            field_, described = quantity.quantity.field, fallback.describe()
+            names = [d.name for d in devices if d.fallbacks.get(field_) == described]
             if names:
                 out.append(f"{plan.hardware}: {quantity.quantity.key} of {len(names)} device(s) ({', '.join(names)}) "
-                           f"is read from {fallback.describe()}: {fallback.note}")
+                           f"is read from {described}: {fallback.note}")
     return out

@@ -52,7 +52,7 @@ class Recorded:
 
     rows: dict[str, list[Sample]] = field(default_factory=dict)  # inventory, sentinels
     targets: list[Sample] = field(default_factory=list)
-    values: dict[str, dict[Key, float]] = field(default_factory=dict)  # quantity key -> per device
+    values: dict[Key, dict[str, float]] = field(default_factory=dict)  # per device (or tile): quantity field -> value
     fallbacks: dict[str, dict[Key, int]] = field(default_factory=dict)  # quantity key -> fallback number per device
     digests: set[str] = field(default_factory=set)
 
@@ -66,28 +66,33 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
 
     The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place, and
     only from the rows kept as rows (inventory, sentinels, targets): a quantity's or a fallback's row gives only its
-    key and value. Each quantity's per-device dict is looked up once per answer, not once per row.
+    key and value, gathered per device (so assembly sets each device's values at once). A quantity's row (nearly all
+    of them) costs three lookups: its hardware's records, its name's, its device's.
     """
     by_hardware = {p.hardware: Recorded() for p in plans}
-    quantities = {(p.hardware, recorded_name(q)): (q.quantity.key, q.fold == "none") for p in plans for q in p.quantities}
+    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles, the hardware's devices)
+    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
+                          for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
-    slots: dict[tuple[str, str], dict[Key, float]] = {}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
         get = labels.get
         hardware = get(HARDWARE_LABEL, "")
-        found = by_hardware.get(hardware)
-        if found is None:
+        records = slots.get(hardware)
+        if records is None:
             continue
         name = get(NAME, "")
-        pair = (hardware, name)
-        quantity = quantities.get(pair)
-        if quantity is not None:
-            slot = slots.get(pair)
-            if slot is None:
-                slot = slots[pair] = found.values.setdefault(quantity[0], {})
-            slot[(get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if quantity[1] else "")] = sample.value
-        elif name == FALLBACK_RECORD:
+        slot = records.get(name)
+        if slot is not None:
+            field_, tiles, devices = slot
+            key = (get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if tiles else "")
+            values = devices.get(key)
+            if values is None:
+                values = devices[key] = {}
+            values[field_] = sample.value
+            continue
+        found = by_hardware[hardware]
+        if name == FALLBACK_RECORD:
             key = get(QUANTITY_LABEL, "")
             if (hardware, key) in tiled:
                 found.fallbacks.setdefault(key, {})[_key(labels, tiled[(hardware, key)])] = int(sample.value)
@@ -105,7 +110,7 @@ def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> di
 
 def usable(plan: DevicePlan, recorded: Recorded) -> bool:
     """Whether the hardware's recorded series come from the rules this Lens generates for ``plan``, and list devices."""
-    return recorded.digests == {rules_digest(plan)}
+    return bool(recorded.digests) and recorded.digests == {rules_digest(plan)}
 
 
 async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],

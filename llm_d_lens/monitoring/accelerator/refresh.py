@@ -36,7 +36,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_d_lens.monitoring.accelerator.fold import raw_key
+from llm_d_lens.monitoring.accelerator.fold import BLANKS
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_query, targets_query
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
@@ -141,19 +141,27 @@ def split(query: RefreshQuery, samples: Sequence[Sample]) -> Answer:
     A selection's rows are told apart by ``lens_metric`` (the name copied), never by ``__name__``,
     which is dropped whether the engine kept it or not. The samples are the client's own, fresh from
     the answer and read by nothing else, so these labels are taken out in place rather than copied
-    (once per row of the largest answers Lens reads).
+    (once per row of the largest answers Lens reads). Every untagged metric's list is made once, so
+    such a row (nearly all of them) costs one lookup by its copied name.
     """
     answer = Answer([{} for _ in query.selections], [], [])
-    owners, tags, metrics = query.owners, query.tags, answer.metrics
+    tags, metrics = query.tags, answer.metrics
+    untagged = {metric: metrics[part].setdefault(metric, []) for metric, part in query.owners.items()}
     for sample in samples:
         labels: dict[str, str] = sample.labels  # type: ignore[assignment]
-        tag = labels.get(PART_LABEL)
+        if PART_LABEL not in labels:
+            found = untagged.get(labels.get(NAME_LABEL))  # type: ignore[arg-type]
+            if found is None:
+                raise ValueError(f"a series that no part of the refresh query answers: {dict(labels)!r}")
+            del labels[NAME_LABEL]
+            labels.pop(NAME, None)
+            found.append(sample)
+            continue
         metric = labels.get(NAME_LABEL)
-        part = owners.get(metric) if tag is None else tags.get(tag)  # type: ignore[arg-type]
+        part = tags.get(labels[PART_LABEL])
         if part is None or (type(part) is int and metric is None):
             raise ValueError(f"a series that no part of the refresh query answers: {dict(labels)!r}")
-        if tag is not None:
-            del labels[PART_LABEL]
+        del labels[PART_LABEL]
         if type(part) is int:
             del labels[NAME_LABEL]
             labels.pop(NAME, None)
@@ -163,68 +171,95 @@ def split(query: RefreshQuery, samples: Sequence[Sample]) -> Answer:
     return answer
 
 
-Key = Callable[[Mapping[str, str]], tuple[str, ...]]
+class Signatures:
+    """The signature vector matching uses here, per row: every row carries only the tile labels (absent = empty, as
+    in Prometheus). Each label set is read name by name once per refresh answer, then found by its items: the
+    quantities of a hardware match the same tiles again and again."""
+
+    __slots__ = ("names", "_seen")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._seen: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
+
+    def __call__(self, rows: Sequence[Sample]) -> list[tuple[str, ...]]:
+        seen = self._seen
+        found = [seen.get(tuple(row.labels.items())) for row in rows]
+        if None in found:  # a label set not seen yet in this answer
+            names = self.names
+            found = [seen[items] if items in seen else seen.setdefault(items, tuple(map(row.labels.get, names, BLANKS)))
+                     for row in rows for items in (tuple(row.labels.items()),)]
+        return found  # type: ignore[return-value]
 
 
-def _key(names: Sequence[str]) -> Key:
-    """The signature vector matching uses here: every row carries only these labels (absent = empty, as in Prometheus)."""
-    return lambda labels: raw_key(labels, names)
-
-
-def _binary(left: list[Sample], right: list[Sample], op: Callable[[float, float], float], key: Key) -> list[Sample]:
+def _binary(left: list[Sample], right: list[Sample], op: Callable[[float, float], float], keys: Signatures) -> list[Sample]:
     """``left <op> right`` one-to-one on every label: the left's rows that have a match, in the left's order."""
-    values = {key(r.labels): r.value for r in right}
-    return [Sample(row.labels, op(row.value, values[k])) for row in left if (k := key(row.labels)) in values]
+    if not left or not right:
+        return []
+    values = dict(zip(keys(right), [r.value for r in right]))
+    return [Sample(row.labels, op(row.value, values[k])) for row, k in zip(left, keys(left)) if k in values]
 
 
-def _or(left: list[Sample], right: list[Sample], key: Key) -> list[Sample]:
-    """``left or right``: every left row, then the right's rows whose signature no left row has."""
-    present = {key(row.labels) for row in left}
-    return left + [row for row in right if key(row.labels) not in present]
+def _or(left: list[Sample], right: list[Sample], keys: Signatures, label: str | None = None) -> list[Sample]:
+    """``left or right``: every left row, then the right's rows whose signature no left row has; ``label`` (a
+    fallback's number) is added to each of those as ``label_replace`` adds it, where Prometheus keeps every label set:
+    sorted by name."""
+    if not right:
+        return left
+    present = set(keys(left))
+    extra = [row for row, k in zip(right, keys(right)) if k not in present]
+    if label is not None:
+        extra = [Sample(dict(sorted({**row.labels, FALLBACK_LABEL: label}.items())), row.value) for row in extra]
+    return left + extra if extra else left
 
 
-def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], list[Sample]], key: Key) -> list[Sample]:
+def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], list[Sample]], keys: Signatures) -> list[Sample]:
     """What ``queries._converted(queries._combined(plan, source))`` answers, from each metric's aggregated rows."""
     parts = [rows(source, m) for m in source.metrics]
     if source.combine == "sum":
         combined = parts[0]
         for part in parts[1:]:  # PromQL's + is left-associative: ((a + b) + c)
-            combined = _binary(combined, part, operator.add, key)
+            combined = _binary(combined, part, operator.add, keys)
     elif source.combine == "divide":
-        combined = _binary(parts[0], [r for r in parts[1] if r.value != 0], operator.truediv, key)
+        combined = _binary(parts[0], [r for r in parts[1] if r.value != 0], operator.truediv, keys)
     else:
         combined = parts[0]
         for part in parts[1:]:
-            combined = _or(combined, part, key)
+            combined = _or(combined, part, keys)
     numerator, denominator = source.factor.numerator, source.factor.denominator
-    # apply_factor's steps, inline: multiply, then divide, each only when it is not by one
+    # apply_factor's steps, inline and in one pass: multiply, then divide, each only when it is not by one
+    if numerator != 1 and denominator != 1:
+        return [Sample(r.labels, r.value * numerator / denominator) for r in combined]
     if numerator != 1:
-        combined = [Sample(r.labels, r.value * numerator) for r in combined]
+        return [Sample(r.labels, r.value * numerator) for r in combined]
     if denominator != 1:
-        combined = [Sample(r.labels, r.value / denominator) for r in combined]
+        return [Sample(r.labels, r.value / denominator) for r in combined]
     return combined
 
 
-def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], list[Sample]], labels: Sequence[str]) -> list[Sample]:
-    """The rows :func:`.queries.quantity_query` answers, from ``rows(source, metric)``: that metric's aggregated rows."""
-    key = _key(labels)
-    out = _source_rows(quantity.primary, rows, key)
+def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], list[Sample]], keys: Signatures) -> list[Sample]:
+    """The rows :func:`.queries.quantity_query` answers, from ``rows(source, metric)``: that metric's aggregated rows,
+    matched on the tile labels (``keys``, shared by every quantity of a refresh)."""
+    out = _source_rows(quantity.primary, rows, keys)
     for number, fallback in enumerate(quantity.fallbacks, 1):
-        tag = str(number)
-        # label_replace adds the label where Prometheus keeps every label set: sorted by name
-        extra = [Sample(dict(sorted({**r.labels, FALLBACK_LABEL: tag}.items())), r.value)
-                 for r in _source_rows(fallback, rows, key)]
-        out = _or(out, extra, key)
+        out = _or(out, _source_rows(fallback, rows, keys), keys, str(number))
     return out
 
 
-def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], list[Sample]]) -> list[Sample]:
-    """What :func:`.queries.sentinel_query` answers, from ``raw(matchers, aggregation, metric)``: each metric's aggregated rows."""
+def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], list[Sample]],
+                  rows: Callable[[tuple[str, ...], str, str], list[Sample]]) -> list[Sample]:
+    """What :func:`.queries.sentinel_query` answers, from ``raw(matchers, aggregation, metric)``, each metric's aggregated
+    rows, and ``rows(...)``, those of them that are readings (:meth:`.plan.DevicePlan.readings`): only the others can be
+    sentinels."""
     out: list[Sample] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for metric, matchers, aggregation in plan.sentinel_selections():
-        for row in raw(matchers, aggregation, metric):
-            if plan.sentinel_reason(metric, row.value) is None:
+        found, readings = raw(matchers, aggregation, metric), rows(matchers, aggregation, metric)
+        if len(readings) == len(found):
+            continue
+        kept = set(map(id, readings))
+        for row in found:
+            if id(row) in kept or plan.sentinel_reason(metric, row.value) is None:
                 continue
             labels = dict(sorted({**row.labels, SENTINEL_LABEL: metric}.items()))
             key = tuple(labels.items())
@@ -237,20 +272,28 @@ def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], l
 def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, list[Sample]]:
     """Every part of the refresh (:func:`.queries.refresh_parts`' names and order) from the taken-apart answer."""
     index = {(s.matchers, s.aggregation): i for i, s in enumerate(query.selections)}
+    found: dict[tuple[tuple[str, ...], str, str], list[Sample]] = {}
 
     def raw(matchers: tuple[str, ...], aggregation: str, metric: str) -> list[Sample]:
         return answer.metrics[index[(matchers, aggregation)]].get(metric, [])
 
+    def readings(matchers: tuple[str, ...], aggregation: str, metric: str) -> list[Sample]:
+        """``metric``'s rows without sentinels (as queries.without_sentinels), worked out once per selection:
+        quantities and fallbacks read the same metrics (a memory total is used + free + reserved)."""
+        key = (matchers, aggregation, metric)
+        rows = found.get(key)
+        if rows is None:
+            rows = found[key] = plan.readings(metric, raw(*key))
+        return rows
+
     def rows(source: SourcePlan, metric: str) -> list[Sample]:
-        found = raw(source.matchers, source.aggregation, metric)
-        if not plan.sentinel_rules(metric):
-            return found
-        return [r for r in found if plan.is_reading(metric, r.value)]  # as queries.without_sentinels
+        return readings(source.matchers, source.aggregation, metric)
 
     out = {"inventory": answer.inventory}
-    out.update({q.quantity.key: quantity_rows(q, rows, query.labels) for q in plan.quantities})
+    keys = Signatures(query.labels)
+    out.update({q.quantity.key: quantity_rows(q, rows, keys) for q in plan.quantities})
     if plan.sentinel_selections():
-        out["sentinels"] = sentinel_rows(plan, raw)
+        out["sentinels"] = sentinel_rows(plan, raw, readings)
     if query.targets:
         out["targets"] = answer.targets
     return out

@@ -160,8 +160,23 @@ def _records(plan: DevicePlan) -> list[dict[str, Any]]:
     return rules
 
 
+#: :func:`rules_digest` per plan, keyed by the plan's whole content (its repr): rendering the rules takes milliseconds,
+#: and a refresh that reads recorded series checks every hardware's digest
+_DIGESTS: dict[str, str] = {}
+
+
 def rules_digest(plan: DevicePlan) -> str:
     """A digest of every recording rule of the hardware but the inventory's own label: what its series were made by."""
+    key = repr(plan)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        if len(_DIGESTS) >= 64:
+            _DIGESTS.clear()
+        digest = _DIGESTS[key] = _digest(plan)
+    return digest
+
+
+def _digest(plan: DevicePlan) -> str:
     inventory = {"record": INVENTORY_RECORD, "expr": inventory_query(plan)}
     text = json.dumps([*_records(plan), inventory], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -142,10 +142,10 @@ def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterO
         warnings.extend(derive(chosen.provider, chosen.profile, assembled.devices))
     shown = [d for d in assembled.devices if wanted is None or d.node == wanted]
     warnings.extend(fallback_warnings(chosen.plan, shown))
-    for d in shown:  # each device's health worked out once
-        health = d.health()
-        if health["status"] == "problem":
-            warnings.append(f"{d.hardware} {d.name}: health: {'; '.join(health['problems'])}")
+    for d in shown:  # each device's health flags read once
+        problems = d.problems()
+        if problems:
+            warnings.append(f"{d.hardware} {d.name}: health: {'; '.join(problems)}")
     return _Read(pods, warnings, shown)
 
 
@@ -178,9 +178,14 @@ def refresh_plan(selection: Sequence[Selected]) -> dict[str, dict[str, str]]:
 
     That hardware is the one reading the fewest metrics (the first of those): its answer tends to
     come first, and every other hardware's assembly waits for the targets."""
-    readers = [s for s in selection if "pod" in s.plan.labels]
-    carrier = min(readers, key=lambda s: len(s.plan.metric_selectors())).profile.id if readers else None
+    carrier = targets_carrier(selection)
     return {s.profile.id: refresh_parts(s.plan, targets=s.profile.id == carrier) for s in selection}
+
+
+def targets_carrier(selection: Sequence[Selected]) -> str | None:
+    """The hardware whose refresh carries the scrape targets' query (:func:`refresh_plan`), or None."""
+    readers = [s for s in selection if "pod" in s.plan.labels]
+    return min(readers, key=lambda s: len(s.plan.metric_selectors())).profile.id if readers else None
 
 
 async def read_devices(
@@ -217,19 +222,18 @@ async def _read_devices(client: PrometheusClient, selection: Sequence[Selected],
     Prometheus still evaluates the others' queries, so little of Lens' work waits for the last answer."""
     before = client.queries_sent
     found, stale = await read_recorded(client, [s.plan for s in selection], at) if recorded else ({}, [])
-    raw = [s for s in selection if s.profile.id not in found]
-    parts = refresh_plan(raw)
+    carrier = targets_carrier([s for s in selection if s.profile.id not in found])
     wanted = _wanted(cluster, node)
     targets: asyncio.Future[list[Sample]] = asyncio.get_running_loop().create_future()
-    if not any("targets" in named for named in parts.values()):
+    if carrier is None:
         targets.set_result([])
 
     async def read(chosen: Selected) -> _Read:
-        named = parts[chosen.profile.id]
+        with_targets = chosen.profile.id == carrier
         if combined and combinable(chosen.plan):
-            rows = await read_refresh(client, chosen.plan, at, targets="targets" in named)
+            rows = await read_refresh(client, chosen.plan, at, targets=with_targets)
         else:
-            rows = await query_each(client, named, at)
+            rows = await query_each(client, refresh_parts(chosen.plan, targets=with_targets), at)
         if "targets" in rows:
             targets.set_result(rows.pop("targets"))
         return _hardware(chosen, rows, cluster, mode, wanted, await targets)
