@@ -8,6 +8,7 @@ the other.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -233,9 +234,6 @@ class Registry:
             call_guarded,
             timeout_from_env,
         )
-        from llm_d_lens.hardware.provider_host import RemoteProvider
-        from llm_d_lens.hardware.providers.base import HARDWARE_HOOKS
-
         def load() -> Any:
             target = ref.entry_point.load()
             return target() if isinstance(target, type) else target
@@ -243,6 +241,9 @@ class Registry:
         try:
             if ref.own:
                 return call_guarded(load, timeout=timeout_from_env())
+            from llm_d_lens.hardware.provider_host import RemoteProvider  # a worker's process machinery: only for one
+            from llm_d_lens.hardware.providers.base import HARDWARE_HOOKS
+
             provider = RemoteProvider.build(ref.entry_point, HARDWARE_HOOKS, timeout=timeout_from_env())
         except GuardedFailure as exc:  # a provider may do anything on import; report it, named
             failure = self._provider_failed(ref, str(exc))
@@ -273,7 +274,6 @@ class Registry:
         status of the one that serves: it is listed under ``refused``.
         """
         from llm_d_lens.hardware.discovery import PROVIDERS_GROUP
-        from llm_d_lens.hardware.provider_host import provider_name
         from llm_d_lens.hardware.providers.base import ProfileProvider
 
         profile = self.get(profile_id)
@@ -289,8 +289,11 @@ class Registry:
         if failed is not None:
             status, name, source = "failed", None, str(origin) if origin else failed.distribution
         elif origin is not None:
-            status = "serving" if loaded is not None else "not-loaded"
-            name, source = (provider_name(loaded) if loaded is not None else None), str(origin)
+            status, name, source = "not-loaded", None, str(origin)
+            if loaded is not None:
+                # a provider in a worker exists only once its host module is imported: else it is Lens's own, here
+                host = sys.modules.get("llm_d_lens.hardware.provider_host")
+                status, name = "serving", host.provider_name(loaded) if host is not None else type(loaded).__name__
         elif loaded is not None and type(loaded) is not ProfileProvider:
             status, name, source = "serving", type(loaded).__name__, "registered in code (register_provider)"
         else:
