@@ -29,7 +29,10 @@ def test_the_benchmark_prints_visibility_burst_collector_and_to_dict_figures_wit
                            r"\(goal <= 1\.2\)", lines[6])
     floor = re.fullmatch(rf"to_dict floor \(a bare loop making the same dicts and lists\) per node: {NUMBER} us at "
                          rf"10 nodes, {NUMBER} us at 40; ratio {NUMBER}; to_dict's ratio over the floor's {NUMBER}", lines[7])
-    assert base and visible and burst and collector and to_dict and floor, lines
+    after = re.fullmatch(rf"memory: resident {NUMBER} MiB after the burst, ([+-]\d+) MiB since the lists", lines[8])
+    assert base and visible and burst and collector and to_dict and floor and after, lines
+    listed = re.search(rf"resident {NUMBER} MiB", lines[1])
+    assert listed and abs(float(after[1]) - float(listed[1]) - int(after[2])) <= 1
     assert float(visible[1]) <= float(visible[2])
     assert int(burst[1]) > 0 and int(burst[5]) > 0
     assert float(collector[1]) <= float(collector[3]) + 0.05 and float(collector[4]) >= 0.5

@@ -17,6 +17,8 @@ It prints, in one run:
   ``--repeat`` events; goal <= 50 ms, 10 ms);
 * **burst**: answers made while ``--rate`` events a second arrive for ``--seconds``, median against
   the answer without events (goal <= 1.2);
+* **memory after**: the resident memory once the burst is over, against after the lists (what
+  freezing kept objects after every so many changes leaves behind, over ``--seconds``);
 * **collector**: the longest cyclic-collector pause from the first list to the end of the burst,
   timed with ``gc.callbacks`` (goal <= 50 ms), and how long that was (``--seconds`` sets most of
   it: the issue's 10 minutes is a flag away);
@@ -198,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         print(f"cluster: {args.nodes} nodes, {pod_count} pods")
         kept = ", ".join(f"{len(kind.objects)} {name}" for name, kind in watch.kinds.items())
-        print(f"memory: resident {resident_mib():.0f} MiB after the lists and the first count (kept: {kept})")
+        listed = resident_mib()
+        print(f"memory: resident {listed:.0f} MiB after the lists and the first count (kept: {kept})")
 
         quiet = []
         for _ in range(max(args.repeat, QUIET_ANSWERS)):  # paced as the burst's answers are: only the events differ
@@ -248,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             watch.stop()
     run_took = time.perf_counter() - run_started
+    gc.collect()  # outside the timed pauses: whatever a collection would free is not counted as kept
+    after = resident_mib()
 
     print(f"overview, no event: {base * 1000:.1f} ms")
     print(f"event visible in the next answer after {statistics.median(visible) * 1000:.1f} ms median, "
@@ -262,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"to_dict floor (a bare loop making the same dicts and lists) per node: {small_floor * 1e6:.2f} us at "
           f"{args.small} nodes, {large_floor * 1e6:.2f} us at {args.nodes}; ratio {large_floor / small_floor:.2f}; "
           f"to_dict's ratio over the floor's {large / small / (large_floor / small_floor):.2f}")
+    print(f"memory: resident {after:.0f} MiB after the burst, {after - listed:+.0f} MiB since the lists")
     return 0
 
 
