@@ -11,16 +11,22 @@ It prints, in one run:
 * **memory**: the process' resident memory once the watch has listed every kind and counted them
   (the generator's own objects freed), and what the watch keeps per kind;
 * **latency**: the overview as ``GET /api/v1/clusters/{name}/overview`` answers a live cluster
-  (``serving/api._encoded_live``), median of ``--repeat`` answers with no event;
+  (``serving/api._encoded_live``), median of 50 answers (or ``--repeat``) with no event, 10 ms apart
+  as the burst's are;
 * **visible**: how long after an event arrives the next answer includes it (median and worst of
   ``--repeat`` events; goal <= 50 ms, 10 ms);
 * **burst**: answers made while ``--rate`` events a second arrive for ``--seconds``, median against
   the answer without events (goal <= 1.2);
+* **memory after**: the resident memory once the burst is over, against after the lists (what
+  freezing kept objects after every so many changes leaves behind, over ``--seconds``);
 * **collector**: the longest cyclic-collector pause from the first list to the end of the burst,
   timed with ``gc.callbacks`` (goal <= 50 ms), and how long that was (``--seconds`` sets most of
   it: the issue's 10 minutes is a flag away);
 * **to_dict**: ``Overview.to_dict`` per node at ``--small`` nodes and at ``--nodes``, the fastest of
-  ``--repeat`` (goal <= 1.2).
+  ``--repeat`` (goal <= 1.2), and the same for its floor measured alongside: a bare loop making the
+  same document's dicts and lists again. Both make the same number of containers per node at both
+  sizes; the floor's growth is what the memory a bigger document spans costs on this machine, and
+  to_dict's ratio over the floor's is what is left for Lens' code.
 
     python bench/watch.py                          # 5,000 nodes, a 10 s burst
     python bench/watch.py --nodes 50 --pods-per-node 2 --repeat 3 --seconds 1 --small 10
@@ -46,6 +52,7 @@ import inventory as synthetic  # noqa: E402  (bench/inventory.py: the synthetic 
 
 from llm_d_lens.cluster.catalog import Catalog  # noqa: E402
 from llm_d_lens.cluster.objects import ClusterObjects, Document  # noqa: E402
+from llm_d_lens.cluster.snapshot import gc_paused  # noqa: E402
 from llm_d_lens.cluster.source import ClusterSource  # noqa: E402
 from llm_d_lens.cluster.state import InventoryState  # noqa: E402
 from llm_d_lens.serving.api import _encoded_live  # noqa: E402
@@ -54,6 +61,10 @@ from llm_d_lens.serving.watched import WatchedCluster  # noqa: E402
 from llm_d_lens.testing.fake_runner import FakeRunner  # noqa: E402
 
 MIB = 1024 * 1024
+#: the pause between two answers, with events and without (answers asked back to back find the last
+#: answer's megabytes still in the processor's cache, which answers between events never do)
+PACE = 0.01
+QUIET_ANSWERS = 50
 SOURCE = ClusterSource(context="bench")
 
 
@@ -122,8 +133,22 @@ def deliver(watch: WatchedCluster, line: str) -> None:
     kind.apply(kind._event(line, []))
 
 
-def to_dict_per_node(nodes: int, pods_per_node: int, repeat: int) -> float:
-    """Seconds per node of ``Overview.to_dict`` on a cluster of that size (its overview counted by a state)."""
+def rebuilt(value: Any) -> Any:
+    """The floor's bare loop: the same dicts and lists made again from a finished document, values shared."""
+    if type(value) is dict:
+        return {key: rebuilt(item) for key, item in value.items()}
+    if type(value) is list:
+        return [rebuilt(item) for item in value]
+    return value
+
+
+def to_dict_per_node(nodes: int, pods_per_node: int, repeat: int) -> tuple[float, float]:
+    """Seconds per node of ``Overview.to_dict`` on a cluster of that size (its overview counted by a state),
+    and of the floor: a bare loop making the same document's dicts and lists again (:func:`rebuilt`).
+
+    Both make as many containers per node at either size (and to_dict makes as many calls): what
+    grows between the sizes in both is the memory a bigger document spans, not work per node.
+    """
     items = list(synthetic.items(nodes, pods_per_node))
     objects = ClusterObjects.from_documents([Document("bench", {"kind": "List", "items": items})])
     del items
@@ -131,13 +156,19 @@ def to_dict_per_node(nodes: int, pods_per_node: int, repeat: int) -> float:
     del objects
     gc.collect()
     gc.freeze()
-    samples = []
+    document = overview.to_dict()
+    samples, floor = [], []
     for _ in range(repeat):
         started = time.perf_counter()
         overview.to_dict()
         samples.append(time.perf_counter() - started)
+        with gc_paused():  # as to_dict runs
+            started = time.perf_counter()
+            rebuilt(document)
+            floor.append(time.perf_counter() - started)
     gc.unfreeze()
-    return min(samples) / nodes  # the least disturbed run: on a shared machine the median moves with the load
+    # the least disturbed run: on a shared machine the median moves with the load
+    return min(samples) / nodes, min(floor) / nodes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=500, help="the small size to_dict is compared at")
     args = parser.parse_args(argv)
     Catalog()  # profile discovery happens once per process, outside the measurements
-    small = to_dict_per_node(args.small, args.pods_per_node, args.repeat)
-    large = to_dict_per_node(args.nodes, args.pods_per_node, args.repeat)
+    (small, small_floor), (large, large_floor) = (to_dict_per_node(size, args.pods_per_node, args.repeat)
+                                                  for size in (args.small, args.nodes))
     items = list(synthetic.items(args.nodes, args.pods_per_node))
     pods = [item for item in items if item["kind"] == "Pod"]
     pod_count, pods = len(pods), pods[::max(1, len(pods) // 2000)]  # events change these; the rest is freed
@@ -169,13 +200,15 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         print(f"cluster: {args.nodes} nodes, {pod_count} pods")
         kept = ", ".join(f"{len(kind.objects)} {name}" for name, kind in watch.kinds.items())
-        print(f"memory: resident {resident_mib():.0f} MiB after the lists and the first count (kept: {kept})")
+        listed = resident_mib()
+        print(f"memory: resident {listed:.0f} MiB after the lists and the first count (kept: {kept})")
 
         quiet = []
-        for _ in range(args.repeat):
+        for _ in range(max(args.repeat, QUIET_ANSWERS)):  # paced as the burst's answers are: only the events differ
             started = time.perf_counter()
             answer(watch)
             quiet.append(time.perf_counter() - started)
+            time.sleep(PACE)
         base = statistics.median(quiet)
 
         watch.start_builder()
@@ -211,13 +244,15 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 answer(watch)
                 during.append(time.perf_counter() - started)
-                time.sleep(0.01)
+                time.sleep(PACE)
             stop.set()
             sender.join()
             burst_took = time.perf_counter() - burst_started
         finally:
             watch.stop()
     run_took = time.perf_counter() - run_started
+    gc.collect()  # outside the timed pauses: whatever a collection would free is not counted as kept
+    after = resident_mib()
 
     print(f"overview, no event: {base * 1000:.1f} ms")
     print(f"event visible in the next answer after {statistics.median(visible) * 1000:.1f} ms median, "
@@ -229,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({pauses.total * 1000:.1f} ms in all) over a {run_took:.1f} s run (goal <= 50 ms)")
     print(f"to_dict per node: {small * 1e6:.2f} us at {args.small} nodes, {large * 1e6:.2f} us at {args.nodes}; "
           f"ratio {large / small:.2f} (goal <= 1.2)")
+    print(f"to_dict floor (a bare loop making the same dicts and lists) per node: {small_floor * 1e6:.2f} us at "
+          f"{args.small} nodes, {large_floor * 1e6:.2f} us at {args.nodes}; ratio {large_floor / small_floor:.2f}; "
+          f"to_dict's ratio over the floor's {large / small / (large_floor / small_floor):.2f}")
+    print(f"memory: resident {after:.0f} MiB after the burst, {after - listed:+.0f} MiB since the lists")
     return 0
 
 

@@ -284,6 +284,10 @@ class Overview:
     network: list[NetworkBucket] = field(default_factory=list)
     #: node counts kept as nodes come and go (``cluster/state.py``): nodes, ready, not_ready, cordoned, accelerator
     node_totals: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    #: each node's ``NodeRecord.json()`` and ``digest()`` in ``nodes``' order, when the state keeps them
+    #: (``InventoryState.keep_encoded``); None: ask the records
+    node_json: list[bytes] | None = field(default=None, repr=False, compare=False)
+    node_digests: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def total_gpu_count(self) -> int:

@@ -11,6 +11,7 @@ every step, the state's overview with :func:`build_inventory` of the objects as 
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.inventory import build_inventory
+from llm_d_lens.cluster.model import dumps
 from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.cluster.state import CLAIM, CLASS, NODE, POD, SLICE, InventoryState, key_of
 from llm_d_lens.testing.cluster import attributes, claim, device, device_class, node, pod, resource_slice
@@ -97,7 +99,9 @@ def test_objects_applied_one_by_one_give_the_overview_of_one_read_of_the_final_o
     catalog = Catalog()
     state = InventoryState(catalog, {"kind": "test"}, dra_api=True)
     truth: dict[str, dict[Any, Obj]] = {kind: {} for kind in ATTRS}
-    for action, kind, what in steps:
+    for step, (action, kind, what) in enumerate(steps):
+        if step == len(steps) // 2:
+            state.keep_encoded()  # a server starts keeping the records' bytes when an answer asks for nodes
         if action == "put":
             item = copy.deepcopy(what)
             key = key_of(item)
@@ -109,7 +113,13 @@ def test_objects_applied_one_by_one_give_the_overview_of_one_read_of_the_final_o
         else:
             namespace = "llm" if kind in (POD, CLAIM) else ""
             assert state.remove(kind, (namespace, what)) == (truth[kind].pop((namespace, what), None) is not None)
-        assert state.overview().to_dict() == rebuilt(truth, catalog), (action, kind, what)
+        found = state.overview()
+        assert found.to_dict() == rebuilt(truth, catalog), (action, kind, what)
+        if step >= len(steps) // 2:  # the kept bytes are the records', in the records' order, none stale
+            assert found.node_json == [dumps(record.to_dict()) for record in found.nodes]
+            assert found.node_digests == [hashlib.blake2b(part, digest_size=8).digest() for part in found.node_json]
+        else:
+            assert found.node_json is None and found.node_digests is None
 
 
 def test_a_state_keeps_parts_not_objects_and_counts_again_only_what_changed() -> None:

@@ -19,11 +19,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.cluster.model import Overview, dumps
+from llm_d_lens.cluster.model import NodeRecord, Overview, dumps
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT_PATH, ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
 from llm_d_lens.runner import Runner
@@ -87,8 +88,10 @@ class Inventory:
                 if not records:
                     parts.append(b'"nodes":[]')
                     continue
-                parts.append(b'"nodes":[' + records[0].json())  # one join below: the megabytes are copied once
-                parts.extend(record.json() for record in records[1:])
+                kept = overview.node_json  # the records' JSON in order, when the state keeps it
+                parts.append(b'"nodes":[' + (kept[0] if kept is not None else records[0].json()))
+                # one join below: the megabytes are copied once
+                parts.extend(islice(kept, 1, None) if kept is not None else map(NodeRecord.json, records[1:]))
                 parts[-1] += b"]"
         if freshness is not None:
             parts.append(b'"freshness":' + dumps(freshness))

@@ -182,13 +182,22 @@ def test_the_body_from_each_nodes_encoded_part_is_byte_for_byte_the_encoded_docu
     for name in ("b-node", "a-node", "c-nöde"):
         state.put("Node", node(name, labels={"nvidia.com/gpu.present": "true"}, resources={"nvidia.com/gpu": "8"}))
     state.put("Pod", pod("p", "a-node", limits={"nvidia.com/gpu": 3}))
-    found = cache.Inventory(state.overview(), 12.5)
     head = {"cluster": {"name": "prod"}, "read_at": 12.5}
-    for nodes in (True, False):
-        assert found.body(nodes) == encode(found.document(nodes)).body
-        assert found.body(nodes, head, {"mode": "watch"}) == encode({**head, **found.document(nodes, {"mode": "watch"})}).body
-    empty = cache.Inventory(InventoryState(Catalog()).overview(), 1.0)
-    assert empty.body(True) == encode(empty.document(True)).body
+    for kept in (False, True):  # each record asked for its bytes, then the state's kept list of them
+        if kept:
+            state.keep_encoded()
+            state.put("Pod", pod("q", "c-nöde", limits={"nvidia.com/gpu": 1}))
+        found = cache.Inventory(state.overview(), 12.5)
+        assert (found.overview.node_json is not None) == kept
+        for nodes in (True, False):
+            assert found.body(nodes) == encode(found.document(nodes)).body
+            assert found.body(nodes, head, {"mode": "watch"}) == encode({**head, **found.document(nodes, {"mode": "watch"})}).body
+    for kept in (False, True):
+        bare = InventoryState(Catalog())
+        if kept:
+            bare.keep_encoded()
+        empty = cache.Inventory(bare.overview(), 1.0)
+        assert empty.body(True) == encode(empty.document(True)).body
 
 
 def test_a_watch_freezes_what_it_keeps_once_enough_changed(monkeypatch: pytest.MonkeyPatch) -> None:

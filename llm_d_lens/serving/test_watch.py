@@ -33,6 +33,7 @@ from llm_d_lens.serving import watch as watch_module
 from llm_d_lens.serving.watch import DRA_DISCOVERY, KINDS, RUNNING_PODS, WatchGone
 from llm_d_lens.serving.watched import WatchedCluster, WatchNotSynced, freshness
 from llm_d_lens.testing.fake_runner import FakeRunner
+from llm_d_lens.web.conditional import encode
 
 Obj = dict[str, Any]
 GPU = {"nvidia.com/gpu": "8"}
@@ -421,14 +422,15 @@ def test_with_the_builder_running_a_request_never_builds_and_says_what_it_is_beh
     builds: list[int] = []
     original = watch._build
 
-    def counted() -> Any:
+    def counted(**how: Any) -> Any:
         builds.append(threading.get_ident())
-        return original()
+        return original(**how)
 
     watch._build = counted  # type: ignore[method-assign]
     watch.start()
     try:
         first = watch.inventory()
+        first.encoded(True)  # its nodes were asked for: the builder encodes the next answer before publishing it
         go.set()
         assert applied.wait(5)
         time.sleep(0.02)  # the event is applied just after the line is read
@@ -442,6 +444,9 @@ def test_with_the_builder_running_a_request_never_builds_and_says_what_it_is_beh
                 break
             time.sleep(0.02)
         assert caught_up is not first and caught_up.overview.to_dict() == cluster.fresh()
+        ready = caught_up._encoded.get(True)  # published with its bytes, from the state's kept parts
+        assert ready is not None and caught_up.overview.node_json is not None
+        assert ready.body == encode(caught_up.document(True)).body
         assert freshness(SOURCE, caught_up)["changes_pending"] == 0
         requester = threading.get_ident()
         assert builds.count(requester) <= 1, "a request built after the first answer"

@@ -11,15 +11,17 @@ Every list and event is applied to the cluster's one
 :class:`~llm_d_lens.cluster.state.InventoryState` as it arrives: a pod or a node is kept as its part
 (the objects themselves are not), and an event touches only its node's contribution (see
 ``cluster/state.py``), so counting again after an event costs milliseconds, not a second. A
-builder thread counts after changes, coalescing those of :data:`SETTLE_SECONDS`, and (for a
-cluster whose answer is being asked for) encodes the next answer's bytes from each node's kept
-part; a request answers the latest count at once. Its
+builder thread counts after changes: at once after a quiet spell, else once it has rested as long
+as its last build took (what arrives meanwhile is counted together), and (for a cluster whose
+answer is being asked for) encodes the next answer's bytes from each node's kept part before it
+publishes the count; a request answers the latest published count at once. Its
 freshness says how many changes it is behind (``changes_pending``) and when it was counted.
 Without the builder (a watch driven by hand, in tests and the benchmark)
 :meth:`WatchedCluster.inventory` counts on demand instead, once per change. After a count with
-:data:`FREEZE_AFTER` changes behind it (the first lists, then every so many events) what is
-kept is moved out of the cyclic collector's way (:func:`gc.freeze`), so no collection walks a
-big cluster's objects (:func:`_settle_collector`).
+:data:`FREEZE_AFTER` changes behind it (the first lists, then every so many events), or one that
+made :data:`FREEZE_YOUNG` containers, what is kept is moved out of the cyclic collector's way
+(:func:`gc.freeze`) before the count's collector pause ends, so no collection walks a big
+cluster's objects (:func:`_settle_collector`).
 
 Every answer says how fresh it is (:func:`freshness`): a watched cluster is ``watching`` (current
 now), ``syncing`` (its first lists are under way) or ``broken`` (the last known state, and since
@@ -48,6 +50,7 @@ from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.clusters import Cluster
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.fleet import read_freshness
+from llm_d_lens.cluster.model import NodeRecord
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.cluster.state import InventoryState
 from llm_d_lens.errors import LensError
@@ -68,12 +71,15 @@ WATCH_ENV = "LENS_CLUSTER_WATCH"
 FIRST_SYNC_SECONDS = 30.0
 #: how long stopping waits for each kind's thread
 JOIN_SECONDS = 5.0
-#: changes arriving within this long of each other are counted into one inventory
-SETTLE_SECONDS = 0.01
+#: the least rest between two counts (the builder rests as long as its last build took, and at least this);
+#: changes arriving within it are counted together
+SETTLE_SECONDS = 0.002
 #: unreadable DRA objects one count drops before their error is the answer
 MAX_DROPPED = 100
 #: objects applied since the collector last froze what is kept, before it freezes again
 FREEZE_AFTER = 1000
+#: containers made since the last collection (during a count's collector pause) that are frozen at once
+FREEZE_YOUNG = 100_000
 
 
 class WatchNotSynced(LensError):
@@ -104,7 +110,8 @@ class WatchedInventory(Inventory):
         body = self.body(nodes, None, freshness)
         tag = hashlib.blake2b(self.body(False, None, freshness), digest_size=8)
         if nodes:
-            tag.update(b"".join([record.digest() for record in self.overview.nodes]))
+            kept = self.overview.node_digests
+            tag.update(b"".join(kept if kept is not None else map(NodeRecord.digest, self.overview.nodes)))
         return Encoded(body, f'"{tag.hexdigest()}"')
 
 
@@ -126,6 +133,7 @@ class WatchedCluster:
         self._built: WatchedInventory | None = None
         self._failed: tuple[int, LensError] | None = None  # the generation whose build failed, and why
         self._build_lock = threading.Lock()
+        self._next_count = 0.0  # time.monotonic() before which the builder does not count again (its pace)
         self._dirty = threading.Event()
         self._builder: threading.Thread | None = None
         self._dra_version: str | None = None
@@ -216,12 +224,16 @@ class WatchedCluster:
     def _building(self) -> bool:
         return self._builder is not None and self._builder.is_alive()
 
-    def _build(self) -> WatchedInventory:
+    def _build(self, ahead: bool = False) -> WatchedInventory:
+        """Count what changed and make that the answer; with ``ahead``, its nodes' bytes are encoded
+        first (outside the lock: events keep arriving meanwhile), so no request waits for them."""
         with self._build_lock:  # one build at a time: concurrent requests after a change share it
             with self.lock:
                 built, generation = self._built, self.generation
                 if built is not None and built.generation == generation:
                     return built
+                if ahead:  # the nodes are asked for: the state keeps their bytes in order from now on
+                    self.state.keep_encoded()
                 drops = 0
                 while True:
                     try:
@@ -236,9 +248,12 @@ class WatchedCluster:
                     except LensError as exc:  # the answer is that error
                         self._failed = (self.generation, exc)
                         raise
+            if ahead:
+                found.encoded(True)
+            with self.lock:
                 if self._built is None or self._built.generation < found.generation:
                     self._built, self._failed = found, None
-            _settle_collector(self.state)
+                self._next_count = time.monotonic() + SETTLE_SECONDS
             return found
 
     def _drop(self, exc: ObjectInvalid) -> bool:
@@ -253,19 +268,27 @@ class WatchedCluster:
         return False
 
     def _build_loop(self) -> None:
-        """The builder: after each burst of changes, one build, so requests never wait for one."""
+        """The builder: a build after each change, so requests never wait for one.
+
+        An event after a quiet spell is counted at once (no settling delay: the next answer has it
+        within milliseconds). After a build the builder rests as long as that build took, and at
+        least :data:`SETTLE_SECONDS`; what arrives meanwhile is counted together, so a burst or a
+        re-list keeps the builder busy half the time at most and requests get the interpreter.
+        """
         while not self.stopped.is_set():
             self._dirty.wait()
-            if self.stopped.wait(SETTLE_SECONDS):
+            if self.stopped.wait(max(0.0, self._next_count - time.monotonic())):
                 return
             self._dirty.clear()
             if not self.synced:
                 continue
             try:
+                started = time.monotonic()
                 before = self._built
-                found = self._build()
-                if before is not None and before is not found and True in before._encoded:
-                    found.encoded(True)  # its answer was asked for: the next one's bytes ready before it is
+                # an answer that was asked for gets the next one's bytes ready before it is published
+                self._build(ahead=before is not None and True in before._encoded)
+                ended = time.monotonic()
+                self._next_count = ended + max(SETTLE_SECONDS, ended - started)
             except LensError:
                 pass  # kept in _failed: the next request answers it
             except Exception:  # a bug must not end the builder: log it, answer on demand instead
@@ -328,7 +351,10 @@ def _count(watch: WatchedCluster) -> Any:
     dra = [w for w in watch.kinds.values() if w.kind.dra]
     watch.state.dra_api = any(w.state != "absent" for w in dra) if dra else None
     with gc_paused():  # as service.inspect does: counting makes many short-lived containers
-        return watch.state.overview()
+        found = watch.state.overview()
+        # before the pause ends: the first allocation after it would walk every container the count made
+        _settle_collector(watch.state)
+        return found
 
 
 def _settle_collector(state: InventoryState) -> None:
@@ -338,11 +364,15 @@ def _settle_collector(state: InventoryState) -> None:
     counting, frozen or not), so :func:`gc.freeze` moves them to the permanent generation: a full
     collection then walks only what was made since, never the millions of objects of a big cluster
     (a 2,000-node cluster paused the server for seconds). The first count after the lists freezes
-    them; after that, every :data:`FREEZE_AFTER` changes.
+    them; after that, every :data:`FREEZE_AFTER` changes, or a count that made more than
+    :data:`FREEZE_YOUNG` containers (a DRA change counting every node again). It runs before the
+    count's collector pause ends: the collector does not run while paused but still counts what is
+    made, so the first allocation after the pause would walk all of it (a 5,000-node first count's
+    records took 113 ms).
     """
     import gc
 
-    if state.changes >= FREEZE_AFTER:
+    if state.changes >= FREEZE_AFTER or gc.get_count()[0] >= FREEZE_YOUNG:
         state.settled()
         gc.freeze()
 
