@@ -1,7 +1,9 @@
 """The cluster overview: per-hardware buckets, per-node detail, what no profile claims.
 
-Plain dataclasses with a ``to_dict`` in snake_case like every Lens document; building thousands of node
-records must stay cheap, and the output shape is documented in ``docs/cluster.md``.
+Plain records with a ``to_dict`` in snake_case like every Lens document; building thousands of node
+records must stay cheap, and the output shape is documented in ``docs/cluster.md``. They are msgspec
+Structs (cheaper to define and to make than dataclasses), except the two that keep encoded bytes
+beside their fields: those stay dataclasses, whose equality can leave such a field out.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
 GIB = 2**30
 
 
@@ -18,14 +22,13 @@ def _number(value: Decimal) -> int | str:
     return int(value) if value == value.to_integral_value() else str(value.normalize())
 
 
-@dataclass
-class Vram:
+class Vram(msgspec.Struct):
     """Device memory of a set of devices; each figure says where it was read."""
 
     total_bytes: int = 0
     devices_known: int = 0
     devices_unknown: int = 0
-    sources: set[str] = field(default_factory=set)
+    sources: set[str] = msgspec.field(default_factory=set)
 
     def add(self, amount: int, devices: int, source: str) -> None:
         self.total_bytes += amount
@@ -48,8 +51,7 @@ class Vram:
         }
 
 
-@dataclass
-class Channel:
+class Channel(msgspec.Struct):
     """One way devices are advertised on a node: an extended resource, or a DRA driver's devices."""
 
     name: str
@@ -64,8 +66,7 @@ class Channel:
                 "allocatable": self.allocatable, "allocated": self.allocated}
 
 
-@dataclass
-class Counts:
+class Counts(msgspec.Struct):
     """Figures summed the same way for a node's hardware and for a whole bucket."""
 
     devices: int = 0
@@ -92,20 +93,18 @@ class Counts:
                 "shares": self.shares}
 
 
-@dataclass
-class Sharing:
+class Sharing(msgspec.Struct):
     """How a node's devices are shared: replicas per physical device and the strategy, as published."""
 
     strategy: str | None = None  # "time-slicing" | "mps" | ... (the node's label), None when not published
     replicas: int = 1
-    resources: list[str] = field(default_factory=list)  # the resources advertising shares
+    resources: list[str] = msgspec.field(default_factory=list)  # the resources advertising shares
 
     def to_dict(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "replicas": self.replicas, "resources": list(self.resources)}
 
 
-@dataclass
-class NodeNetwork:
+class NodeNetwork(msgspec.Struct):
     """One network device profile on one node: NICs counted once, however many names advertise them."""
 
     profile_id: str
@@ -113,8 +112,8 @@ class NodeNetwork:
     nics: int = 0
     handles: int = 0  # schedulable units (a shared device's handles, one per VF or interface otherwise)
     allocated: int = 0
-    via: set[str] = field(default_factory=set)  # "extended-resource" | "dra"
-    resources: list[str] = field(default_factory=list)
+    via: set[str] = msgspec.field(default_factory=set)  # "extended-resource" | "dra"
+    resources: list[str] = msgspec.field(default_factory=list)
     other_devices: int = 0  # DRA devices of the driver that are not NICs of this profile (no RDMA)
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,23 +122,22 @@ class NodeNetwork:
                 "other_devices": self.other_devices}
 
 
-@dataclass
-class NodeHardware:
+class NodeHardware(msgspec.Struct):
     """One profile's hardware on one node."""
 
     profile_id: str
-    counts: Counts = field(default_factory=Counts)
-    vram: Vram = field(default_factory=Vram)
-    products: set[str] = field(default_factory=set)
-    request_models: set[str] = field(default_factory=set)
-    channels: list[Channel] = field(default_factory=list)
-    capacity: dict[str, list[Decimal]] = field(default_factory=dict)  # consumable capacity: [total, consumed]
-    holders: dict[str, int] = field(default_factory=dict)
+    counts: Counts = msgspec.field(default_factory=Counts)
+    vram: Vram = msgspec.field(default_factory=Vram)
+    products: set[str] = msgspec.field(default_factory=set)
+    request_models: set[str] = msgspec.field(default_factory=set)
+    channels: list[Channel] = msgspec.field(default_factory=list)
+    capacity: dict[str, list[Decimal]] = msgspec.field(default_factory=dict)  # consumable capacity: [total, consumed]
+    holders: dict[str, int] = msgspec.field(default_factory=dict)
     present_by_labels: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     sharing: Sharing | None = None
     #: declared quantities (virtual-GPU memory MiB, compute percent): resource -> [capacity, allocatable]
-    fractional: dict[str, list[int]] = field(default_factory=dict)
+    fractional: dict[str, list[int]] = msgspec.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,8 +194,7 @@ class NodeRecord:
                 "notes": list(self.notes)}
 
 
-@dataclass
-class Bucket:
+class Bucket(msgspec.Struct):
     """Everything one hardware profile has in the cluster."""
 
     profile_id: str
@@ -205,18 +202,18 @@ class Bucket:
     vendor: str
     accelerator: bool
     nodes: int = 0
-    counts: Counts = field(default_factory=Counts)
+    counts: Counts = msgspec.field(default_factory=Counts)
     schedulable_nodes: int = 0
-    schedulable: Counts = field(default_factory=Counts)
-    vram: Vram = field(default_factory=Vram)
-    products: set[str] = field(default_factory=set)
-    request_models: set[str] = field(default_factory=set)
-    capacity: dict[str, list[Decimal]] = field(default_factory=dict)
+    schedulable: Counts = msgspec.field(default_factory=Counts)
+    vram: Vram = msgspec.field(default_factory=Vram)
+    products: set[str] = msgspec.field(default_factory=set)
+    request_models: set[str] = msgspec.field(default_factory=set)
+    capacity: dict[str, list[Decimal]] = msgspec.field(default_factory=dict)
     pending_requests: int = 0  # unbound pods and unallocated claims asking for this hardware
     pending_units: int = 0
     nodes_without_devices: int = 0
     shared_nodes: int = 0  # nodes whose devices are shared (time-slicing, MPS)
-    fractional: dict[str, list[int]] = field(default_factory=dict)
+    fractional: dict[str, list[int]] = msgspec.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -239,21 +236,19 @@ class Bucket:
         }
 
 
-@dataclass
-class Unsupported:
+class Unsupported(msgspec.Struct):
     """A resource, DRA driver or device class seen in the cluster that no profile claims."""
 
     kind: str  # "resource" | "dra-driver" | "device-class"
     name: str
-    nodes: set[str] = field(default_factory=set)
+    nodes: set[str] = msgspec.field(default_factory=set)
     quantity: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "nodes": sorted(self.nodes), "quantity": self.quantity}
 
 
-@dataclass
-class NetworkBucket:
+class NetworkBucket(msgspec.Struct):
     """Everything one network device profile has in the cluster."""
 
     profile_id: str
@@ -264,7 +259,7 @@ class NetworkBucket:
     nics: int = 0
     handles: int = 0
     allocated: int = 0
-    via: set[str] = field(default_factory=set)
+    via: set[str] = msgspec.field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile_id": self.profile_id, "display_name": self.display_name, "pairing": self.pairing,
