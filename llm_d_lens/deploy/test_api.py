@@ -151,3 +151,21 @@ def test_the_engine_fields_size_the_engine_and_the_pod_or_are_refused_with_their
     assert unknown.status_code == 422 and "no model-server container whose engine Lens knows" in unknown.json()["detail"]
     typed = client.post("/api/v1/deploy/render", json={"guide": "demo", "hardware": "nvidia", "tensor_parallel": "2"})
     assert typed.status_code == 422 and "tensor_parallel" in typed.text
+
+
+def test_the_body_offers_every_field_of_the_services_request_with_its_default() -> None:
+    """The HTTP edge's schema and the service's request name the same fields, in order, with the same defaults:
+    a field added to one and not the other would be refused by the API or never reach the render."""
+    import msgspec
+
+    from llm_d_lens.deploy.api import RenderBody
+    from llm_d_lens.deploy.service import RenderRequest
+
+    fields = msgspec.structs.fields(RenderRequest)
+    assert list(RenderBody.model_fields) == [f.name for f in fields]
+    for f in fields:
+        body = RenderBody.model_fields[f.name]
+        assert (f.name, body.is_required()) == (f.name, f.required)
+        if not f.required:
+            default = f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
+            assert (f.name, body.get_default(call_default_factory=True)) == (f.name, default)
