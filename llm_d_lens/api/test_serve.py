@@ -100,3 +100,12 @@ def test_allowed_host_names_the_hosts_the_server_answers_to():
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_port_no_socket_can_have_is_a_usage_error_not_a_traceback():
+    # 99999 reached socket.bind before, which raised OverflowError with Python's traceback
+    done = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", "99999"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Invalid value for '--port': 99999 is not in the range 0<=x<=65535." in done.stderr
+    assert "Traceback" not in done.stderr

@@ -97,7 +97,7 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
         @app.command("serve")
         def serve(
             host: str = commands.Option("127.0.0.1", help="Address to listen on."),
-            port: int = commands.Option(8080, help="Port to listen on."),
+            port: int = commands.Option(8080, min=0, max=65535, help="Port to listen on (0: any free one)."),
             demo: bool = commands.Option(False, "--demo", help="Serve the embedded demo cluster and demo telemetry."),
             strict: bool = commands.Option(False, "--strict", help="Refuse to start while any hardware plugin fails."),
             clusters: str | None = commands.Option(None, "--clusters", help="Clusters file naming the clusters to serve (sets LENS_CLUSTERS)."),
