@@ -106,7 +106,7 @@ class RenderRequest(msgspec.Struct):
         if self.image_policy not in IMAGE_POLICIES:
             raise RenderRequestInvalid("--image-policy", self.image_policy, f"is not one of {', '.join(IMAGE_POLICIES)}")
         if self.model is not None and (not isinstance(self.model, str) or len(self.model) > MAX_MODEL_NAME
-                                       or not MODEL_NAME.match(self.model)):
+                                       or not MODEL_NAME.fullmatch(self.model)):
             raise RenderRequestInvalid("--model", self.model, f"is not a model name (at most {MAX_MODEL_NAME} characters, "
                                                              "no blanks, quotes or shell characters)")
         self.pci_allow = list(self.pci_allow)

@@ -198,6 +198,7 @@ def test_an_empty_pci_address_is_a_usage_error_not_a_dropped_allowlist(tree: Pat
 
 @pytest.mark.parametrize(("flag", "value", "shown"), [
     ("--model", "a b", "'a b'"), ("--model", "x;rm -rf /", "'x;rm -rf /'"), ("--model", "m" * 257, repr("m" * 257)),
+    ("--model", "org/m\n", "'org/m\\n'"),  # a trailing newline: the whole value must be a name, not a line of one
     ("--max-model-len", "10000001", "10000001"), ("--guide", "", "''")])
 def test_a_render_option_out_of_its_form_is_one_coded_line_and_nothing_runs(
         tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flag: str, value: str,
