@@ -134,7 +134,7 @@ def _entry(path: Path, where: str, entry: Any) -> Cluster:
         if key not in ENTRY_KEYS:
             raise _invalid(path, f"{where}.{key}", entry[key], f"is an unknown key (known keys: {', '.join(ENTRY_KEYS)})")
     name = entry.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise _invalid(path, f"{where}.name", name, "must be a name of letters, digits and . _ : @ - (no spaces or slashes)")
     display = entry.get("display_name", name)
     if not isinstance(display, str) or not display.strip():

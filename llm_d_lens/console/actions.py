@@ -216,7 +216,7 @@ def render_params(values: dict[str, str]) -> dict[str, Any]:
             if len(raw) > bound:
                 raise RequestInvalid(name, raw[:40], f"is longer than {bound} characters")
             out[name] = raw
-    if "namespace" in out and not NAMESPACE.match(out["namespace"]):
+    if "namespace" in out and not NAMESPACE.fullmatch(out["namespace"]):
         from llm_d_lens.planning.errors import RequestInvalid
 
         raise RequestInvalid("namespace", out["namespace"], "is not a Kubernetes namespace name")
@@ -457,7 +457,7 @@ async def node_maintenance(request: Request) -> Response:
         target = {"node": node[:253], "cluster": form.get("cluster") or None}
         if action not in ("cordon", "uncordon"):
             raise ActionRefused("REQUEST_INVALID", f"action {action[:40]!r}: give cordon or uncordon", 422)
-        if not NODE_NAME.match(node):
+        if not NODE_NAME.fullmatch(node):
             raise ActionRefused("REQUEST_INVALID", f"node {node[:60]!r} is not a Kubernetes node name", 422)
         session = guard(request, form)
         if form.get("confirm") != "yes":

@@ -403,7 +403,7 @@ def _metric_list(p: WorkloadProfile) -> list[Issue]:
 def _flags(p: WorkloadProfile) -> list[Issue]:
     issues = []
     for key, value in p.benchmark_options.items():
-        if not FLAG_NAME.match(key):
+        if not FLAG_NAME.fullmatch(key):
             issues.append(Issue(f"benchmark_options.{key}", "is not a flag name (letters, digits, '_' and '-')"))
         elif value is not None and not isinstance(value, (str, int, float, bool)):
             issues.append(Issue(f"benchmark_options.{key}", f"must be a string, number, true, false or null (value: {_shown(value)})"))

@@ -210,7 +210,7 @@ def check(req: ScaffoldRequest) -> None:
     """Refuse bad flags before touching the disk, naming the flag and the value."""
     from llm_d_lens.hardware.loader import validate_payload
 
-    if not ID_PATTERN.match(req.profile_id):
+    if not ID_PATTERN.fullmatch(req.profile_id):
         raise ScaffoldRefused(f"ID {req.profile_id!r}: use lower-case letters, digits and '-' (it becomes the "
                               "profile id and the entry-point name)", details={"value": req.profile_id})
     if req.request_model == "dra" and not req.device_class:

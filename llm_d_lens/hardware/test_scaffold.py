@@ -67,6 +67,9 @@ def test_flags_that_make_no_valid_profile_are_refused_before_writing(tmp_path, c
     code = main(["hardware", "new", "Bad_Id", "--vendor", "quasar", "--resource-name", "q.example.com/npu",
                  "--node-label", "q.example.com/npu=true", "--dir", str(target)])
     assert code == 1 and "ID 'Bad_Id': use lower-case letters" in capsys.readouterr().err
+    code = main(["hardware", "new", "quasar\n", "--vendor", "quasar", "--resource-name", "q.example.com/npu",
+                 "--node-label", "q.example.com/npu=true", "--dir", str(target)])
+    assert code == 1 and "ID 'quasar\\n': use lower-case letters" in capsys.readouterr().err  # not a folder named so
     assert not target.exists()
 
 

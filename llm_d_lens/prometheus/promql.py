@@ -37,13 +37,13 @@ def replacement_literal(value: str) -> str:
 
 
 def label_name(name: str) -> str:
-    if not LABEL_NAME.match(name):
+    if not LABEL_NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not a Prometheus label name")
     return name
 
 
 def metric_name(name: str) -> str:
-    if not METRIC_NAME.match(name):
+    if not METRIC_NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not a Prometheus metric name")
     return name
 

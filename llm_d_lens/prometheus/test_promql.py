@@ -7,8 +7,10 @@ import re
 import pytest
 
 from llm_d_lens.prometheus.promql import (
+    label_name,
     matcher,
     matches,
+    metric_name,
     parse_matcher,
     quote,
     regex_literal,
@@ -80,3 +82,11 @@ def test_selector_escapes_backslashes_quotes_and_newlines():
     assert selector("m") == "m"
     rendered = [matcher("a", "=", "c\\d\ne"), matcher("b", "=", 'a"b')]
     assert selector("m", rendered) == 'm{a="c\\\\d\\ne", b="a\\"b"}'
+
+
+@pytest.mark.parametrize("name", ["gpu\n", "gpu_util\n", "a\n"])
+def test_a_name_with_a_trailing_newline_is_no_prometheus_name(name):
+    with pytest.raises(ValueError, match="is not a Prometheus"):
+        label_name(name)
+    with pytest.raises(ValueError, match="is not a Prometheus"):
+        metric_name(name)
