@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+
+import pytest
 
 from llm_d_lens.testing.prometheus import free_port
 
@@ -109,3 +112,15 @@ def test_a_port_no_socket_can_have_is_a_usage_error_not_a_traceback():
     assert done.returncode == 2 and done.stdout == ""
     assert "Invalid value for '--port': 99999 is not in the range 0<=x<=65535." in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("variable", "code"), [("LENS_CLUSTER_WATCH", "SETTING_INVALID"),
+                                                ("LENS_WATCH_MAX_EVENT_BYTES", "SERVER_NOT_CONFIGURED")])
+def test_a_bad_watch_setting_is_refused_before_the_server_starts(variable, code):
+    # read first by the app's start-up, it was uvicorn's traceback and "Application startup failed"
+    env = {**os.environ, variable: "garbage"}
+    done = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: {code}: {variable}=") and "Traceback" not in done.stderr
+    assert "Uvicorn running" not in done.stderr and len(done.stderr.splitlines()) == 1

@@ -127,6 +127,9 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
             planned.setdefault("LENS_CLUSTER_WATCH", "1")  # live clusters are watched (LENS_CLUSTER_WATCH=0: read per request)
             if demo:
                 _demo_environment(planned)
+            from llm_d_lens.serving.watched import check_settings
+
+            check_settings(planned)
             os.environ.update({name: value for name, value in planned.items() if os.environ.get(name) != value})
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 

@@ -391,6 +391,15 @@ def enabled(env: Mapping[str, str] | None = None) -> bool:
     return settings.flag(WATCH_ENV, env)
 
 
+def check_settings(env: Mapping[str, str]) -> None:
+    """Read the watch's settings now, so ``lens serve`` refuses a bad one with its coded error before it starts
+    (read first in the app's start-up, it was uvicorn's traceback and "Application startup failed")."""
+    if enabled(env):
+        from llm_d_lens.serving.watch import max_event_bytes
+
+        max_event_bytes(dict(env))
+
+
 def start(clusters: Iterable[Cluster], timeout: float, runner_for: Callable[[Cluster], Runner] | None = None) -> list[WatchedCluster]:
     """A watch for each live cluster (the same context and kubeconfig once), started now."""
     started = []
