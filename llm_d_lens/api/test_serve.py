@@ -124,3 +124,17 @@ def test_a_bad_watch_setting_is_refused_before_the_server_starts(variable, code)
     assert done.returncode == 1
     assert done.stderr.startswith(f"error: {code}: {variable}=") and "Traceback" not in done.stderr
     assert "Uvicorn running" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_port_in_use_is_one_coded_line_before_anything_starts():
+    # uvicorn logged "[Errno 98] ... address already in use" after the app's start-up and exited 3
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "llm_d_lens.cli", "serve", "--port", str(port)],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"error: SERVE_ADDRESS_UNUSABLE: --host 127.0.0.1 --port {port}: Address already in use\n"

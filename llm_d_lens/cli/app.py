@@ -130,6 +130,7 @@ def build_app(only: str | None = None, *, lazy: bool = False) -> Group:
             from llm_d_lens.serving.watched import check_settings
 
             check_settings(planned)
+            _check_address(host, port)
             os.environ.update({name: value for name, value in planned.items() if os.environ.get(name) != value})
             uvicorn.run(create_app(), host=host, port=port, log_level="info")
 
@@ -148,6 +149,26 @@ def _demo_environment(env: Any) -> None:
 
 class DemoConflict(LensError):
     code = "CLUSTER_SOURCE_CONFLICT"
+
+
+class AddressUnusable(LensError):
+    code = "SERVE_ADDRESS_UNUSABLE"
+
+
+def _check_address(host: str, port: int) -> None:
+    """Resolve ``--host`` and, for a fixed ``--port``, bind it once, so a name that does not resolve or an address
+    in use is one coded line before anything starts (uvicorn would log it and exit 3 after the app's start-up)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        if port:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+                probe.bind(address)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise AddressUnusable(f"--host {host} --port {port}: {reason}", details={"host": host, "port": port}) from None
 
 
 def _group_of(argv: list[str]) -> str | None:
