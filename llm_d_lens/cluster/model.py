@@ -284,6 +284,14 @@ class Overview:
     node_json: list[bytes] | None = field(default=None, repr=False, compare=False)
     node_digests: list[bytes] | None = field(default=None, repr=False, compare=False)
 
+    def nodes_json(self) -> list[bytes]:
+        """Each node's :meth:`NodeRecord.json` in ``nodes``' order: the state's kept list when it keeps one."""
+        return self.node_json if self.node_json is not None else [record.json() for record in self.nodes]
+
+    def nodes_digest(self) -> list[bytes]:
+        """Each node's :meth:`NodeRecord.digest` in ``nodes``' order: the state's kept list when it keeps one."""
+        return self.node_digests if self.node_digests is not None else [record.digest() for record in self.nodes]
+
     @property
     def total_gpu_count(self) -> int:
         return sum(b.counts.devices for b in self.buckets if b.accelerator)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from llm_d_lens.cluster.model import NodeRecord, Overview, dumps
+from llm_d_lens.cluster.model import Overview, dumps
 from llm_d_lens.cluster.source import DEMO_SNAPSHOT_PATH, ClusterSource
 from llm_d_lens.errors import LensError, ServerNotConfigured
 from llm_d_lens.runner import Runner
@@ -84,14 +84,12 @@ class Inventory:
         for key, value in overview.to_dict(nodes=False).items():
             parts.append(b'"%s":%s' % (key.encode(), dumps(value)))
             if key == "vendors" and nodes:
-                records = overview.nodes
+                records = overview.nodes_json()
                 if not records:
                     parts.append(b'"nodes":[]')
                     continue
-                kept = overview.node_json  # the records' JSON in order, when the state keeps it
-                parts.append(b'"nodes":[' + (kept[0] if kept is not None else records[0].json()))
-                # one join below: the megabytes are copied once
-                parts.extend(islice(kept, 1, None) if kept is not None else map(NodeRecord.json, records[1:]))
+                parts.append(b'"nodes":[' + records[0])
+                parts.extend(islice(records, 1, None))  # one join below: the megabytes are copied once
                 parts[-1] += b"]"
         if freshness is not None:
             parts.append(b'"freshness":' + dumps(freshness))

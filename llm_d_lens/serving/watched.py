@@ -50,7 +50,6 @@ from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.clusters import Cluster
 from llm_d_lens.cluster.errors import ObjectInvalid
 from llm_d_lens.cluster.fleet import read_freshness
-from llm_d_lens.cluster.model import NodeRecord
 from llm_d_lens.cluster.source import ClusterSource
 from llm_d_lens.cluster.state import InventoryState
 from llm_d_lens.errors import LensError
@@ -110,8 +109,7 @@ class WatchedInventory(Inventory):
         body = self.body(nodes, None, freshness)
         tag = hashlib.blake2b(self.body(False, None, freshness), digest_size=8)
         if nodes:
-            kept = self.overview.node_digests
-            tag.update(b"".join(kept if kept is not None else map(NodeRecord.digest, self.overview.nodes)))
+            tag.update(b"".join(self.overview.nodes_digest()))
         return Encoded(body, f'"{tag.hexdigest()}"')
 
 

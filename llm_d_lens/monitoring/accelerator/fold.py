@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import repeat
+from typing import Any
 
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
@@ -83,6 +84,16 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
 _UNSEEN = object()
 
 
+def by_label_set(rows: Sequence[Sample], memo: dict[Any, Any], make: Callable[[Mapping[str, str]], Any]) -> list[Any]:
+    """``make(row.labels)`` for each row, worked out once per distinct label set and kept in ``memo`` (keyed by the
+    set's items): the quantities of one answer list the same devices and tiles again and again."""
+    found = [memo.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
+    if _UNSEEN in found:  # a label set not seen yet
+        found = [memo[items] if items in memo else memo.setdefault(items, make(row.labels))
+                 for row in rows for items in (tuple(row.labels.items()),)]
+    return found
+
+
 class Keys:
     """What each distinct label set of one plan's rows stands for, worked out once per assembly: every quantity
     of a plan lists the same devices and tiles, so a label set is looked up by its items, not read name by name
@@ -104,18 +115,11 @@ def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample],
     """
     keys = Keys() if keys is None else keys
     if quantity.fold == "none":
-        tiles = keys.tiles
-        found = [tiles.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
-        if _UNSEEN in found:  # a label set this assembly has not seen yet
-            found = [tiles[items] if items in tiles else tiles.setdefault(items, _common(plan, row.labels, tiles=True))
-                     for row in rows for items in (tuple(row.labels.items()),)]
+        found = by_label_set(rows, keys.tiles, lambda labels: _common(plan, labels, tiles=True))
         return _collapse(found, [row.value for row in rows])
     device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
-    parts, common = keys.parts, keys.common
-    pairs = [parts.get(tuple(row.labels.items())) for row in rows]
-    if None in pairs:  # a label set this assembly has not seen yet
-        pairs = [parts[items] if items in parts else parts.setdefault(items, _raw_pair(row.labels, device_raw, sub_raw))
-                 for row in rows for items in (tuple(row.labels.items()),)]
+    common = keys.common
+    pairs = by_label_set(rows, keys.parts, lambda labels: _raw_pair(labels, device_raw, sub_raw))
     raws = [pair[0] for pair in pairs]
     if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
         found = [common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))

@@ -213,11 +213,7 @@ class DevicePlan:
         if tests is None:
             return rows
         below, exact = tests
-        if below is None:
-            return [r for r in rows if r.value not in exact]
-        if not exact:
-            return [r for r in rows if r.value < below]
-        return [r for r in rows if r.value < below and r.value not in exact]
+        return [r for r in rows if (below is None or r.value < below) and r.value not in exact]
 
     def sentinel_selections(self) -> list[tuple[str, tuple[str, ...], str]]:
         """Every (metric, matchers, aggregation) the plan reads that a sentinel applies to, once each, in order."""

@@ -36,7 +36,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from llm_d_lens.monitoring.accelerator.fold import BLANKS
+from llm_d_lens.monitoring.accelerator.fold import BLANKS, by_label_set
 from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_query, targets_query
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
@@ -183,13 +183,8 @@ class Signatures:
         self._seen: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
 
     def __call__(self, rows: Sequence[Sample]) -> list[tuple[str, ...]]:
-        seen = self._seen
-        found = [seen.get(tuple(row.labels.items())) for row in rows]
-        if None in found:  # a label set not seen yet in this answer
-            names = self.names
-            found = [seen[items] if items in seen else seen.setdefault(items, tuple(map(row.labels.get, names, BLANKS)))
-                     for row in rows for items in (tuple(row.labels.items()),)]
-        return found  # type: ignore[return-value]
+        names = self.names
+        return by_label_set(rows, self._seen, lambda labels: tuple(map(labels.get, names, BLANKS)))
 
 
 def _binary(left: list[Sample], right: list[Sample], op: Callable[[float, float], float], keys: Signatures) -> list[Sample]:
