@@ -8,6 +8,7 @@ user's checkout is never written to; anything Lens adds is added to the parsed o
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,44 @@ def build(runner: Runner, source: LlmdSource, directory: Path | str, *, timeout:
             f"kustomize could not render {shown} ({source.describe()}): {reason}",
             details={"overlay": shown, "source": source.to_dict(), "kustomize": reason},
         ) from None
+
+
+class Build:
+    """kustomize rendering one overlay on a thread of its own, so Lens reads the rest of the guide meanwhile.
+
+    kustomize is another process: while it runs, the work that does not need its output (the
+    guide's router values and companions, the modules that fit the render) runs beside it instead
+    of after it. :meth:`output` waits for it and raises what :func:`build` would have raised.
+    Leaving the ``with`` block waits too, so a temporary source (``--revision``) is never removed
+    under a running kustomize.
+    """
+
+    def __init__(self, runner: Runner, source: LlmdSource, directory: Path | str, *, timeout: float = RENDER_TIMEOUT):
+        self._text: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(runner, source, directory, timeout),
+                                        name="kustomize", daemon=True)
+
+    def _run(self, runner: Runner, source: LlmdSource, directory: Path | str, timeout: float) -> None:
+        try:
+            self._text = build(runner, source, directory, timeout=timeout)
+        except BaseException as exc:  # raised again on the caller's thread by output()
+            self._error = exc
+
+    def __enter__(self) -> Build:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.join()
+
+    def output(self) -> str:
+        """kustomize's YAML, once it has finished; its failure as :func:`build` raises it."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._text is not None
+        return self._text
 
 
 def _kustomize_reason(stderr: str, source: LlmdSource) -> str:

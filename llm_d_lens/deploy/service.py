@@ -30,7 +30,7 @@ from llm_d_lens.deploy.guides import (
 from llm_d_lens.deploy.kustomization import KustomizationReader
 from llm_d_lens.deploy.network import PodPairing, pairing_issues, pairings
 from llm_d_lens.deploy.render import (
-    build,
+    Build,
     dump_manifests,
     kustomize_command,
     parse_manifests,
@@ -209,8 +209,9 @@ def render(
         choice = choose_overlay(source, registry, profile, request.guide, model_server=request.model_server,
                                 overlay=request.overlay, requested_as=request.hardware, identity_from_render=True)
         say(f"rendering {choice.overlay.path} with {format_command(command)}")
-        rendered = parse_manifests(build(runner, source, choice.overlay.directory), choice.overlay.path)
-        router, companions = _whole_guide(source, registry, choice)
+        with Build(runner, source, choice.overlay.directory) as kustomize:
+            router, companions = _whole_guide(source, registry, choice)  # read while kustomize runs
+            rendered = parse_manifests(kustomize.output(), choice.overlay.path)
     say(f"fitting the render to access mode {fitter.mode_name}")
     check_rendered(rendered, choice.overlay.path)
     placeholders = placeholder_images(rendered)

@@ -128,3 +128,58 @@ def test_a_new_hardware_renders_from_its_profile_alone(tmp_path: Path) -> None:
     pod = result.objects[1]["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "registry.acme.example/serve:2.0"
     assert pod["nodeSelector"] == {"acme.example/npu.present": "true"}
+
+
+@needs_kustomize
+def test_the_guide_is_read_while_kustomize_runs(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kustomize is another process: the guide's router and companions are read beside it, not after."""
+    import threading
+
+    from llm_d_lens.deploy import service
+
+    started, guide_read = threading.Event(), threading.Event()
+
+    class GatedRunner(CommandRunner):
+        def _execute(self, call, executable):  # type: ignore[no-untyped-def]
+            if "kustomize" in call.argv:
+                started.set()
+                assert guide_read.wait(20), "kustomize waited for the guide to be read: they ran one after the other"
+            return super()._execute(call, executable)
+
+    read_guide = service._whole_guide
+
+    def whole_guide_while_kustomize_runs(*args):  # type: ignore[no-untyped-def]
+        assert started.wait(20), "the guide was read before kustomize started"
+        guide_read.set()
+        return read_guide(*args)
+
+    monkeypatch.setattr(service, "_whole_guide", whole_guide_while_kustomize_runs)
+    result = render(RenderRequest(guide="demo", hardware="cuda"), root=tree, runner=GatedRunner())
+    assert started.is_set() and guide_read.is_set()
+    assert [o["kind"] for o in result.objects].count("Deployment") >= 1
+
+
+def test_a_failing_guide_read_waits_for_kustomize_before_the_source_goes(source: LlmdSource) -> None:
+    """Leaving the render early (here: the guide could not be read) still waits for kustomize, so a
+    temporary source (``--revision``) is never removed under it; its own failure is raised on the caller."""
+    import threading
+    import time
+
+    from llm_d_lens.deploy.render import Build
+
+    finished = threading.Event()
+
+    class SlowFake(FakeRunner):
+        def _execute(self, call, executable):  # type: ignore[no-untyped-def]
+            time.sleep(0.2)
+            finished.set()
+            return super()._execute(call, executable)
+
+    fake = SlowFake()
+    fake.reply(["kubectl", "kustomize", ...], stderr="Error: no kustomization here\n", returncode=1)
+    with pytest.raises(KeyError), Build(fake, source, source.root / "guides/x") as kustomize:
+        raise KeyError("the guide")
+    assert finished.is_set()  # the with block ended only once kustomize had
+    with pytest.raises(RenderFailed, match=r"kustomize could not render guides/x .*: no kustomization here"), \
+            Build(fake, source, source.root / "guides/x") as kustomize:
+        kustomize.output()
