@@ -10,6 +10,10 @@ Prints medians and ratios for:
     (goal <= 1.5x), when kubectl and an llm-d checkout are there; for ``cluster inspect --demo`` and
     ``plan --demo`` the start-up overhead (the whole process minus the command's own work, timed as a
     second run inside one process) against the floor (goal <= 4x);
+  * the libraries' floors the goals sit on, measured in turn with the commands: a table command's
+    (click, msgspec and Rich imported, the registry built, one Rich table printed) and ``deploy
+    render``'s (click, msgspec and PyYAML imported, the registry built, kustomize run), each without
+    Lens's command layer; a ratio near 1x to its floor says a command costs what its libraries do;
   * ``python -c pass`` (the floor), ``import llm_d_lens.hardware``;
   * ``lens hardware list`` with 0, 1 and N installed plugin distributions (real dist-info folders
     with entry points on sys.path): *cold* (first run after an install: the plugins load in the
@@ -222,6 +226,54 @@ def overhead_times(args: list[str], runs: int) -> tuple[float, float, float]:
     return whole, own_work(args, runs), floor
 
 
+#: what a table command cannot do without: the libraries Lens is built on (click for the command line,
+#: msgspec for the contract, Rich for the table), the registry built from the same profiles, one Rich
+#: table of them printed, and the same flushed exit without teardown as the ``lens`` script. No Lens
+#: command layer: a ratio near 1x says the command costs what its dependencies cost
+TABLE_FLOOR_PROBE = """
+import os, sys
+import click, msgspec
+from rich.console import Console
+from rich.table import Table
+from llm_d_lens.hardware.registry import get_registry
+table = Table(title="profiles")
+for header in ("ID", "NAME", "VENDOR"):
+    table.add_column(header)
+for profile in get_registry().profiles():
+    table.add_row(profile.id, profile.display_name, profile.vendor)
+Console(width=160).print(table)
+sys.stdout.flush()
+os._exit(0)
+"""
+#: what ``deploy render`` cannot do without: the same libraries (PyYAML instead of Rich, for the
+#: kustomizations read to choose the overlay), the registry, and kustomize run on the overlay
+RENDER_FLOOR_PROBE = """
+import os, subprocess, sys
+import click, msgspec, yaml
+from llm_d_lens.hardware.registry import get_registry
+get_registry()
+sys.stdout.write(subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True).stdout)
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def table_floor_times(runs: int) -> tuple[float, float, float]:
+    """(``lens hardware list`` warm, the libraries' floor, ``python -c pass``), medians, measured in turn."""
+    argv = [*lens_argv(), "hardware", "list"]
+    probe = [sys.executable, "-c", TABLE_FLOOR_PROBE]
+    with tempfile.TemporaryDirectory(prefix="lens-bench-cache-") as cache:
+        env = plugin_env(None, cache)
+        subprocess.run(argv, check=True, capture_output=True, env=env)
+        subprocess.run(probe, check=True, capture_output=True, env=env)
+        lens, libraries, bare = [], [], []
+        for _ in range(runs):
+            bare.append(wall([sys.executable, "-c", "pass"], 1))
+            libraries.append(wall(probe, 1, env))
+            lens.append(wall(argv, 1, env))
+    return statistics.median(lens), statistics.median(libraries), statistics.median(bare)
+
+
 def default_root(given: str | None) -> Path:
     for candidate in (given, os.environ.get("LENS_LLM_D_ROOT"), os.environ.get("LLM_D_ROOT")):
         if candidate:
@@ -229,8 +281,9 @@ def default_root(given: str | None) -> Path:
     return REPO / ".." / "shared" / "upstream" / "llm-d"
 
 
-def render_times(root: Path, runs: int) -> tuple[str, float, float] | str:
-    """``lens deploy render`` and ``kubectl kustomize`` of its overlay, measured alternately; or why not."""
+def render_times(root: Path, runs: int) -> tuple[str, float, float, float] | str:
+    """``lens deploy render``, ``kubectl kustomize`` of its overlay and the libraries' floor around that
+    kustomize (:data:`RENDER_FLOOR_PROBE`), measured in turn; or why not."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         return "kubectl is not installed"
@@ -246,11 +299,13 @@ def render_times(root: Path, runs: int) -> tuple[str, float, float] | str:
               row["hardware"], "--model-server", row["model_server"], "--overlay", row["overlay"]]
     kustomize = [kubectl, "kustomize", str(root / row["path"])]
     subprocess.run(render, check=True, capture_output=True)  # the plugin cache filled, as for any later run
-    lens_s, floor_s = [], []
+    libraries = [sys.executable, "-c", RENDER_FLOOR_PROBE, *kustomize]
+    lens_s, floor_s, libraries_s = [], [], []
     for _ in range(runs):
         floor_s.append(wall(kustomize, 1))
+        libraries_s.append(wall(libraries, 1))
         lens_s.append(wall(render, 1))
-    return row["path"], statistics.median(lens_s), statistics.median(floor_s)
+    return row["path"], statistics.median(lens_s), statistics.median(floor_s), statistics.median(libraries_s)
 
 
 def heavy_modules_after_list() -> list[str]:
@@ -278,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             ratio = took / beside
             verdict = f"  goal <= {COMMAND_GOAL:g}x: {'met' if ratio <= COMMAND_GOAL else 'missed'}" if goal else ""
             print(f"{label + ', ' + how:<44} median {took * 1000:8.1f} ms  ratio {ratio:5.1f}x{verdict}")
+    lens_list, libraries, beside = table_floor_times(args.runs)
+    print(f"table commands' libraries' floor (click, msgspec, rich, the registry, one table): median "
+          f"{libraries * 1000:.1f} ms, ratio {libraries / beside:.1f}x; lens hardware list (warm) "
+          f"{lens_list / libraries:.2f}x that floor")
     for label, command in WORKING_COMMANDS:
         whole, work, beside = overhead_times(command, args.runs)
         ratio = max(0.0, whole - work) / beside
@@ -288,10 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(rendered, str):
         print(f"lens deploy render: skipped ({rendered})")
     else:
-        path, lens_s, kustomize_s = rendered
+        path, lens_s, kustomize_s, libraries_s = rendered
         ratio = lens_s / kustomize_s
         print(f"lens deploy render {path}: median {lens_s * 1000:.1f} ms, kubectl kustomize {kustomize_s * 1000:.1f} ms, "
               f"ratio {ratio:.2f}x  goal <= {RENDER_GOAL:g}x: {'met' if ratio <= RENDER_GOAL else 'missed'}")
+        print(f"deploy render's libraries' floor (click, msgspec, yaml, the registry, kustomize): median "
+              f"{libraries_s * 1000:.1f} ms, ratio {libraries_s / kustomize_s:.2f}x kubectl kustomize; "
+              f"lens deploy render {lens_s / libraries_s:.2f}x that floor")
 
     with tempfile.TemporaryDirectory(prefix="lens-bench-plugins-") as tmp:
         sites = {0: None}

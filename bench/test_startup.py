@@ -29,3 +29,9 @@ def test_startup_benchmark_prints_ratios_and_counts_plugins():
                          r"own work [\d.]+ ms\)  goal <= 4x: (met|missed)", out), label
     assert re.search(r"lens deploy render( \S+: median [\d.]+ ms, kubectl kustomize [\d.]+ ms, ratio [\d.]+x  goal <= 1.5x: "
                      r"(met|missed)|: skipped \(.+\))$", out, re.M)
+    # the floors the goals sit on: the same libraries and work without Lens's command layer
+    assert re.search(r"^table commands' libraries' floor \(click, msgspec, rich, the registry, one table\): median [\d.]+ ms, "
+                     r"ratio [\d.]+x; lens hardware list \(warm\) [\d.]+x that floor$", out, re.M)
+    if "lens deploy render: skipped" not in out:
+        assert re.search(r"^deploy render's libraries' floor \(click, msgspec, yaml, the registry, kustomize\): median [\d.]+ ms, "
+                         r"ratio [\d.]+x kubectl kustomize; lens deploy render [\d.]+x that floor$", out, re.M)
