@@ -125,3 +125,27 @@ def test_a_stored_pass_decodes_to_the_profile_the_full_check_gives(cache):
     again = {e.profile.id: e.profile for e in discover(PluginSettings.from_env({})).profiles}
     for profile_id in ("amd", "nvidia", "intel-gaudi"):
         assert again[profile_id] == validate_payload(bundled(profile_id), "test")
+
+
+def test_the_first_run_stores_its_passes_whole_without_tempfile(cache):
+    """The first run after an install writes the store through a fresh, exclusively created name and
+    renames it into place: nothing half-written or left behind, and no tempfile module to import."""
+    probe = PROBE + "print(json.dumps(sorted(m for m in ('tempfile', 'shutil', 'random') if m in sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert json.loads(out[0])["rules"] is True  # nothing stored yet: every payload was checked in full
+    assert json.loads(out[1]) == []
+    assert sorted(p.name for p in cache.iterdir() if p.name.startswith(".")) == []
+    assert len(stored(cache)) >= len(json.loads(out[0])["ids"])  # a pass for every registered profile
+
+
+def test_a_planted_name_is_never_written_through(cache, monkeypatch):
+    """The temporary name is opened exclusively: when it exists (a planted symlink), the store is skipped."""
+    cache.mkdir()
+    target = cache.parent / "elsewhere"
+    monkeypatch.setattr(verdicts.os, "getpid", lambda: 4242)
+    monkeypatch.setattr(verdicts.os, "urandom", lambda n: b"\0" * n)
+    (cache / f".checked-4242-{'00' * 6}").symlink_to(target)
+    store = verdicts.Verdicts(str(cache / "checked-x.json"), set())
+    store.record_pass('{"id": "x"}')
+    store.save()
+    assert not target.exists() and not (cache / "checked-x.json").exists()

@@ -91,12 +91,13 @@ class Verdicts:
         """Best effort, written whole and renamed into place: a read-only or full disk costs the next run a check."""
         if self.path is None or not self.added:
             return
-        import tempfile  # only after a payload was checked: a run served from the verdicts never imports it
-
         folder = os.path.dirname(self.path)
+        # a fresh name opened exclusively (what mkstemp does, without importing tempfile, shutil and
+        # random on the first run after an install): a planted file or symlink there is never followed
+        tmp = os.path.join(folder, f".checked-{os.getpid()}-{os.urandom(6).hex()}")
         try:
             os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".checked-")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         except OSError:
             return
         try:
