@@ -39,7 +39,6 @@ def inspect(
 
     Reads the cluster kubectl's current context points at unless --cluster, --snapshot, --demo or --context says otherwise.
     """
-    from llm_d_lens.cluster.options import named_cluster
     from llm_d_lens.cluster.render import overview_renderable
     from llm_d_lens.cluster.service import inspect as inspect_cluster
     from llm_d_lens.cluster.source import ClusterSource
@@ -50,8 +49,10 @@ def inspect(
         _inspect_fleet(clusters_file, timeout, output, cluster=cluster, snapshot=snapshot, demo=demo, context=context,
                        kubeconfig=kubeconfig, nodes=nodes, discover=discover)
         return
-    named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig)
-    if named is not None:
+    if cluster is not None:  # the clusters file is read only for --cluster
+        from llm_d_lens.cluster.options import named_cluster
+
+        named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig)
         source = named.source(timeout)
     else:
         source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)

@@ -89,10 +89,10 @@ def plan(
         from llm_d_lens.planning.cost import prices_from
 
         prices = prices_from(price, prices_file)  # a bad price is refused before any cluster is read
-    from llm_d_lens.cluster.options import named_cluster
+    if cluster is not None:  # the clusters file is read only for --cluster
+        from llm_d_lens.cluster.options import named_cluster
 
-    named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, kube_context=kube_context, kubeconfig=kubeconfig)
-    if named is not None:
+        named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, kube_context=kube_context, kubeconfig=kubeconfig)
         source = named.source(timeout)
     else:
         source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
