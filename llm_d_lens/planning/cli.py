@@ -100,8 +100,11 @@ def plan(
 
     # a live cluster is read with kubectl (seconds), --discover runs tools on nodes, a large snapshot
     # takes a while to fit: say what is being done, at a terminal, for a table only
+    from llm_d_lens.terminal.lifetime import keep_until_exit
+
     with progress(f"planning {model}: {_planning_step(source, discover)}", for_people=output.is_table):
-        result = make_plan(spec, request, source, discover=discover)
+        # the parsed cluster is left for the console script's exit to drop, as lens cluster inspect leaves it
+        result = make_plan(spec, request, source, discover=discover, keep=keep_until_exit)
     aic = status()
     if predict and aic.available:
         from llm_d_lens.planning.service import start_predictions
