@@ -25,8 +25,8 @@ through) would accept it too; everywhere else that reader runs instead and raise
 with the strict reader as before.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the shapes' annotations are objects when their classes are made, so
+# building the decoders below (at import, on every command that reads a cluster) evaluates no strings.
 from collections.abc import Callable
 from typing import Any, TypedDict
 

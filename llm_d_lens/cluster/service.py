@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_d_lens.cluster.catalog import Catalog
 from llm_d_lens.cluster.inventory import build_inventory
 from llm_d_lens.cluster.model import Overview
 from llm_d_lens.cluster.snapshot import gc_paused
 from llm_d_lens.cluster.source import ClusterSource
-from llm_d_lens.runner import Runner
+
+if TYPE_CHECKING:  # a snapshot or the demo runs no tool: the runner's modules load only for a live read
+    from llm_d_lens.runner import Runner
 
 
 def inspect(source: ClusterSource, runner: Runner | None = None, catalog: Catalog | None = None, *,

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from llm_d_lens import settings
 from llm_d_lens.cluster.objects import ClusterObjects
 from llm_d_lens.errors import LensError
-from llm_d_lens.runner import DEFAULT_TIMEOUT, Runner
+from llm_d_lens.runner import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:  # a snapshot or the demo runs no tool: the runner's modules load only for a live read
+    from llm_d_lens.runner import Runner
 
 DEMO_SNAPSHOT = ("demo", "demo-cluster.json")
 #: the embedded demo, opened by path as every bundled file is (a package installed as files, never zipped)

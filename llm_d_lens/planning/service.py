@@ -9,6 +9,7 @@ config), the device memory (DRA capacity, node label, memory model, or node disc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -159,16 +160,18 @@ def device_facts(pool: Pool, profiles: dict[str, Any]) -> DeviceFacts:
     return facts_from_profile(profile, pool.product)
 
 
-def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False) -> Plan:
+def plan(model: ModelSpec, request: FitRequest, source: Any, runner: Any = None, *, discover: bool = False,
+         keep: Callable[[Any], None] | None = None) -> Plan:
     """Read the cluster ``source`` (a :class:`ClusterSource`) and plan ``model`` on it.
 
     With ``discover``, nodes whose memory the inventory does not know run their profile's
-    discovery command (live clusters only: a snapshot's nodes cannot be asked).
+    discovery command (live clusters only: a snapshot's nodes cannot be asked). ``keep`` is handed
+    the parsed objects instead of freeing them, as by :func:`llm_d_lens.cluster.service.inspect`.
     """
     from llm_d_lens.cluster.service import inspect
 
     request.checked(model)  # refuse a nonsense request before reading any cluster
-    overview = inspect(source, runner)
+    overview = inspect(source, runner, keep=keep)
     notes: list[str] = []
     if discover:
         from llm_d_lens.cluster.node_discovery import discover_into

@@ -8,12 +8,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from llm_d_lens.runner import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # declared once, beside the package's names
 from llm_d_lens.runner.errors import CommandFailed, CommandOutputInvalid
 from llm_d_lens.runner.redaction import format_command
-
-#: Seconds a call may take unless the runner or the call says otherwise.
-DEFAULT_TIMEOUT: float = 60.0
-
 
 
 @dataclass(frozen=True)

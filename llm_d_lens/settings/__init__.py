@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from llm_d_lens.errors import LensError, echo
 
@@ -23,14 +23,22 @@ TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE = frozenset({"0", "false", "no", "off"})
 
 
-class Setting(NamedTuple):
-    """One variable Lens reads: a record that stays light to import (``lens --help`` needs no model library)."""
+class Setting:
+    """One variable Lens reads: a plain record, since every command imports this catalogue at start-up
+    (``lens --help`` needs no model library, and a NamedTuple's class is built by ``exec``)."""
 
-    name: str
-    concern: str  # plugins | cluster | telemetry | api | deploy | terminal
-    meaning: str
-    default: str = ""  # as the user would write it; "" when unset means "none"
-    secret: bool = False
+    __slots__ = ("name", "concern", "meaning", "default", "secret")
+
+    def __init__(self, name: str, concern: str, meaning: str, default: str = "", secret: bool = False) -> None:
+        self.name = name
+        self.concern = concern  # plugins | cluster | telemetry | api | deploy | terminal
+        self.meaning = meaning
+        self.default = default  # as the user would write it; "" when unset means "none"
+        self.secret = secret
+
+    def __repr__(self) -> str:
+        return (f"Setting(name={self.name!r}, concern={self.concern!r}, meaning={self.meaning!r}, "
+                f"default={self.default!r}, secret={self.secret!r})")
 
 
 SETTINGS: tuple[Setting, ...] = (
