@@ -11,6 +11,7 @@ command, so skipping the teardown loses nothing.
 from __future__ import annotations
 
 # nothing slow here: the console script imports this module before Ctrl-C is handled (typing only when checking)
+import gc
 import os
 import signal
 import sys
@@ -32,11 +33,14 @@ INTERRUPTED = 130
 def console() -> NoReturn:
     """The ``lens`` console script: :func:`llm_d_lens.cli.app.main`, then a flushed exit without teardown.
 
-    Ctrl-C is handled from the first line: while Lens imports (the first tenths of a second) it ends
+    The cyclic collector is paused from the first line until the command runs
+    (:func:`llm_d_lens.terminal.lifetime.command_starts`): start-up's objects live as long as the
+    process. Ctrl-C is handled from the first line: while Lens imports (the first tenths of a second) it ends
     the process with 130 at once, since nothing needs cleaning up yet; once the command layer is
     loaded, Ctrl-C is a ``KeyboardInterrupt`` again, so a command's ``finally`` blocks (a worker
     stopped, a half-written file removed) run, and one that reaches here is 130 too, never a traceback.
     """
+    gc.disable()  # until the command runs (terminal.lifetime.command_starts): start-up makes no garbage
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when started ignoring it (nohup)
         signal.signal(signal.SIGINT, _interrupted_while_starting)
         from llm_d_lens.cli.app import main
@@ -47,6 +51,7 @@ def console() -> NoReturn:
     from llm_d_lens.terminal import lifetime
 
     lifetime.exit_without_teardown()
+    lifetime.pause_collector_while_starting()
     try:
         code = main()
     except KeyboardInterrupt:  # between the command layer's own handling and here

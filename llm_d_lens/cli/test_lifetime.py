@@ -92,3 +92,41 @@ def test_ctrl_c_at_start_up_exits_130_without_a_traceback(module: str) -> None:
                           timeout=120)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+def test_the_collector_is_paused_while_lens_starts_and_runs_again_for_the_command() -> None:
+    """Start-up's objects live as long as the process: the script pauses the collector until the
+    command runs, then freezes them out of its sight and turns it back on (a server needs it)."""
+    probe = (
+        "import gc, os, sys\n"
+        "from llm_d_lens.cli import lifetime\n"
+        "real_exit = os._exit\n"
+        "seen = {}\n"
+        "def report(code):\n"
+        "    sys.stderr.write(f'seen={seen} after={gc.isenabled()}\\n'); sys.stderr.flush(); real_exit(code)\n"
+        "os._exit = report\n"
+        "import llm_d_lens.hardware.registry as registry\n"
+        "real_registry = registry.get_registry\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.setdefault('enabled', gc.isenabled()); seen.setdefault('frozen', gc.get_freeze_count() > 0)\n"
+        "    return real_registry(*args, **kwargs)\n"
+        "registry.get_registry = spy\n"
+        "sys.argv = ['lens', 'hardware', 'list', '-o', 'name']\n"
+        "print('before', gc.isenabled(), file=sys.stderr)\n"
+        "lifetime.console()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "before True" in done.stderr
+    assert "seen={'enabled': True, 'frozen': True} after=True" in done.stderr
+
+
+def test_the_collector_is_left_alone_when_main_runs_in_process() -> None:
+    import gc
+
+    from llm_d_lens.cli.app import main
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    assert main(["hardware", "list", "-o", "name"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # nothing paused, nothing frozen

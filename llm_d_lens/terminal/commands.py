@@ -31,6 +31,8 @@ import click
 from click import BadParameter, Context, echo
 from click.exceptions import Abort, Exit
 
+from llm_d_lens.terminal import lifetime
+
 __all__ = ["Abort", "Argument", "BadParameter", "Context", "Exit", "Group", "Option", "echo", "to_click"]
 
 #: the word help shows for a value, never a Python type name
@@ -146,6 +148,7 @@ def _callback(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def run(**values: Any) -> Any:
+        lifetime.command_starts()
         for name in wants_context:
             values[name] = click.get_current_context()
         return function(**values)
