@@ -1,7 +1,8 @@
 """The last two steps of every reading, in Python: fold tiles into devices, relabel onto common labels.
 
-Input rows carry the exporter's own labels (from a refresh query or a direct snapshot): one row per
-device or tile, already in the common unit. The rules are the dashboard PromQL's, step for step:
+Input rows are keyed by the exporter's own tile labels (:class:`.tilerows.TileRows`, from a refresh
+query or a direct snapshot): one row per device or tile, already in the common unit. The rules are
+the dashboard PromQL's, step for step:
 
 * fold per device (every spelling of node and device): a device-level row (no tile label) wins over
   its tiles; otherwise ``first`` takes tile ``0`` (else the largest), and sum/avg/max/min fold them;
@@ -17,11 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import repeat
-from typing import Any
 
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
-from llm_d_lens.prometheus.client import Sample
+from llm_d_lens.monitoring.accelerator.tilerows import RawKey, TileRows
 
 Key = tuple[str, str, str]  # common (node, device, sub)
 _NODE = re.compile(NODE_REGEX)
@@ -81,67 +81,63 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
     return AGGREGATIONS[fold](list(tiles.values()))
 
 
-_UNSEEN = object()
-
-
-def by_label_set(rows: Sequence[Sample], memo: dict[Any, Any], make: Callable[[Mapping[str, str]], Any]) -> list[Any]:
-    """``make(row.labels)`` for each row, worked out once per distinct label set and kept in ``memo`` (keyed by the
-    set's items): the quantities of one answer list the same devices and tiles again and again."""
-    found = [memo.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
-    if _UNSEEN in found:  # a label set not seen yet
-        found = [memo[items] if items in memo else memo.setdefault(items, make(row.labels))
-                 for row in rows for items in (tuple(row.labels.items()),)]
-    return found
-
-
 class Keys:
-    """What each distinct label set of one plan's rows stands for, worked out once per assembly: every quantity
-    of a plan lists the same devices and tiles, so a label set is looked up by its items, not read name by name
-    for every row of every quantity."""
+    """What each distinct tile key of one plan's rows stands for, worked out once per assembly: every quantity of a
+    plan lists the same devices and tiles, so a key is looked up, not read name by name for every row of every
+    quantity."""
 
-    __slots__ = ("common", "tiles", "parts")
+    __slots__ = ("tiles", "devices")
 
     def __init__(self) -> None:
-        self.common: dict[tuple[str, ...], Key | None] = {}  # a device's exporter key -> its common key (None: none)
-        self.tiles: dict[tuple[tuple[str, str], ...], Key | None] = {}  # a row's label items -> its tile's common key
-        self.parts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}  # -> device, tile
+        self.tiles: dict[RawKey, Key | None] = {}  # a row's tile key -> its tile's common key (None: no device)
+        self.devices: dict[RawKey, tuple[RawKey, RawKey, Key | None]] = {}  # -> its device's exporter key, tile, common key
 
 
-def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample], keys: Keys | None = None) -> dict[Key, float]:
+def _picker(names: Sequence[str], wanted: Sequence[str]) -> Callable[[RawKey], RawKey]:
+    """The values of ``wanted`` (each one of ``names``) out of a key over ``names``, as a tuple."""
+    positions = [names.index(n) for n in wanted]
+    return lambda key: tuple(key[i] for i in positions)
+
+
+def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows, keys: Keys | None = None) -> dict[Key, float]:
     """``quantity`` per device (or tile, when it does not fold), keyed by common (node, device, sub).
 
     Rows that land on the same key (two spellings of one node, say) are collapsed with max. ``keys``
-    (:class:`Keys`) lets one assembly work out what each label set stands for once for all its quantities.
+    (:class:`Keys`) lets one assembly work out what each tile key stands for once for all its quantities.
     """
     keys = Keys() if keys is None else keys
+    names = rows.names
     if quantity.fold == "none":
-        found = by_label_set(rows, keys.tiles, lambda labels: _common(plan, labels, tiles=True))
-        return _collapse(found, [row.value for row in rows])
-    device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
-    common = keys.common
-    pairs = by_label_set(rows, keys.parts, lambda labels: _raw_pair(labels, device_raw, sub_raw))
-    raws = [pair[0] for pair in pairs]
+        tiles = keys.tiles
+        found = [tiles[k] if k in tiles else tiles.setdefault(k, _common(plan, dict(zip(names, k)), tiles=True))
+                 for k in rows.keys]
+        return _collapse(found, rows.values)
+    device_raw = plan.raw_labels(DEVICE_KEY)
+    device_of, sub_of = _picker(names, device_raw), _picker(names, plan.raw_labels(("sub",)))
+
+    def make(key: RawKey) -> tuple[RawKey, RawKey, Key | None]:
+        device = device_of(key)
+        return device, sub_of(key), _common(plan, dict(zip(device_raw, device)), tiles=False)
+
+    memo = keys.devices
+    triples = [memo[k] if k in memo else memo.setdefault(k, make(k)) for k in rows.keys]
+    raws = [t[0] for t in triples]
     if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
-        found = [common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
-                 for raw in raws]
         # the aggregation of one value is that value; sum and avg add it to 0, which turns -0.0 into 0.0
-        return _collapse(found, [row.value for row in rows] if quantity.fold in _ONE else [0 + row.value for row in rows])
-    devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
-    for (raw, sub), row in zip(pairs, rows):
-        devices[raw][sub] = row.value
-    untiled = tuple("" for _ in sub_raw)
+        return _collapse([t[2] for t in triples], rows.values if quantity.fold in _ONE else [0 + v for v in rows.values])
+    devices: dict[RawKey, dict[RawKey, float]] = defaultdict(dict)
+    common: dict[RawKey, Key | None] = {}
+    for (raw, sub, key), value in zip(triples, rows.values):
+        devices[raw][sub] = value
+        common[raw] = key
+    untiled = tuple("" for _ in plan.raw_labels(("sub",)))
     found, values = [], []
     for raw, tiles_of in devices.items():
-        key = common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+        key = common[raw]
         if key is not None:
             found.append(key)
             values.append(_fold(quantity.fold, tiles_of, untiled))
     return _collapse(found, values)
-
-
-def _raw_pair(labels: Mapping[str, str], device_raw: Sequence[str], sub_raw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A row's device and tile by their exporter labels (absent: "")."""
-    return tuple(map(labels.get, device_raw, BLANKS)), tuple(map(labels.get, sub_raw, BLANKS))
 
 
 def _collapse(found: list[Key | None], values: list[float]) -> dict[Key, float]:
@@ -169,21 +165,23 @@ def _common(plan: DevicePlan, labels: Mapping[str, str], *, tiles: bool) -> Key 
     return (node_name(_first(labels, plan.labels.get("node", ()))), device, sub)
 
 
-def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, int]:
+def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows) -> dict[Key, int]:
     """Which fallback answered each device (or tile) of ``quantity``, where one did: its number (1 = first).
 
     A folded device whose tiles were read from different sources reports the latest fallback used.
     """
     out: dict[Key, int] = {}
-    if not quantity.fallbacks:  # only a fallback's rows carry its number
+    if not quantity.fallbacks or rows.fallbacks is None:  # most devices answer from the primary source
         return out
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
     sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
-    for row in [r for r in rows if FALLBACK_LABEL in r.labels]:  # most devices answer from the primary source
-        number = int(row.labels.get(FALLBACK_LABEL, "0") or 0)
-        device = _first(row.labels, device_names)
-        if not number or not device:
+    for raw, number in zip(rows.keys, rows.fallbacks):
+        if not number:
             continue
-        key = (node_name(_first(row.labels, node_names)), device, _first(row.labels, sub_names))
+        labels = dict(zip(rows.names, raw))
+        device = _first(labels, device_names)
+        if not device:
+            continue
+        key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
         out[key] = max(number, out.get(key, 0))
     return out

@@ -13,6 +13,7 @@ from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, pe
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
+from llm_d_lens.monitoring.accelerator.tilerows import TileRows
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -149,11 +150,12 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
     return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
 
 
-def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
+def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], targets: Sequence[Sample] = (),
              recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
-    Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    The inventory's and the sentinels' rows carry the exporter's own labels, each quantity's are
+    :class:`.tilerows.TileRows` (keyed by the tile labels); they are folded and relabelled here (see :mod:`.fold`).
     ``recorded`` gives each device's quantities instead (per device, field -> value), and per quantity the fallback
     that answered it, as the recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read
     as ever.
@@ -209,7 +211,9 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
-            quantity_rows = rows.get(key, ())
+            quantity_rows: TileRows | None = rows.get(key)  # type: ignore[assignment]
+            if quantity_rows is None:
+                continue
             values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
             field_ = quantity.quantity.field
             for key3, value in values.items():
