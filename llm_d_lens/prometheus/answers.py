@@ -110,16 +110,17 @@ class _RowsAnswer(msgspec.Struct, Generic[L], forbid_unknown_fields=True):
 
 
 @lru_cache(maxsize=64)
-def label_struct(fields: tuple[tuple[str, str], ...]) -> type[msgspec.Struct]:
+def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True) -> type[msgspec.Struct]:
     """A Struct with one string attribute per ``(attribute, label name)``, "" where the series lacks the label.
 
     A query that groups by known labels can only answer those (plus what it copies in): decoding them
     into fixed attributes skips a dict per series and lets a caller read a series' key with one
-    ``operator.attrgetter``. A label outside ``fields`` fails the decode. Kept per ``fields`` (the
-    whole of what it is made from), so a query asked again reuses its type and decoder.
+    ``operator.attrgetter``. ``closed``: a label outside ``fields`` fails the decode; otherwise it is
+    skipped (a selector of stored series, which a store may give labels of its own). Kept per
+    ``(fields, closed)`` (the whole of what it is made from), so a query asked again reuses its type and decoder.
     """
     return msgspec.defstruct("Labels", [(attribute, str, "") for attribute, _ in fields],
-                             rename=dict(fields), forbid_unknown_fields=True, gc=False)
+                             rename=dict(fields), forbid_unknown_fields=closed, gc=False)
 
 
 @lru_cache(maxsize=64)
