@@ -29,7 +29,7 @@ way and converted to the same rows (:func:`converted_rows`).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -110,17 +110,24 @@ class _RowsAnswer(msgspec.Struct, Generic[L], forbid_unknown_fields=True):
 
 
 @lru_cache(maxsize=64)
-def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True) -> type[msgspec.Struct]:
+def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True,
+                 choices: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> type[msgspec.Struct]:
     """A Struct with one string attribute per ``(attribute, label name)``, "" where the series lacks the label.
 
     A query that groups by known labels can only answer those (plus what it copies in): decoding them
     into fixed attributes skips a dict per series and lets a caller read a series' key with one
     ``operator.attrgetter``. ``closed``: a label outside ``fields`` fails the decode; otherwise it is
-    skipped (a selector of stored series, which a store may give labels of its own). Kept per
-    ``(fields, closed)`` (the whole of what it is made from), so a query asked again reuses its type and decoder.
+    skipped (a selector of stored series, which a store may give labels of its own). ``choices``
+    (attribute -> every value it can take) makes those attributes literals: each value is decoded as
+    the one string object of ``choices`` (no new string per series, its hash already known), and any
+    other value fails the decode. Kept per argument (the whole of what it is made from), so a query
+    asked again reuses its type and decoder.
     """
-    return msgspec.defstruct("Labels", [(attribute, str, "") for attribute, _ in fields],
-                             rename=dict(fields), forbid_unknown_fields=closed, gc=False)
+    allowed = dict(choices)
+    return msgspec.defstruct(
+        "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
+                   for attribute, _ in fields],
+        rename=dict(fields), forbid_unknown_fields=closed, gc=False)
 
 
 @lru_cache(maxsize=64)
@@ -151,9 +158,11 @@ def converted_rows(data: Any, labels: type[L]) -> list[Row[L]]:
     try:
         return msgspec.convert(result, list[_ReadRow[labels]])  # type: ignore[valid-type,return-value]
     except msgspec.ValidationError as exc:
-        names = set(labels.__struct_encode_fields__)  # type: ignore[attr-defined]
         for item in result if isinstance(result, list) else ():
             metric = item.get("metric") if isinstance(item, dict) else None
-            if isinstance(metric, dict) and not names.issuperset(metric):
-                raise ValueError(f"a series with labels the query does not ask for: {clip(repr(metric), 200)}") from None
+            if isinstance(metric, dict) and all(type(k) is str and type(v) is str for k, v in metric.items()):
+                try:
+                    msgspec.convert(metric, labels)
+                except msgspec.ValidationError:  # a label, or a label's value, that ``labels`` does not take
+                    raise ValueError(f"a series with labels the query does not ask for: {clip(repr(metric), 200)}") from None
         raise ValueError(f"a malformed vector ({exc})") from None

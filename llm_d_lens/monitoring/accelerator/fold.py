@@ -21,7 +21,7 @@ from itertools import repeat
 
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
-from llm_d_lens.monitoring.accelerator.tilerows import RawKey, TileRows
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, RawKey, TileRows
 
 Key = tuple[str, str, str]  # common (node, device, sub)
 _NODE = re.compile(NODE_REGEX)
@@ -82,15 +82,50 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
 
 
 class Keys:
-    """What each distinct tile key of one plan's rows stands for, worked out once per assembly: every quantity of a
-    plan lists the same devices and tiles, so a key is looked up, not read name by name for every row of every
-    quantity."""
+    """What each numbered tile key of one plan's rows stands for (:class:`.tilerows.KeyTable`), worked out once per
+    key and kept by its number for one assembly: every quantity of a plan lists the same devices and tiles, so a
+    row costs a list index, never a read of its labels."""
 
-    __slots__ = ("tiles", "devices")
+    __slots__ = ("table", "tiles", "devices", "device_keys", "subs", "_numbers")
 
     def __init__(self) -> None:
-        self.tiles: dict[RawKey, Key | None] = {}  # a row's tile key -> its tile's common key (None: no device)
-        self.devices: dict[RawKey, tuple[RawKey, RawKey, Key | None]] = {}  # -> its device's exporter key, tile, common key
+        self.table: KeyTable | None = None
+        self.tiles: list[Key | None] = []  # by key number: its tile's common key (None: no device)
+        self.devices: list[int] = []  # by key number: its device's number (one per distinct device spelling)
+        self.device_keys: list[Key | None] = []  # by device number: its common key
+        self.subs: list[RawKey] = []  # by key number: its tile labels' values
+        self._numbers: dict[RawKey, int] = {}  # a device's exporter labels' values -> its number
+
+    def _on(self, table: KeyTable) -> None:
+        if table is not self.table:
+            self.__init__()  # type: ignore[misc]
+            self.table = table
+
+    def fill_tiles(self, plan: DevicePlan, table: KeyTable) -> list[Key | None]:
+        """:attr:`tiles`, made for every key of ``table``."""
+        self._on(table)
+        if len(self.tiles) < len(table):
+            names = table.names
+            self.tiles.extend(_common(plan, dict(zip(names, key)), tiles=True)
+                              for key in table.keys_in_order()[len(self.tiles):])
+        return self.tiles
+
+    def fill_devices(self, plan: DevicePlan, table: KeyTable) -> Keys:
+        """:attr:`devices`, :attr:`device_keys` and :attr:`subs`, made for every key of ``table``."""
+        self._on(table)
+        if len(self.devices) < len(table):
+            names, device_raw = table.names, plan.raw_labels(DEVICE_KEY)
+            device_of, sub_of = _picker(names, device_raw), _picker(names, plan.raw_labels(("sub",)))
+            numbers = self._numbers
+            for key in table.keys_in_order()[len(self.devices):]:
+                device = device_of(key)
+                number = numbers.get(device)
+                if number is None:
+                    number = numbers[device] = len(numbers)
+                    self.device_keys.append(_common(plan, dict(zip(device_raw, device)), tiles=False))
+                self.devices.append(number)
+                self.subs.append(sub_of(key))
+        return self
 
 
 def _picker(names: Sequence[str], wanted: Sequence[str]) -> Callable[[RawKey], RawKey]:
@@ -106,33 +141,22 @@ def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows, keys: K
     (:class:`Keys`) lets one assembly work out what each tile key stands for once for all its quantities.
     """
     keys = Keys() if keys is None else keys
-    names = rows.names
     if quantity.fold == "none":
-        tiles = keys.tiles
-        found = [tiles[k] if k in tiles else tiles.setdefault(k, _common(plan, dict(zip(names, k)), tiles=True))
-                 for k in rows.keys]
-        return _collapse(found, rows.values)
-    device_raw = plan.raw_labels(DEVICE_KEY)
-    device_of, sub_of = _picker(names, device_raw), _picker(names, plan.raw_labels(("sub",)))
-
-    def make(key: RawKey) -> tuple[RawKey, RawKey, Key | None]:
-        device = device_of(key)
-        return device, sub_of(key), _common(plan, dict(zip(device_raw, device)), tiles=False)
-
-    memo = keys.devices
-    triples = [memo[k] if k in memo else memo.setdefault(k, make(k)) for k in rows.keys]
-    raws = [t[0] for t in triples]
+        tiles = keys.fill_tiles(plan, rows.table)
+        return _collapse([tiles[i] for i in rows.ids], rows.values)
+    devices, device_keys = keys.fill_devices(plan, rows.table).devices, keys.device_keys
+    raws = [devices[i] for i in rows.ids]
     if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
         # the aggregation of one value is that value; sum and avg add it to 0, which turns -0.0 into 0.0
-        return _collapse([t[2] for t in triples], rows.values if quantity.fold in _ONE else [0 + v for v in rows.values])
-    devices: dict[RawKey, dict[RawKey, float]] = defaultdict(dict)
-    common: dict[RawKey, Key | None] = {}
-    for (raw, sub, key), value in zip(triples, rows.values):
-        devices[raw][sub] = value
-        common[raw] = key
+        return _collapse([device_keys[d] for d in raws], rows.values if quantity.fold in _ONE else [0 + v for v in rows.values])
+    grouped: dict[int, dict[RawKey, float]] = defaultdict(dict)
+    common: dict[int, Key | None] = {}
+    for i, raw, value in zip(rows.ids, raws, rows.values):
+        grouped[raw][keys.subs[i]] = value
+        common[raw] = device_keys[raw]
     untiled = tuple("" for _ in plan.raw_labels(("sub",)))
     found, values = [], []
-    for raw, tiles_of in devices.items():
+    for raw, tiles_of in grouped.items():
         key = common[raw]
         if key is not None:
             found.append(key)
@@ -175,13 +199,14 @@ def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows) -> 
         return out
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
     sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
-    for raw, number in zip(rows.keys, rows.fallbacks):
-        if not number:
+    keys = rows.table.keys_in_order()
+    for number, fallback in zip(rows.ids, rows.fallbacks):
+        if not fallback:
             continue
-        labels = dict(zip(rows.names, raw))
+        labels = dict(zip(rows.names, keys[number]))
         device = _first(labels, device_names)
         if not device:
             continue
         key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
-        out[key] = max(number, out.get(key, 0))
+        out[key] = max(fallback, out.get(key, 0))
     return out

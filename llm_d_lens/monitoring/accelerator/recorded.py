@@ -74,6 +74,12 @@ def recorded_fields(plans: Sequence[DevicePlan]) -> tuple[tuple[str, str], ...]:
     return tuple((special.get(label) or f"o{i}", label) for i, label in enumerate(labels))
 
 
+def recorded_labels(plans: Sequence[DevicePlan]) -> type[msgspec.Struct]:
+    """The Struct a recorded row's labels are decoded into: any label beyond :func:`recorded_fields` skipped, the
+    hardware one of ``plans``' (a literal, as the selector asks for no other)."""
+    return label_struct(recorded_fields(plans), closed=False, choices=(("hardware", tuple(p.hardware for p in plans)),))
+
+
 def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dict[str, Recorded]:
     """Each hardware's rows of a :func:`recorded_query` answer (labels decoded into :func:`recorded_fields`' Struct);
     a series no plan reads is left out. ``ValueError``: a value that is no number.
@@ -139,7 +145,7 @@ async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
     if not plans:
         return {}, []
     promql = recorded_query(plans)
-    rows = await client.query_rows(promql, label_struct(recorded_fields(plans), closed=False), at)
+    rows = await client.query_rows(promql, recorded_labels(plans), at)
     try:
         found = split_recorded(plans, rows)
     except ValueError as exc:

@@ -41,7 +41,7 @@ import msgspec
 
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels, inventory_query, targets_query
-from llm_d_lens.monitoring.accelerator.tilerows import TileRows
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
 from llm_d_lens.prometheus.answers import Row, label_struct
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
@@ -139,6 +139,7 @@ class Answer:
     metrics: list[dict[str, TileRows]]
     inventory: list[Sample]
     targets: list[Sample]
+    table: KeyTable  # the tile keys the metrics' rows are numbered in
 
 
 class _NoPart(ValueError):
@@ -159,8 +160,10 @@ def answer_fields(query: RefreshQuery) -> tuple[tuple[str, str], ...]:
 
 
 def row_labels(query: RefreshQuery) -> type[msgspec.Struct]:
-    """The Struct a row's labels are decoded into (:func:`.answers.label_struct`)."""
-    return label_struct(answer_fields(query))
+    """The Struct a row's labels are decoded into (:func:`.answers.label_struct`): the name, its copy and the tag
+    take only the values the query gives them (literals: no string per row)."""
+    metrics = tuple(dict.fromkeys(m for s in query.selections for m in s.metrics))
+    return label_struct(answer_fields(query), choices=(("name", metrics), ("metric", metrics), ("part", tuple(query.tags))))
 
 
 def _key_reader(count: int) -> Callable[[Any], tuple[str, ...]]:
@@ -179,19 +182,19 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
     metric's rows are made once, so such a row (nearly all of them) costs one lookup by its copied name.
     The inventory's and the targets' rows keep their labels (without the tag) as samples.
     """
-    names = query.labels
-    answer = Answer([{} for _ in query.selections], [], [])
+    table = KeyTable(query.labels)
+    answer = Answer([{} for _ in query.selections], [], [], table)
     tags, metrics = query.tags, answer.metrics
     fields = answer_fields(query)
-    key = _key_reader(len(names))
+    key = _key_reader(len(query.labels))
 
     def columns(part: int, metric: str) -> TileRows:
         found = metrics[part].get(metric)
         if found is None:
-            found = metrics[part][metric] = TileRows(names, [], [])
+            found = metrics[part][metric] = TileRows(table, [], [])
         return found
 
-    untagged = {metric: (rows.keys.append, rows.values.append)
+    untagged = {metric: (rows.ids.append, rows.values.append)
                 for metric, part in query.owners.items() for rows in (columns(part, metric),)}
 
     def labels(row: Row[Any]) -> dict[str, str]:
@@ -204,19 +207,23 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
                 adds = untagged.get(metric.metric)
                 if adds is None:
                     raise _NoPart(f"a series that no part of the refresh query answers: {labels(row)!r}")
-                adds[0](key(metric))
-                adds[1](float(row.value[1]))  # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"
+                adds[0](table[key(metric)])
+                adds[1](row.value[1])  # the value as spelled: each metric's are read as numbers at once, below
                 continue
             part = tags.get(metric.part)
             if part is None or (type(part) is int and not metric.metric):
                 raise _NoPart(f"a series that no part of the refresh query answers: {labels(row)!r}")
             if type(part) is int:
                 found = columns(part, metric.metric)
-                found.keys.append(key(metric))
-                found.values.append(float(row.value[1]))
+                found.ids.append(table[key(metric)])
+                found.values.append(row.value[1])
             else:
                 kept = {label: value for label, value in labels(row).items() if label != PART_LABEL}
                 (answer.inventory if part == "inventory" else answer.targets).append(Sample(kept, float(row.value[1])))
+        for columns_of in metrics:
+            for rows_of in columns_of.values():
+                # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
+                rows_of.values = list(map(float, rows_of.values))  # type: ignore[arg-type]
     except _NoPart:
         raise
     except ValueError as exc:
@@ -226,35 +233,35 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
 
 def _binary(left: TileRows, right: TileRows, op: Callable[[float, float], float]) -> TileRows:
     """``left <op> right`` one-to-one on every label: the left's rows that have a match, in the left's order."""
-    if not left.keys or not right.keys:
-        return TileRows(left.names, [], [])
-    values = dict(zip(right.keys, right.values))
-    if all(map(values.__contains__, left.keys)):  # every left row matches (the common case)
-        return TileRows(left.names, left.keys, [op(v, values[k]) for k, v in zip(left.keys, left.values)])
-    keys = [k for k in left.keys if k in values]
-    return TileRows(left.names, keys, [op(v, values[k]) for k, v in zip(left.keys, left.values) if k in values])
+    if not left.ids or not right.ids:
+        return TileRows(left.table, [], [])
+    values = dict(zip(right.ids, right.values))
+    if all(map(values.__contains__, left.ids)):  # every left row matches (the common case)
+        return TileRows(left.table, left.ids, [op(v, values[i]) for i, v in zip(left.ids, left.values)])
+    ids = [i for i in left.ids if i in values]
+    return TileRows(left.table, ids, [op(v, values[i]) for i, v in zip(left.ids, left.values) if i in values])
 
 
 def _or(left: TileRows, right: TileRows, fallback: int = 0) -> TileRows:
     """``left or right``: every left row, then the right's rows whose key no left row has; ``fallback`` (a fallback's
     number) marks those as answered by it, as ``label_replace`` adds ``lens_fallback``."""
-    if not right.keys:
+    if not right.ids:
         return left
-    present = set(left.keys)
-    extra = [i for i, k in enumerate(right.keys) if k not in present]
+    present = set(left.ids)
+    extra = [n for n, i in enumerate(right.ids) if i not in present]
     if not extra:
         return left
-    keys = left.keys + [right.keys[i] for i in extra]
-    values = left.values + [right.values[i] for i in extra]
+    ids = left.ids + [right.ids[n] for n in extra]
+    values = left.values + [right.values[n] for n in extra]
     if fallback:
         added = [fallback] * len(extra)
     elif right.fallbacks is not None:
-        added = [right.fallbacks[i] for i in extra]
+        added = [right.fallbacks[n] for n in extra]
     else:
         added = None
     if added is None and left.fallbacks is None:
-        return TileRows(left.names, keys, values)
-    return TileRows(left.names, keys, values, (left.fallbacks or [0] * len(left.keys)) + (added or [0] * len(extra)))
+        return TileRows(left.table, ids, values)
+    return TileRows(left.table, ids, values, (left.fallbacks or [0] * len(left.ids)) + (added or [0] * len(extra)))
 
 
 def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], TileRows]) -> TileRows:
@@ -280,7 +287,7 @@ def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], TileRows]
         values = [v / denominator for v in combined.values]
     else:
         return combined
-    return TileRows(combined.names, combined.keys, values, combined.fallbacks)
+    return TileRows(combined.table, combined.ids, values, combined.fallbacks)
 
 
 def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], TileRows]) -> TileRows:
@@ -302,7 +309,8 @@ def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], T
         found, readings = raw(matchers, aggregation, metric), rows(matchers, aggregation, metric)
         if len(readings) == len(found):
             continue
-        for key, value in zip(found.keys, found.values):
+        keys = found.table.keys_in_order()
+        for key, value in zip(map(keys.__getitem__, found.ids), found.values):
             if plan.sentinel_reason(metric, value) is None:  # a reading (or a NaN, which no sentinel is)
                 continue
             labels = dict(sorted({**found.labels(key), SENTINEL_LABEL: metric}.items()))
@@ -328,7 +336,7 @@ def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, An
     inventory, sentinels and targets as samples, each quantity as :class:`.tilerows.TileRows`."""
     index = {(s.matchers, s.aggregation): i for i, s in enumerate(query.selections)}
     found: dict[tuple[tuple[str, ...], str, str], TileRows] = {}
-    empty = TileRows(query.labels, [], [])
+    empty = TileRows(answer.table, [], [])
 
     def raw(matchers: tuple[str, ...], aggregation: str, metric: str) -> TileRows:
         return answer.metrics[index[(matchers, aggregation)]].get(metric, empty)
@@ -357,9 +365,9 @@ def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, An
 def each_parts(plan: DevicePlan, answers: dict[str, list[Sample]]) -> dict[str, Any]:
     """The parts sent one query each (:func:`.prometheus.combine.query_each`), in the shape :func:`parts` gives:
     each quantity's rows as :class:`.tilerows.TileRows`, keyed from their labels."""
-    names = plan.raw_labels(TILE_KEY)
+    table = KeyTable(plan.raw_labels(TILE_KEY))
     keys = {q.quantity.key for q in plan.quantities}
-    return {name: TileRows.of(names, rows) if name in keys else rows for name, rows in answers.items()}
+    return {name: TileRows.of(table, rows) if name in keys else rows for name, rows in answers.items()}
 
 
 async def read_refresh(client: PrometheusClient, plan: DevicePlan, at: float | None = None, *,

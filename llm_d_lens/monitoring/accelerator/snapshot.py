@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
-from llm_d_lens.monitoring.accelerator.tilerows import TileRows
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
 from llm_d_lens.prometheus.promql import matches, parse_matcher
@@ -84,10 +84,9 @@ def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str,
         identities.update(_grouped(_selected(samples, metric, matchers), identity_names, "max"))
     out: dict[str, list[Sample] | TileRows] = {"inventory": _rows(identity_names, {key: 1.0 for key in identities})}
     tile_names = plan.raw_labels(TILE_KEY)
+    table = KeyTable(tile_names)
     for quantity in plan.quantities:
-        values, tags = _sourced(plan, quantity, samples)
-        fallbacks = [tags[key] for key in values]
-        out[quantity.quantity.key] = TileRows(tile_names, list(values), list(values.values()), fallbacks if any(fallbacks) else None)
+        out[quantity.quantity.key] = TileRows.keyed(table, *_sourced(plan, quantity, samples))
     if plan.sentinel_selections():
         out["sentinels"] = _sentinels(plan, samples, tile_names)
     return out

@@ -176,8 +176,8 @@ NO_PART = "a series that no part of the refresh query answers"
 UNASKED = "a series with labels the query does not ask for"  # a label amd's refresh groups by nothing on
 
 
-@pytest.mark.parametrize(("labels", "why"), [({"hostname": "n1"}, NO_PART), ({"hostname": "n1", PART_LABEL: "nobody"}, NO_PART),
-                                             ({"__name__": "unread", "hostname": "n1"}, NO_PART), ({"gpu": "0"}, UNASKED),
+@pytest.mark.parametrize(("labels", "why"), [({"hostname": "n1"}, NO_PART), ({"hostname": "n1", PART_LABEL: "nobody"}, UNASKED),
+                                             ({"__name__": "unread", "hostname": "n1"}, UNASKED), ({"gpu": "0"}, UNASKED),
                                              ({"gpu": "0", PART_LABEL: "nobody"}, UNASKED)])
 def test_a_row_no_part_of_the_refresh_query_answers_is_a_coded_error(labels, why):
     plan = plan_for(get_registry().get("amd"))

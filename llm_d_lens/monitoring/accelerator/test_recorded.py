@@ -11,11 +11,11 @@ VictoriaMetrics.
 
 from __future__ import annotations
 
-from llm_d_lens.monitoring.accelerator.recorded import Recorded, recorded_fields, recorded_query, split_recorded, usable
+from llm_d_lens.monitoring.accelerator.recorded import Recorded, recorded_labels, recorded_query, split_recorded, usable
 from llm_d_lens.monitoring.accelerator.rules import rules_digest
 from llm_d_lens.monitoring.accelerator.service import select
 from llm_d_lens.monitoring.conftest import RECORDED_AT, STALE_RULES
-from llm_d_lens.prometheus.answers import Row, converted_rows, label_struct
+from llm_d_lens.prometheus.answers import Row, converted_rows
 from llm_d_lens.testing.telemetry_pages import needs_prometheus, refresh
 
 EVERY = [s.profile.id for s in select(None)]
@@ -73,7 +73,7 @@ def test_a_hardware_is_read_from_recorded_series_only_with_this_lens_digest():
         labels = {"__name__": "lens:accelerator_inventory", "lens_hardware": "nvidia", "gpu": "0", "Hostname": "n1"}
         answer = {"resultType": "vector", "result": [{"metric": labels if digest is None else {**labels, "lens_rules": digest},
                                                       "value": [RECORDED_AT, "1"]}]}
-        return converted_rows(answer, label_struct(recorded_fields([nvidia]), closed=False))[0]
+        return converted_rows(answer, recorded_labels([nvidia]))[0]
 
     assert usable(nvidia, split_recorded([nvidia], [inventory(rules_digest(nvidia))])["nvidia"])
     assert not usable(nvidia, split_recorded([nvidia], [inventory("0123")])["nvidia"])
