@@ -48,14 +48,25 @@ def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
 
 def relabelled(labels: Mapping[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
     """The common labels of one row: the first exporter spelling present wins."""
-    out: dict[str, str] = {}
-    for common in commons:
-        for source in plan.labels.get(common, ()):
-            value = labels.get(source, "")
-            if value:
-                out[common] = node_name(value) if common == "node" else value
-                break
-    return out
+    return relabeller(plan, commons)(labels)
+
+
+def relabeller(plan: DevicePlan, commons: Iterable[str]) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """:func:`relabelled` for many rows of one plan: each common label's spellings looked up once, not per row
+    (an assembly relabels every device's inventory row)."""
+    spellings = [(common, plan.labels.get(common, ())) for common in commons]
+
+    def relabel(labels: Mapping[str, str]) -> dict[str, str]:
+        get = labels.get
+        out: dict[str, str] = {}
+        for common, sources in spellings:
+            for source in sources:
+                value = get(source)
+                if value:
+                    out[common] = node_name(value) if common == "node" else value
+                    break
+        return out
+    return relabel
 
 
 @lru_cache(maxsize=4096)

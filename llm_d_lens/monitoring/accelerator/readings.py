@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabeller, relabelled
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
@@ -166,9 +166,14 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
     """
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
-    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(map(str.startswith, row.labels, _EXPORTED))}
+    inventory: Sequence[Sample] = rows.get("inventory", ())  # type: ignore[assignment]
+    # one pass over every inventory label name (in C) tells whether any row has a renamed label to look for
+    names = set().union(*(row.labels for row in inventory))
+    renamed = {_target(row.labels) for row in inventory if any(map(str.startswith, row.labels, _EXPORTED))} \
+        if any(map(str.startswith, names, _EXPORTED)) else set()
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
+    common_labels = relabeller(plan, commons)
     devices: dict[tuple[str, str, str], DeviceReading] = {}
     anonymous: dict[str, int] = defaultdict(int)
 
@@ -178,8 +183,8 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
             devices[key] = DeviceReading(plan.hardware, node, device, key[2])
         return devices[key]
 
-    for row in rows.get("inventory", ()):
-        common = relabelled(row.labels, plan, commons)
+    for row in inventory:
+        common = common_labels(row.labels)
         n, device, sub = common.get("node", ""), common.get("device", ""), common.get("sub", "")
         if not device:
             anonymous[n] += 1

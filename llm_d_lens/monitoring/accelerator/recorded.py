@@ -19,7 +19,8 @@ series' own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,14 @@ def recorded_fields(plans: Sequence[DevicePlan]) -> tuple[tuple[str, str], ...]:
     return tuple((special.get(label) or f"o{i}", label) for i, label in enumerate(labels))
 
 
+def _reader(fields: tuple[tuple[str, str], ...], wanted: set[str]) -> tuple[tuple[str, ...], Callable[[Any], tuple[str, ...]]]:
+    """The labels of ``fields`` in ``wanted`` (in ``fields``' order), and what reads their values off a row's labels."""
+    chosen = [(attribute, label) for attribute, label in fields if label in wanted]
+    getter = operator.attrgetter(*(a for a, _ in chosen))
+    read = getter if len(chosen) > 1 else (lambda labels: (getter(labels),))
+    return tuple(label for _, label in chosen), read  # type: ignore[return-value]
+
+
 def recorded_labels(plans: Sequence[DevicePlan]) -> type[msgspec.Struct]:
     """The Struct a recorded row's labels are decoded into: any label beyond :func:`recorded_fields` skipped, the
     hardware one of ``plans``' (a literal, as the selector asks for no other)."""
@@ -96,9 +105,13 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
                           for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
 
+    # per hardware, the labels its kept rows can carry (beside the recording's): read only those
+    kept = {p.hardware: _reader(fields, {*inventory_labels(p), *p.raw_labels(TILE_KEY), SENTINEL_LABEL, *TARGETS_LABELS})
+            for p in plans}
+
     def labels(row: Row[Any]) -> dict[str, str]:
-        return {label: value for (_, label), value in zip(fields, msgspec.structs.astuple(row.metric))
-                if value and label not in _RECORDING}
+        names, read = kept[row.metric.hardware]
+        return {label: value for label, value in zip(names, read(row.metric)) if value}
 
     for row in rows:
         metric = row.metric
