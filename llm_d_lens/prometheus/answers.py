@@ -131,6 +131,23 @@ def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True,
 
 
 @lru_cache(maxsize=64)
+def tagged_label_structs(tag: str, kinds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...], closed: bool = True,
+                         choices: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> dict[str, type[msgspec.Struct]]:
+    """One :func:`label_struct`-like Struct per value of the label ``tag`` (``(value, fields)`` in ``kinds``); decoding
+    their union reads ``tag`` first and each series into its value's Struct, with only that value's fields.
+
+    For an answer whose series of different names carry different labels (one selector of many recorded
+    series): a series is as large as its own labels, not as all the answer's, and its kind is its Struct's
+    type. A value of ``tag`` outside ``kinds`` fails the decode. Kept per argument, like :func:`label_struct`.
+    """
+    allowed = dict(choices)
+    return {value: msgspec.defstruct(
+        "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
+                   for attribute, _ in fields],
+        rename=dict(fields), forbid_unknown_fields=closed, gc=False, tag_field=tag, tag=value) for value, fields in kinds}
+
+
+@lru_cache(maxsize=64)
 def _rows_decoder(labels: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(_RowsAnswer[labels])  # type: ignore[valid-type]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from typing import Union
 
 import httpx
 import pytest
@@ -161,3 +162,15 @@ def test_a_label_the_struct_lacks_or_another_result_type_is_a_coded_error():
     assert scalar[0] == "PROMETHEUS_RESPONSE_INVALID" and "a 'scalar' result where the query gives an instant vector" in scalar[1]
     label_number = rows_outcome(REFUSED["a label that is a number"])
     assert label_number[0] == "PROMETHEUS_RESPONSE_INVALID" and "a malformed vector" in label_number[1]
+
+
+def test_tagged_label_structs_decode_each_series_into_its_names_struct():
+    structs = answers.tagged_label_structs("__name__", (("up", (("job", "job"),)), ("temp", (("gpu", "gpu"), ("host", "Hostname")))),
+                                           closed=False)
+    union = Union[tuple(structs.values())]  # noqa: UP007
+    content = vector('{"metric":{"__name__":"temp","gpu":"1","zone":"z"},"value":[1,"40"]}',
+                     '{"metric":{"__name__":"up","job":"dcgm"},"value":[1,"1"]}')
+    rows = answers.instant_rows(content, union)
+    assert rows is not None and [type(r.metric) for r in rows] == [structs["temp"], structs["up"]]
+    assert (rows[0].metric.gpu, rows[0].metric.host, rows[1].metric.job) == ("1", "", "dcgm")  # zone: not asked, skipped
+    assert answers.instant_rows(vector('{"metric":{"__name__":"other"},"value":[1,"1"]}'), union) is None

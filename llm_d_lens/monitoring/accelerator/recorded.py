@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -30,25 +30,31 @@ from llm_d_lens.monitoring.accelerator.fold import Key
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, lens_label
 from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels
 from llm_d_lens.monitoring.accelerator.rules import (
-    DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, RECORD_PREFIX, SENTINEL_RECORD,
+    DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, SENTINEL_RECORD,
     TARGET_RECORD, recorded_name, rules_digest,
 )
-from llm_d_lens.prometheus.answers import Row, label_struct
+from llm_d_lens.prometheus.answers import Row, tagged_label_structs
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import matcher, regex_literal
 
 NAME = "__name__"
 _NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
-#: the labels a recorded row carries that the exporter's own rows do not
-_RECORDING = (NAME, HARDWARE_LABEL, DIGEST_LABEL)
 #: the records kept as rows, and under which name of :attr:`Recorded.rows` (targets: :attr:`Recorded.targets`)
 _ROWS = {INVENTORY_RECORD: "inventory", SENTINEL_RECORD: "sentinels", TARGET_RECORD: "targets"}
 
 
+def record_names(plans: Sequence[DevicePlan]) -> tuple[str, ...]:
+    """Every series name the rules of ``plans`` record: each quantity's, then the inventory, fallback, sentinel and
+    scrape-target records."""
+    quantities = (recorded_name(q) for p in plans for q in p.quantities)
+    return tuple(dict.fromkeys((*quantities, *_ROWS, FALLBACK_RECORD)))
+
+
 def recorded_query(plans: Sequence[DevicePlan]) -> str:
-    """One selector of every ``lens:accelerator_*`` series of the hardware ``plans`` read."""
-    names = matcher(NAME, "=~", regex_literal(RECORD_PREFIX) + ".+")
+    """One selector of every series this Lens' rules record for the hardware ``plans`` read, by name (so a record
+    only other rules make, of another Lens version, is not read: those rules' inventory is, and tells them apart)."""
+    names = matcher(NAME, "=~", "|".join(regex_literal(n) for n in record_names(plans)))
     hardware = matcher(HARDWARE_LABEL, "=~", "|".join(regex_literal(p.hardware) for p in plans))
     return f"{{{names}, {hardware}}}"
 
@@ -83,10 +89,20 @@ def _reader(fields: tuple[tuple[str, str], ...], wanted: set[str]) -> tuple[tupl
     return tuple(label for _, label in chosen), read  # type: ignore[return-value]
 
 
-def recorded_labels(plans: Sequence[DevicePlan]) -> type[msgspec.Struct]:
-    """The Struct a recorded row's labels are decoded into: any label beyond :func:`recorded_fields` skipped, the
-    hardware one of ``plans``' (a literal, as the selector asks for no other)."""
-    return label_struct(recorded_fields(plans), closed=False, choices=(("hardware", tuple(p.hardware for p in plans)),))
+def record_structs(plans: Sequence[DevicePlan]) -> dict[str, type[msgspec.Struct]]:
+    """Per record name (:func:`record_names`), the Struct its series' labels are decoded into (the name is the tag,
+    :func:`.answers.tagged_label_structs`): a quantity's holds the hardware and the ``lens_*`` device key, the rows kept
+    as rows (inventory, fallback, sentinel, targets) every label of :func:`recorded_fields`; any other label is
+    skipped, and the hardware is one of ``plans``' (a literal, as the selector asks for no other)."""
+    rows = tuple((attribute, label) for attribute, label in recorded_fields(plans) if attribute != "name")
+    quantity = tuple((attribute, label) for attribute, label in rows if attribute in ("hardware", "node", "device", "sub"))
+    kinds = tuple((name, rows if name in _ROWS or name == FALLBACK_RECORD else quantity) for name in record_names(plans))
+    return tagged_label_structs(NAME, kinds, closed=False, choices=(("hardware", tuple(p.hardware for p in plans)),))
+
+
+def recorded_labels(plans: Sequence[DevicePlan]) -> Any:
+    """What a recorded row's labels are decoded into: the union of :func:`record_structs`."""
+    return Union[tuple(record_structs(plans).values())]  # noqa: UP007 - a union made at run time
 
 
 def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dict[str, Recorded]:
@@ -98,13 +114,14 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
     labels without the recording's. A quantity's row (nearly all of them) costs three lookups: its hardware's
     records, its name's, its device's.
     """
-    fields = recorded_fields(plans)
+    fields = tuple((attribute, label) for attribute, label in recorded_fields(plans) if attribute != "name")
+    structs = record_structs(plans)
     by_hardware = {p.hardware: Recorded() for p in plans}
-    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles, the hardware's devices)
-    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
+    # per hardware, each quantity's record (its Struct) -> (its reading field, whether it keeps tiles, the hardware's devices)
+    slots = {p.hardware: {structs[recorded_name(q)]: (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
                           for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
-
+    kinds = {structs[name]: name for name in (*_ROWS, FALLBACK_RECORD)}
     # per hardware, the labels its kept rows can carry (beside the recording's): read only those
     kept = {p.hardware: _reader(fields, {*inventory_labels(p), *p.raw_labels(TILE_KEY), SENTINEL_LABEL, *TARGETS_LABELS})
             for p in plans}
@@ -119,8 +136,7 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
         records = slots.get(hardware)
         if records is None:
             continue
-        name = metric.name
-        slot = records.get(name)
+        slot = records.get(type(metric))
         if slot is not None:
             field_, tiles, devices = slot
             key = (metric.node, metric.device, metric.sub if tiles else "")
@@ -129,13 +145,14 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
                 values = devices[key] = {}
             values[field_] = float(row.value[1])  # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"
             continue
+        name = kinds.get(type(metric))
         found = by_hardware[hardware]
         if name == FALLBACK_RECORD:
             quantity = metric.quantity
             if (hardware, quantity) in tiled:
                 key = (metric.node, metric.device, metric.sub if tiled[(hardware, quantity)] else "")
                 found.fallbacks.setdefault(quantity, {})[key] = int(float(row.value[1]))
-        elif name in _ROWS:
+        elif name is not None:
             if name == INVENTORY_RECORD:
                 found.digests.add(metric.digest)
             sample = Sample(labels(row), float(row.value[1]))
