@@ -42,7 +42,7 @@ BLANKS = repeat("")
 
 
 def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
-    """The values of ``names`` in ``labels``, "" where absent (asked once or twice per row of a refresh)."""
+    """The values of ``names`` in ``labels``, "" where absent: a row's key as PromQL's matching signs it."""
     return tuple(map(labels.get, names, BLANKS))
 
 

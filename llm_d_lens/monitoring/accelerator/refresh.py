@@ -27,6 +27,11 @@ rows the left lacks, the fallback number in ``lens_fallback``, labels in Prometh
 and the same IEEE operations in the same order. Each part is therefore what its own query answers
 (``test_combined`` holds every built-in profile to that, row by row, against a real Prometheus),
 and the per-quantity PromQL stays what dashboards and ``lens telemetry queries`` show.
+
+The answer is decoded with each series' labels in a Struct of the labels the query can give
+(:func:`row_labels`) and its quantity rows kept as numbered tile keys and values
+(:mod:`.tilerows`): matching, the sentinel filter and folding index rows by their key's number and
+never read a label per row; :meth:`.tilerows.TileRows.samples` shows them as Prometheus answers them.
 """
 
 from __future__ import annotations
