@@ -104,8 +104,9 @@ def test_the_combined_query_answers_every_part_the_parts_answer(prometheus, caps
     """``--combined`` prints the one query a refresh sends; its answer, taken apart, is each part's own answer."""
     from llm_d_lens.hardware.registry import get_registry
     from llm_d_lens.monitoring.accelerator.plan import plan_for
-    from llm_d_lens.monitoring.accelerator.refresh import parts as finished, refresh_query, split
-    from llm_d_lens.prometheus.client import Sample
+    from llm_d_lens.monitoring.accelerator.refresh import parts as finished, refresh_query, row_labels, split
+    from llm_d_lens.monitoring.accelerator.tilerows import TileRows
+    from llm_d_lens.prometheus.answers import converted_rows
 
     code, out, _ = run(capsys, "queries", "--hardware", "amd", "--combined", "-o", "json")
     assert code == 0
@@ -115,8 +116,9 @@ def test_the_combined_query_answers_every_part_the_parts_answer(prometheus, caps
     plan = plan_for(get_registry().get("amd"))
     query = refresh_query(plan, targets=True)
     assert expression == query.promql  # what is printed is what a refresh sends
-    rows = [Sample(r["metric"], float(r["value"][1])) for r in prometheus.query(expression)]
-    answered = finished(plan, query, split(query, rows))
+    rows = converted_rows({"resultType": "vector", "result": prometheus.query(expression)}, row_labels(query))
+    answered = {name: rows.samples() if isinstance(rows, TileRows) else rows
+                for name, rows in finished(plan, query, split(query, rows)).items()}
     assert list(answered) == list(parts)
     for name, promql in parts.items():
         assert [(dict(r.labels), repr(r.value)) for r in answered[name]] == \

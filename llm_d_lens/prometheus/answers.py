@@ -19,14 +19,21 @@ reader and the client's checks, which give today's answer or today's coded error
 - Anything else (an error answer, a scalar, a warning that is not a string, a value that is not a
   number's spelling, a timestamp that is not a number) gets ``None``: the caller reads the answer the
   strict way.
+
+:func:`instant_rows` reads the same answer with each series' labels decoded into a Struct of the
+labels its query can give (:func:`label_struct`), for a caller that reads every series' key by
+attribute and keeps no labels per series (the telemetry refresh); what it refuses is read the strict
+way and converted to the same rows (:func:`converted_rows`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from functools import lru_cache
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 
+from llm_d_lens.errors import clip
 from llm_d_lens.jsonread import MAX_INTEGER_DIGITS
 from llm_d_lens.prometheus.client import Sample
 
@@ -55,6 +62,7 @@ class _Answer(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _DECODER = msgspec.json.Decoder(_Answer)
+L = TypeVar("L")
 
 
 def instant_vector(content: bytes) -> list[Sample] | None:
@@ -70,3 +78,108 @@ def instant_vector(content: bytes) -> list[Sample] | None:
         return [Sample(e.metric, float(e.value[1])) for e in answer.data.result]
     except ValueError:
         return None  # not a number's spelling: the strict path words the error
+
+
+# -- rows whose labels are decoded into the caller's Struct ---------------------------------------------------------
+
+
+class Row(msgspec.Struct, Generic[L], forbid_unknown_fields=True, gc=False):
+    """One element of an instant vector whose labels are a Struct of the label names its query can give
+    (:func:`label_struct`): read by attribute, with no dict built per series."""
+
+    metric: L
+    value: tuple[_Seconds, str]  # [unix seconds, the value as Prometheus spells it]
+
+
+class _ReadRow(Row[L], Generic[L]):
+    """A row the strict reader read: its timestamp already checked there, so not bounded again."""
+
+    value: tuple[float, str]
+
+
+class _RowsData(msgspec.Struct, Generic[L], forbid_unknown_fields=True):
+    resultType: str
+    result: list[Row[L]]
+
+
+class _RowsAnswer(msgspec.Struct, Generic[L], forbid_unknown_fields=True):
+    status: str
+    data: _RowsData[L]
+    warnings: list[str] = []
+    infos: list[str] = []
+
+
+@lru_cache(maxsize=64)
+def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True,
+                 choices: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> type[msgspec.Struct]:
+    """A Struct with one string attribute per ``(attribute, label name)``, "" where the series lacks the label.
+
+    A query that groups by known labels can only answer those (plus what it copies in): decoding them
+    into fixed attributes skips a dict per series and lets a caller read a series' key with one
+    ``operator.attrgetter``. ``closed``: a label outside ``fields`` fails the decode; otherwise it is
+    skipped (a selector of stored series, which a store may give labels of its own). ``choices``
+    (attribute -> every value it can take) makes those attributes literals: each value is decoded as
+    the one string object of ``choices`` (no new string per series, its hash already known), and any
+    other value fails the decode. Kept per argument (the whole of what it is made from), so a query
+    asked again reuses its type and decoder.
+    """
+    allowed = dict(choices)
+    return msgspec.defstruct(
+        "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
+                   for attribute, _ in fields],
+        rename=dict(fields), forbid_unknown_fields=closed, gc=False)
+
+
+@lru_cache(maxsize=64)
+def tagged_label_structs(tag: str, kinds: tuple[tuple[str, tuple[tuple[str, str], ...]], ...], closed: bool = True,
+                         choices: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> dict[str, type[msgspec.Struct]]:
+    """One :func:`label_struct`-like Struct per value of the label ``tag`` (``(value, fields)`` in ``kinds``); decoding
+    their union reads ``tag`` first and each series into its value's Struct, with only that value's fields.
+
+    For an answer whose series of different names carry different labels (one selector of many recorded
+    series): a series is as large as its own labels, not as all the answer's, and its kind is its Struct's
+    type. A value of ``tag`` outside ``kinds`` fails the decode. Kept per argument, like :func:`label_struct`.
+    """
+    allowed = dict(choices)
+    return {value: msgspec.defstruct(
+        "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
+                   for attribute, _ in fields],
+        rename=dict(fields), forbid_unknown_fields=closed, gc=False, tag_field=tag, tag=value) for value, fields in kinds}
+
+
+@lru_cache(maxsize=64)
+def _rows_decoder(labels: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(_RowsAnswer[labels])  # type: ignore[valid-type]
+
+
+def instant_rows(content: bytes, labels: type[L]) -> list[Row[L]] | None:
+    """The rows of a successful instant-vector answer, labels decoded into ``labels``; None when the strict reader
+    must decide (as :func:`instant_vector`: an error, another result type, anything the typed shape refuses)."""
+    try:
+        answer = _rows_decoder(labels).decode(content)  # type: ignore[arg-type]
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
+        return None
+    if answer.status != "success" or answer.data.resultType != "vector":
+        return None
+    return answer.data.result
+
+
+def converted_rows(data: Any, labels: type[L]) -> list[Row[L]]:
+    """The rows of ``data`` (a successful answer's ``data`` as the strict reader read it) in the shape of
+    :func:`instant_rows`; ValueError says what came instead (a series with a label ``labels`` lacks, say)."""
+    if not isinstance(data, dict) or "result" not in data:
+        raise ValueError("without data.result")
+    kind, result = data.get("resultType"), data["result"]
+    if kind != "vector":
+        raise ValueError(f"a {kind!r} result where the query gives an instant vector")
+    try:
+        return msgspec.convert(result, list[_ReadRow[labels]])  # type: ignore[valid-type,return-value]
+    except msgspec.ValidationError as exc:
+        for item in result if isinstance(result, list) else ():
+            metric = item.get("metric") if isinstance(item, dict) else None
+            if isinstance(metric, dict) and all(type(k) is str and type(v) is str for k, v in metric.items()):
+                try:
+                    msgspec.convert(metric, labels)
+                except msgspec.ValidationError:  # a label, or a label's value, that ``labels`` does not take
+                    raise ValueError(f"a series with labels the query does not ask for: {clip(repr(metric), 200)}") from None
+        raise ValueError(f"a malformed vector ({exc})") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from typing import Union
 
 import httpx
 import pytest
@@ -100,3 +101,76 @@ def test_values_keep_their_meaning():
     samples = instant_vector(ACCEPTED["rows"])
     assert samples is not None and samples[0] == Sample({"gpu": "0", "Hostname": "n1"}, 0.5)
     assert math.isnan(samples[1].value) and [s.value for s in samples[2:]] == [math.inf, -math.inf]
+
+
+# -- rows whose labels are decoded into a Struct (PrometheusClient.query_rows) ---------------------------------------
+
+LABELS = answers.label_struct((("gpu", "gpu"), ("host", "Hostname"), ("a", "a"), ("pod", "pod")))
+
+
+def rows_outcome(content: bytes, monkeypatch: pytest.MonkeyPatch | None = None) -> object:
+    """The rows (labels present, value as spelled) or the coded error ``query_rows`` gives for ``content``;
+    with ``monkeypatch``, the typed decode is switched off (the strict reader, then the conversion)."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(answers, "instant_rows", lambda content, labels: None)
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=content))
+
+    async def run():
+        async with PrometheusClient("http://prometheus.test:9090", transport=transport) as client:
+            return await client.query_rows("up", LABELS)
+    try:
+        return [({name: getattr(r.metric, attribute) for attribute, name in (("gpu", "gpu"), ("host", "Hostname"), ("a", "a"),
+                                                                             ("pod", "pod")) if getattr(r.metric, attribute)},
+                 r.value[1]) for r in asyncio.run(run())]
+    except LensError as exc:
+        return (exc.code, exc.message)
+    finally:
+        if monkeypatch is not None:
+            monkeypatch.undo()
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_typed_rows_read_what_the_strict_reader_reads(name, monkeypatch):
+    content = ACCEPTED[name]
+    assert answers.instant_rows(content, LABELS) is not None
+    assert rows_outcome(content) == rows_outcome(content, monkeypatch)
+    assert rows_outcome(content) == [(e["metric"], e["value"][1]) for e in json.loads(content)["data"]["result"]]
+
+
+@pytest.mark.parametrize("name", [name for name in REFUSED if name != "a value that is no number"])
+def test_whatever_the_typed_rows_refuse_goes_the_strict_way(name):
+    assert answers.instant_rows(REFUSED[name], LABELS) is None
+
+
+def test_typed_rows_leave_the_value_as_spelled_for_the_caller_to_read():
+    assert rows_outcome(REFUSED["a value that is no number"]) == [({}, "high")]
+    assert rows_outcome(REFUSED["an integer of 120 digits"]) == [({}, "1")]  # the strict reader's, as query() reads it
+
+
+@pytest.mark.parametrize("name", ["an error", "nesting past the limit in a field Lens does not read", "not JSON", "a list",
+                                  "a NaN literal"])
+def test_the_strict_readers_refusals_are_the_errors_query_gives(name):
+    assert rows_outcome(REFUSED[name]) == outcome(REFUSED[name])
+    assert isinstance(rows_outcome(REFUSED[name]), tuple)
+
+
+def test_a_label_the_struct_lacks_or_another_result_type_is_a_coded_error():
+    unasked = rows_outcome(vector('{"metric":{"gpu":"0","zone":"z"},"value":[1,"1"]}'))
+    assert unasked == ("PROMETHEUS_RESPONSE_INVALID", "Prometheus at http://prometheus.test:9090 answered a series with labels "
+                       "the query does not ask for: {'gpu': '0', 'zone': 'z'} (query: up)")
+    scalar = rows_outcome(REFUSED["a scalar"])
+    assert scalar[0] == "PROMETHEUS_RESPONSE_INVALID" and "a 'scalar' result where the query gives an instant vector" in scalar[1]
+    label_number = rows_outcome(REFUSED["a label that is a number"])
+    assert label_number[0] == "PROMETHEUS_RESPONSE_INVALID" and "a malformed vector" in label_number[1]
+
+
+def test_tagged_label_structs_decode_each_series_into_its_names_struct():
+    structs = answers.tagged_label_structs("__name__", (("up", (("job", "job"),)), ("temp", (("gpu", "gpu"), ("host", "Hostname")))),
+                                           closed=False)
+    union = Union[tuple(structs.values())]  # noqa: UP007
+    content = vector('{"metric":{"__name__":"temp","gpu":"1","zone":"z"},"value":[1,"40"]}',
+                     '{"metric":{"__name__":"up","job":"dcgm"},"value":[1,"1"]}')
+    rows = answers.instant_rows(content, union)
+    assert rows is not None and [type(r.metric) for r in rows] == [structs["temp"], structs["up"]]
+    assert (rows[0].metric.gpu, rows[0].metric.host, rows[1].metric.job) == ("1", "", "dcgm")  # zone: not asked, skipped
+    assert answers.instant_rows(vector('{"metric":{"__name__":"other"},"value":[1,"1"]}'), union) is None

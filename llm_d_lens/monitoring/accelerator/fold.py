@@ -1,7 +1,8 @@
 """The last two steps of every reading, in Python: fold tiles into devices, relabel onto common labels.
 
-Input rows carry the exporter's own labels (from a refresh query or a direct snapshot): one row per
-device or tile, already in the common unit. The rules are the dashboard PromQL's, step for step:
+Input rows are keyed by the exporter's own tile labels (:class:`.tilerows.TileRows`, from a refresh
+query or a direct snapshot): one row per device or tile, already in the common unit. The rules are
+the dashboard PromQL's, step for step:
 
 * fold per device (every spelling of node and device): a device-level row (no tile label) wins over
   its tiles; otherwise ``first`` takes tile ``0`` (else the largest), and sum/avg/max/min fold them;
@@ -17,11 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import repeat
-from typing import Any
 
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, DevicePlan, QuantityPlan
+from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
-from llm_d_lens.prometheus.client import Sample
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, RawKey, TileRows
 
 Key = tuple[str, str, str]  # common (node, device, sub)
 _NODE = re.compile(NODE_REGEX)
@@ -42,20 +42,31 @@ BLANKS = repeat("")
 
 
 def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
-    """The values of ``names`` in ``labels``, "" where absent (asked once or twice per row of a refresh)."""
+    """The values of ``names`` in ``labels``, "" where absent: a row's key as PromQL's matching signs it."""
     return tuple(map(labels.get, names, BLANKS))
 
 
 def relabelled(labels: Mapping[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
     """The common labels of one row: the first exporter spelling present wins."""
-    out: dict[str, str] = {}
-    for common in commons:
-        for source in plan.labels.get(common, ()):
-            value = labels.get(source, "")
-            if value:
-                out[common] = node_name(value) if common == "node" else value
-                break
-    return out
+    return relabeller(plan, commons)(labels)
+
+
+def relabeller(plan: DevicePlan, commons: Iterable[str]) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """:func:`relabelled` for many rows of one plan: each common label's spellings looked up once, not per row
+    (an assembly relabels every device's inventory row)."""
+    spellings = [(common, plan.labels.get(common, ())) for common in commons]
+
+    def relabel(labels: Mapping[str, str]) -> dict[str, str]:
+        get = labels.get
+        out: dict[str, str] = {}
+        for common, sources in spellings:
+            for source in sources:
+                value = get(source)
+                if value:
+                    out[common] = node_name(value) if common == "node" else value
+                    break
+        return out
+    return relabel
 
 
 @lru_cache(maxsize=4096)
@@ -81,67 +92,87 @@ def _fold(fold: str, tiles: dict[tuple[str, ...], float], untiled: tuple[str, ..
     return AGGREGATIONS[fold](list(tiles.values()))
 
 
-_UNSEEN = object()
-
-
-def by_label_set(rows: Sequence[Sample], memo: dict[Any, Any], make: Callable[[Mapping[str, str]], Any]) -> list[Any]:
-    """``make(row.labels)`` for each row, worked out once per distinct label set and kept in ``memo`` (keyed by the
-    set's items): the quantities of one answer list the same devices and tiles again and again."""
-    found = [memo.get(tuple(row.labels.items()), _UNSEEN) for row in rows]
-    if _UNSEEN in found:  # a label set not seen yet
-        found = [memo[items] if items in memo else memo.setdefault(items, make(row.labels))
-                 for row in rows for items in (tuple(row.labels.items()),)]
-    return found
-
-
 class Keys:
-    """What each distinct label set of one plan's rows stands for, worked out once per assembly: every quantity
-    of a plan lists the same devices and tiles, so a label set is looked up by its items, not read name by name
-    for every row of every quantity."""
+    """What each numbered tile key of one plan's rows stands for (:class:`.tilerows.KeyTable`), worked out once per
+    key and kept by its number for one assembly: every quantity of a plan lists the same devices and tiles, so a
+    row costs a list index, never a read of its labels."""
 
-    __slots__ = ("common", "tiles", "parts")
+    __slots__ = ("table", "tiles", "devices", "device_keys", "subs", "_numbers")
 
     def __init__(self) -> None:
-        self.common: dict[tuple[str, ...], Key | None] = {}  # a device's exporter key -> its common key (None: none)
-        self.tiles: dict[tuple[tuple[str, str], ...], Key | None] = {}  # a row's label items -> its tile's common key
-        self.parts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}  # -> device, tile
+        self.table: KeyTable | None = None
+        self.tiles: list[Key | None] = []  # by key number: its tile's common key (None: no device)
+        self.devices: list[int] = []  # by key number: its device's number (one per distinct device spelling)
+        self.device_keys: list[Key | None] = []  # by device number: its common key
+        self.subs: list[RawKey] = []  # by key number: its tile labels' values
+        self._numbers: dict[RawKey, int] = {}  # a device's exporter labels' values -> its number
+
+    def _on(self, table: KeyTable) -> None:
+        if table is not self.table:
+            self.__init__()  # type: ignore[misc]
+            self.table = table
+
+    def fill_tiles(self, plan: DevicePlan, table: KeyTable) -> list[Key | None]:
+        """:attr:`tiles`, made for every key of ``table``."""
+        self._on(table)
+        if len(self.tiles) < len(table):
+            names = table.names
+            self.tiles.extend(_common(plan, dict(zip(names, key)), tiles=True)
+                              for key in table.keys_in_order()[len(self.tiles):])
+        return self.tiles
+
+    def fill_devices(self, plan: DevicePlan, table: KeyTable) -> Keys:
+        """:attr:`devices`, :attr:`device_keys` and :attr:`subs`, made for every key of ``table``."""
+        self._on(table)
+        if len(self.devices) < len(table):
+            names, device_raw = table.names, plan.raw_labels(DEVICE_KEY)
+            device_of, sub_of = _picker(names, device_raw), _picker(names, plan.raw_labels(("sub",)))
+            numbers = self._numbers
+            for key in table.keys_in_order()[len(self.devices):]:
+                device = device_of(key)
+                number = numbers.get(device)
+                if number is None:
+                    number = numbers[device] = len(numbers)
+                    self.device_keys.append(_common(plan, dict(zip(device_raw, device)), tiles=False))
+                self.devices.append(number)
+                self.subs.append(sub_of(key))
+        return self
 
 
-def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample], keys: Keys | None = None) -> dict[Key, float]:
+def _picker(names: Sequence[str], wanted: Sequence[str]) -> Callable[[RawKey], RawKey]:
+    """The values of ``wanted`` (each one of ``names``) out of a key over ``names``, as a tuple."""
+    positions = [names.index(n) for n in wanted]
+    return lambda key: tuple(key[i] for i in positions)
+
+
+def per_device(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows, keys: Keys | None = None) -> dict[Key, float]:
     """``quantity`` per device (or tile, when it does not fold), keyed by common (node, device, sub).
 
     Rows that land on the same key (two spellings of one node, say) are collapsed with max. ``keys``
-    (:class:`Keys`) lets one assembly work out what each label set stands for once for all its quantities.
+    (:class:`Keys`) lets one assembly work out what each tile key stands for once for all its quantities.
     """
     keys = Keys() if keys is None else keys
     if quantity.fold == "none":
-        found = by_label_set(rows, keys.tiles, lambda labels: _common(plan, labels, tiles=True))
-        return _collapse(found, [row.value for row in rows])
-    device_raw, sub_raw = plan.raw_labels(DEVICE_KEY), plan.raw_labels(("sub",))
-    common = keys.common
-    pairs = by_label_set(rows, keys.parts, lambda labels: _raw_pair(labels, device_raw, sub_raw))
-    raws = [pair[0] for pair in pairs]
+        tiles = keys.fill_tiles(plan, rows.table)
+        return _collapse([tiles[i] for i in rows.ids], rows.values)
+    devices, device_keys = keys.fill_devices(plan, rows.table).devices, keys.device_keys
+    raws = [devices[i] for i in rows.ids]
     if len(set(raws)) == len(raws):  # one row per device (the common case): the fold of that one row
-        found = [common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
-                 for raw in raws]
         # the aggregation of one value is that value; sum and avg add it to 0, which turns -0.0 into 0.0
-        return _collapse(found, [row.value for row in rows] if quantity.fold in _ONE else [0 + row.value for row in rows])
-    devices: dict[tuple[str, ...], dict[tuple[str, ...], float]] = defaultdict(dict)
-    for (raw, sub), row in zip(pairs, rows):
-        devices[raw][sub] = row.value
-    untiled = tuple("" for _ in sub_raw)
+        return _collapse([device_keys[d] for d in raws], rows.values if quantity.fold in _ONE else [0 + v for v in rows.values])
+    grouped: dict[int, dict[RawKey, float]] = defaultdict(dict)
+    common: dict[int, Key | None] = {}
+    for i, raw, value in zip(rows.ids, raws, rows.values):
+        grouped[raw][keys.subs[i]] = value
+        common[raw] = device_keys[raw]
+    untiled = tuple("" for _ in plan.raw_labels(("sub",)))
     found, values = [], []
-    for raw, tiles_of in devices.items():
-        key = common[raw] if raw in common else common.setdefault(raw, _common(plan, dict(zip(device_raw, raw)), tiles=False))
+    for raw, tiles_of in grouped.items():
+        key = common[raw]
         if key is not None:
             found.append(key)
             values.append(_fold(quantity.fold, tiles_of, untiled))
     return _collapse(found, values)
-
-
-def _raw_pair(labels: Mapping[str, str], device_raw: Sequence[str], sub_raw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A row's device and tile by their exporter labels (absent: "")."""
-    return tuple(map(labels.get, device_raw, BLANKS)), tuple(map(labels.get, sub_raw, BLANKS))
 
 
 def _collapse(found: list[Key | None], values: list[float]) -> dict[Key, float]:
@@ -169,21 +200,24 @@ def _common(plan: DevicePlan, labels: Mapping[str, str], *, tiles: bool) -> Key 
     return (node_name(_first(labels, plan.labels.get("node", ()))), device, sub)
 
 
-def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: Sequence[Sample]) -> dict[Key, int]:
+def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows) -> dict[Key, int]:
     """Which fallback answered each device (or tile) of ``quantity``, where one did: its number (1 = first).
 
     A folded device whose tiles were read from different sources reports the latest fallback used.
     """
     out: dict[Key, int] = {}
-    if not quantity.fallbacks:  # only a fallback's rows carry its number
+    if not quantity.fallbacks or rows.fallbacks is None:  # most devices answer from the primary source
         return out
     node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
     sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
-    for row in [r for r in rows if FALLBACK_LABEL in r.labels]:  # most devices answer from the primary source
-        number = int(row.labels.get(FALLBACK_LABEL, "0") or 0)
-        device = _first(row.labels, device_names)
-        if not number or not device:
+    keys = rows.table.keys_in_order()
+    for number, fallback in zip(rows.ids, rows.fallbacks):
+        if not fallback:
             continue
-        key = (node_name(_first(row.labels, node_names)), device, _first(row.labels, sub_names))
-        out[key] = max(number, out.get(key, 0))
+        labels = dict(zip(rows.names, keys[number]))
+        device = _first(labels, device_names)
+        if not device:
+            continue
+        key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
+        out[key] = max(fallback, out.get(key, 0))
     return out

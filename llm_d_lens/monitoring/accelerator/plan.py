@@ -11,13 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from llm_d_lens.hardware.models import FallbackSource, HardwareProfile, MetricSource
 from llm_d_lens.hardware.quantities import QUANTITY_UNITS
-
-if TYPE_CHECKING:
-    from llm_d_lens.prometheus.client import Sample
 
 #: Source unit -> factor to the quantity's common unit. MB is read as MiB: the exporters that
 #: report "MB" compute it as bytes / 2^20.
@@ -206,14 +202,11 @@ class DevicePlan:
         below, exact = tests
         return (below is None or value < below) and value not in exact
 
-    def readings(self, metric: str, rows: list[Sample]) -> list[Sample]:
-        """The rows of ``metric`` whose values are readings (:meth:`is_reading`'s test, one comprehension per metric:
-        a refresh asks it of every row of the largest answers Lens reads); ``rows`` itself when no sentinel applies."""
-        tests = self._reading_tests.get(metric)
-        if tests is None:
-            return rows
-        below, exact = tests
-        return [r for r in rows if (below is None or r.value < below) and r.value not in exact]
+    def reading_test(self, metric: str) -> tuple[float | None, frozenset[float]] | None:
+        """:meth:`is_reading`'s test of ``metric`` for a comprehension over many values (a refresh asks it of every row
+        of the largest answers Lens reads): the lowest ``at_least`` (None: none) and the exact sentinel values; None
+        when no sentinel applies (every value is a reading)."""
+        return self._reading_tests.get(metric)
 
     def sentinel_selections(self) -> list[tuple[str, tuple[str, ...], str]]:
         """Every (metric, matchers, aggregation) the plan reads that a sentinel applies to, once each, in order."""

@@ -183,9 +183,13 @@ def inventory_labels(plan: DevicePlan) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*plan.raw_labels(commons), *TARGET_LABELS)))
 
 
+#: the labels of the scrape targets' rows
+TARGETS_LABELS = ("job", "instance", "namespace", "pod")
+
+
 def targets_query() -> str:
     """Which pod each scrape target is (Prometheus' own ``up`` series): one query per refresh, whatever the hardware."""
-    return "group by (job, instance, namespace, pod) (up)"
+    return f"group by ({_by(TARGETS_LABELS)}) (up)"
 
 
 def inventory_query(plan: DevicePlan) -> str:

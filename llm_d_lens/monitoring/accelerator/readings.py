@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabeller, relabelled
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
+from llm_d_lens.monitoring.accelerator.tilerows import TileRows
 from llm_d_lens.prometheus.client import Sample
 
 
@@ -149,11 +150,12 @@ def target_pods(targets: Sequence[Sample]) -> dict[tuple[str, str], tuple[str, s
     return {_target(t.labels): (t.labels.get("namespace", ""), t.labels["pod"]) for t in targets if t.labels.get("pod")}
 
 
-def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Sequence[Sample] = (),
+def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], targets: Sequence[Sample] = (),
              recorded: tuple[Mapping[Key, Mapping[str, float]], Mapping[str, Mapping[Key, int]]] | None = None) -> Assembled:
     """Readings from the inventory and quantity rows of one hardware (from Prometheus or a snapshot).
 
-    Rows carry the exporter's own labels; they are folded and relabelled here (see :mod:`.fold`).
+    The inventory's and the sentinels' rows carry the exporter's own labels, each quantity's are
+    :class:`.tilerows.TileRows` (keyed by the tile labels); they are folded and relabelled here (see :mod:`.fold`).
     ``recorded`` gives each device's quantities instead (per device, field -> value), and per quantity the fallback
     that answered it, as the recording rules stored them (:mod:`.recorded`): the inventory and sentinel rows are read
     as ever.
@@ -164,9 +166,14 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     """
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
-    renamed = {_target(row.labels) for row in rows.get("inventory", ()) if any(map(str.startswith, row.labels, _EXPORTED))}
+    inventory: Sequence[Sample] = rows.get("inventory", ())  # type: ignore[assignment]
+    # one pass over every inventory label name (in C) tells whether any row has a renamed label to look for
+    names = set().union(*(row.labels for row in inventory))
+    renamed = {_target(row.labels) for row in inventory if any(map(str.startswith, row.labels, _EXPORTED))} \
+        if any(map(str.startswith, names, _EXPORTED)) else set()
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
+    common_labels = relabeller(plan, commons)
     devices: dict[tuple[str, str, str], DeviceReading] = {}
     anonymous: dict[str, int] = defaultdict(int)
 
@@ -176,8 +183,8 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
             devices[key] = DeviceReading(plan.hardware, node, device, key[2])
         return devices[key]
 
-    for row in rows.get("inventory", ()):
-        common = relabelled(row.labels, plan, commons)
+    for row in inventory:
+        common = common_labels(row.labels)
         n, device, sub = common.get("node", ""), common.get("device", ""), common.get("sub", "")
         if not device:
             anonymous[n] += 1
@@ -209,7 +216,9 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample]], targets: Se
     for quantity in plan.quantities:
         key = quantity.quantity.key
         if recorded is None:
-            quantity_rows = rows.get(key, ())
+            quantity_rows: TileRows | None = rows.get(key)  # type: ignore[assignment]
+            if quantity_rows is None:
+                continue
             values, used = per_device(plan, quantity, quantity_rows, keys), fallbacks_used(plan, quantity, quantity_rows)
             field_ = quantity.quantity.field
             for key3, value in values.items():

@@ -19,29 +19,42 @@ series' own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Union
+
+import msgspec
 
 from llm_d_lens.monitoring.accelerator.fold import Key
-from llm_d_lens.monitoring.accelerator.plan import DevicePlan, lens_label
+from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, lens_label
+from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels
 from llm_d_lens.monitoring.accelerator.rules import (
-    DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, RECORD_PREFIX, SENTINEL_RECORD,
+    DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, SENTINEL_RECORD,
     TARGET_RECORD, recorded_name, rules_digest,
 )
+from llm_d_lens.prometheus.answers import Row, tagged_label_structs
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
+from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import matcher, regex_literal
 
 NAME = "__name__"
 _NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
-#: the labels a recorded row carries that the exporter's own rows do not
-_RECORDING = (NAME, HARDWARE_LABEL, DIGEST_LABEL)
 #: the records kept as rows, and under which name of :attr:`Recorded.rows` (targets: :attr:`Recorded.targets`)
 _ROWS = {INVENTORY_RECORD: "inventory", SENTINEL_RECORD: "sentinels", TARGET_RECORD: "targets"}
 
 
+def record_names(plans: Sequence[DevicePlan]) -> tuple[str, ...]:
+    """Every series name the rules of ``plans`` record: each quantity's, then the inventory, fallback, sentinel and
+    scrape-target records."""
+    quantities = (recorded_name(q) for p in plans for q in p.quantities)
+    return tuple(dict.fromkeys((*quantities, *_ROWS, FALLBACK_RECORD)))
+
+
 def recorded_query(plans: Sequence[DevicePlan]) -> str:
-    """One selector of every ``lens:accelerator_*`` series of the hardware ``plans`` read."""
-    names = matcher(NAME, "=~", regex_literal(RECORD_PREFIX) + ".+")
+    """One selector of every series this Lens' rules record for the hardware ``plans`` read, by name (so a record
+    only other rules make, of another Lens version, is not read: those rules' inventory is, and tells them apart)."""
+    names = matcher(NAME, "=~", "|".join(regex_literal(n) for n in record_names(plans)))
     hardware = matcher(HARDWARE_LABEL, "=~", "|".join(regex_literal(p.hardware) for p in plans))
     return f"{{{names}, {hardware}}}"
 
@@ -57,50 +70,92 @@ class Recorded:
     digests: set[str] = field(default_factory=set)
 
 
-def _key(labels: dict[str, str], tiles: bool) -> Key:
-    return (labels.get(_NODE, ""), labels.get(_DEVICE, ""), labels.get(_SUB, "") if tiles else "")
+def recorded_fields(plans: Sequence[DevicePlan]) -> tuple[tuple[str, str], ...]:
+    """(attribute, label) of every label Lens' recorded series of ``plans`` carry, sorted by label: the name, the
+    hardware, the digest, the quantity of a fallback record, the ``lens_*`` device key, the sentinel's metric, the
+    inventory's exporter labels and the sentinel rows' tile labels, the scrape targets' labels."""
+    special = {NAME: "name", HARDWARE_LABEL: "hardware", DIGEST_LABEL: "digest", QUANTITY_LABEL: "quantity",
+               _NODE: "node", _DEVICE: "device", _SUB: "sub"}
+    labels = sorted({*special, SENTINEL_LABEL, *TARGETS_LABELS,
+                     *(label for p in plans for label in (*inventory_labels(p), *p.raw_labels(TILE_KEY)))})
+    return tuple((special.get(label) or f"o{i}", label) for i, label in enumerate(labels))
 
 
-def split_recorded(plans: Sequence[DevicePlan], samples: Sequence[Sample]) -> dict[str, Recorded]:
-    """Each hardware's rows of a :func:`recorded_query` answer; a series no plan reads is left out.
+def _reader(fields: tuple[tuple[str, str], ...], wanted: set[str]) -> tuple[tuple[str, ...], Callable[[Any], tuple[str, ...]]]:
+    """The labels of ``fields`` in ``wanted`` (in ``fields``' order), and what reads their values off a row's labels."""
+    chosen = [(attribute, label) for attribute, label in fields if label in wanted]
+    getter = operator.attrgetter(*(a for a, _ in chosen))
+    read = getter if len(chosen) > 1 else (lambda labels: (getter(labels),))
+    return tuple(label for _, label in chosen), read  # type: ignore[return-value]
 
-    The samples are the client's own, fresh from the answer, so the recording's labels are taken out in place, and
-    only from the rows kept as rows (inventory, sentinels, targets): a quantity's or a fallback's row gives only its
-    key and value, gathered per device (so assembly sets each device's values at once). A quantity's row (nearly all
-    of them) costs three lookups: its hardware's records, its name's, its device's.
+
+def record_structs(plans: Sequence[DevicePlan]) -> dict[str, type[msgspec.Struct]]:
+    """Per record name (:func:`record_names`), the Struct its series' labels are decoded into (the name is the tag,
+    :func:`.answers.tagged_label_structs`): a quantity's holds the hardware and the ``lens_*`` device key, the rows kept
+    as rows (inventory, fallback, sentinel, targets) every label of :func:`recorded_fields`; any other label is
+    skipped, and the hardware is one of ``plans``' (a literal, as the selector asks for no other)."""
+    rows = tuple((attribute, label) for attribute, label in recorded_fields(plans) if attribute != "name")
+    quantity = tuple((attribute, label) for attribute, label in rows if attribute in ("hardware", "node", "device", "sub"))
+    kinds = tuple((name, rows if name in _ROWS or name == FALLBACK_RECORD else quantity) for name in record_names(plans))
+    return tagged_label_structs(NAME, kinds, closed=False, choices=(("hardware", tuple(p.hardware for p in plans)),))
+
+
+def recorded_labels(plans: Sequence[DevicePlan]) -> Any:
+    """What a recorded row's labels are decoded into: the union of :func:`record_structs`."""
+    return Union[tuple(record_structs(plans).values())]  # noqa: UP007 - a union made at run time
+
+
+def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dict[str, Recorded]:
+    """Each hardware's rows of a :func:`recorded_query` answer (labels decoded into :func:`recorded_fields`' Struct);
+    a series no plan reads is left out. ``ValueError``: a value that is no number.
+
+    A quantity's or a fallback's row gives only its key and value, gathered per device (so assembly sets each
+    device's values at once); only the rows kept as rows (inventory, sentinels, targets) become samples, their
+    labels without the recording's. A quantity's row (nearly all of them) costs three lookups: its hardware's
+    records, its name's, its device's.
     """
+    fields = tuple((attribute, label) for attribute, label in recorded_fields(plans) if attribute != "name")
+    structs = record_structs(plans)
     by_hardware = {p.hardware: Recorded() for p in plans}
-    # per hardware, each quantity's record name -> (its reading field, whether it keeps tiles, the hardware's devices)
-    slots = {p.hardware: {recorded_name(q): (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
+    # per hardware, each quantity's record (its Struct) -> (its reading field, whether it keeps tiles, the hardware's devices)
+    slots = {p.hardware: {structs[recorded_name(q)]: (q.quantity.field, q.fold == "none", by_hardware[p.hardware].values)
                           for q in p.quantities} for p in plans}
     tiled = {(p.hardware, q.quantity.key): q.fold == "none" for p in plans for q in p.quantities}
-    for sample in samples:
-        labels: dict[str, str] = sample.labels  # type: ignore[assignment]
-        get = labels.get
-        hardware = get(HARDWARE_LABEL, "")
+    kinds = {structs[name]: name for name in (*_ROWS, FALLBACK_RECORD)}
+    # per hardware, the labels its kept rows can carry (beside the recording's): read only those
+    kept = {p.hardware: _reader(fields, {*inventory_labels(p), *p.raw_labels(TILE_KEY), SENTINEL_LABEL, *TARGETS_LABELS})
+            for p in plans}
+
+    def labels(row: Row[Any]) -> dict[str, str]:
+        names, read = kept[row.metric.hardware]
+        return {label: value for label, value in zip(names, read(row.metric)) if value}
+
+    for row in rows:
+        metric = row.metric
+        hardware = metric.hardware
         records = slots.get(hardware)
         if records is None:
             continue
-        name = get(NAME, "")
-        slot = records.get(name)
+        slot = records.get(type(metric))
         if slot is not None:
             field_, tiles, devices = slot
-            key = (get(_NODE, ""), get(_DEVICE, ""), get(_SUB, "") if tiles else "")
+            key = (metric.node, metric.device, metric.sub if tiles else "")
             values = devices.get(key)
             if values is None:
                 values = devices[key] = {}
-            values[field_] = sample.value
+            values[field_] = float(row.value[1])  # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"
             continue
+        name = kinds.get(type(metric))
         found = by_hardware[hardware]
         if name == FALLBACK_RECORD:
-            key = get(QUANTITY_LABEL, "")
-            if (hardware, key) in tiled:
-                found.fallbacks.setdefault(key, {})[_key(labels, tiled[(hardware, key)])] = int(sample.value)
-        elif name in _ROWS:
+            quantity = metric.quantity
+            if (hardware, quantity) in tiled:
+                key = (metric.node, metric.device, metric.sub if tiled[(hardware, quantity)] else "")
+                found.fallbacks.setdefault(quantity, {})[key] = int(float(row.value[1]))
+        elif name is not None:
             if name == INVENTORY_RECORD:
-                found.digests.add(get(DIGEST_LABEL, ""))
-            for label in _RECORDING:
-                labels.pop(label, None)
+                found.digests.add(metric.digest)
+            sample = Sample(labels(row), float(row.value[1]))
             if name == TARGET_RECORD:
                 found.targets.append(sample)
             else:
@@ -119,7 +174,13 @@ async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
     and a warning per hardware whose recorded series other rules made."""
     if not plans:
         return {}, []
-    found = split_recorded(plans, await client.query(recorded_query(plans), at))
+    promql = recorded_query(plans)
+    rows = await client.query_rows(promql, recorded_labels(plans), at)
+    try:
+        found = split_recorded(plans, rows)
+    except ValueError as exc:
+        raise PrometheusResponseInvalid(f"Prometheus at {client.url} answered a malformed vector ({exc}) (query: {promql})",
+                                        details={"url": client.url, "query": promql}) from None
     warnings = [f"{p.hardware}: the series recorded as {INVENTORY_RECORD} come from other rules than this Lens generates "
                 f"({DIGEST_LABEL} {', '.join(sorted(d or '(none)' for d in found[p.hardware].digests))}, expected "
                 f"{rules_digest(p)}); read from the exporters' series instead (lens telemetry rules regenerates them)"

@@ -27,6 +27,11 @@ rows the left lacks, the fallback number in ``lens_fallback``, labels in Prometh
 and the same IEEE operations in the same order. Each part is therefore what its own query answers
 (``test_combined`` holds every built-in profile to that, row by row, against a real Prometheus),
 and the per-quantity PromQL stays what dashboards and ``lens telemetry queries`` show.
+
+The answer is decoded with each series' labels in a Struct of the labels the query can give
+(:func:`row_labels`) and its quantity rows kept as numbered tile keys and values
+(:mod:`.tilerows`): matching, the sentinel filter and folding index rows by their key's number and
+never read a label per row; :meth:`.tilerows.TileRows.samples` shows them as Prometheus answers them.
 """
 
 from __future__ import annotations
@@ -35,10 +40,14 @@ import heapq
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import BLANKS, by_label_set
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
-from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_query, targets_query
+import msgspec
+
+from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
+from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels, inventory_query, targets_query
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
+from llm_d_lens.prometheus.answers import Row, label_struct
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
 from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
@@ -68,6 +77,7 @@ class RefreshQuery:
     tags: Mapping[str, int | str]  # tag -> a tagged selection's index, or "inventory" / "targets"
     targets: bool = False
     labels: tuple[str, ...] = field(default=())  # the tile labels every quantity row is grouped by
+    extra: tuple[str, ...] = field(default=())  # the other labels the inventory's and the targets' rows carry
 
 
 def selections(plan: DevicePlan) -> tuple[Selection, ...]:
@@ -106,7 +116,8 @@ def refresh_query(plan: DevicePlan, *, targets: bool = False) -> RefreshQuery:
     for name, (promql, weight) in extra.items():
         tags[name] = name
         parts.append((tagged(name, promql), weight))
-    return RefreshQuery(_joined(parts), chosen, owners, tags, targets, plan.raw_labels(TILE_KEY))
+    extra = (*inventory_labels(plan), *(TARGETS_LABELS if targets else ()))
+    return RefreshQuery(_joined(parts), chosen, owners, tags, targets, plan.raw_labels(TILE_KEY), extra)
 
 
 def _joined(expressions: Sequence[tuple[str, float]]) -> str:
@@ -128,179 +139,249 @@ def _joined(expressions: Sequence[tuple[str, float]]) -> str:
 
 @dataclass
 class Answer:
-    """A refresh answer taken apart: each selection's rows per metric (labels without the name), inventory, targets."""
+    """A refresh answer taken apart: each selection's rows per metric (as tile rows), inventory, targets."""
 
-    metrics: list[dict[str, list[Sample]]]
+    metrics: list[dict[str, TileRows]]
     inventory: list[Sample]
     targets: list[Sample]
+    table: KeyTable  # the tile keys the metrics' rows are numbered in
 
 
-def split(query: RefreshQuery, samples: Sequence[Sample]) -> Answer:
-    """Each row to its part, name, copied name and tag removed; ``ValueError`` names a row no part of ``query`` answers.
+class _NoPart(ValueError):
+    """A row that no part of the refresh query answers."""
 
-    A selection's rows are told apart by ``lens_metric`` (the name copied), never by ``__name__``,
-    which is dropped whether the engine kept it or not. The samples are the client's own, fresh from
-    the answer and read by nothing else, so these labels are taken out in place rather than copied
-    (once per row of the largest answers Lens reads). Every untagged metric's list is made once, so
-    such a row (nearly all of them) costs one lookup by its copied name.
+
+def _attribute(label: str, index: int, tiles: Sequence[str]) -> str:
+    return {NAME: "name", NAME_LABEL: "metric", PART_LABEL: "part"}.get(label) or (
+        f"t{tiles.index(label)}" if label in tiles else f"o{index}")
+
+
+def answer_fields(query: RefreshQuery) -> tuple[tuple[str, str], ...]:
+    """(attribute, label) of every label the refresh answer can carry, sorted by label as Prometheus sorts them:
+    the name and its copy, the tag, the tile labels (``t<i>``, in the plan's order), the inventory's and the
+    targets' other labels."""
+    labels = sorted({NAME, NAME_LABEL, PART_LABEL, *query.labels, *query.extra})
+    return tuple((_attribute(label, i, query.labels), label) for i, label in enumerate(labels))
+
+
+def row_labels(query: RefreshQuery) -> type[msgspec.Struct]:
+    """The Struct a row's labels are decoded into (:func:`.answers.label_struct`): the name, its copy and the tag
+    take only the values the query gives them (literals: no string per row)."""
+    metrics = tuple(dict.fromkeys(m for s in query.selections for m in s.metrics))
+    return label_struct(answer_fields(query), choices=(("name", metrics), ("metric", metrics), ("part", tuple(query.tags))))
+
+
+def _key_reader(count: int) -> Callable[[Any], tuple[str, ...]]:
+    """A row's tile key: its ``t0`` ... ``t<count-1>`` attributes, as one tuple."""
+    if count == 1:
+        return lambda labels: (labels.t0,)
+    return operator.attrgetter(*(f"t{i}" for i in range(count)))  # type: ignore[return-value]
+
+
+def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
+    """Each row to its part; ``ValueError`` names a row no part of ``query`` answers, or a value that is no number.
+
+    A selection's rows are told apart by ``lens_metric`` (the name copied), never by ``__name__``, which is
+    dropped whether the engine kept it or not; each becomes its tile key and value in that metric's
+    :class:`.tilerows.TileRows`, read from the decoded labels' attributes (no dict per row). Every untagged
+    metric's rows are made once, so such a row (nearly all of them) costs one lookup by its copied name.
+    The inventory's and the targets' rows keep their labels (without the tag) as samples.
     """
-    answer = Answer([{} for _ in query.selections], [], [])
+    table = KeyTable(query.labels)
+    answer = Answer([{} for _ in query.selections], [], [], table)
     tags, metrics = query.tags, answer.metrics
-    untagged = {metric: metrics[part].setdefault(metric, []) for metric, part in query.owners.items()}
-    for sample in samples:
-        labels: dict[str, str] = sample.labels  # type: ignore[assignment]
-        if PART_LABEL not in labels:
-            found = untagged.get(labels.get(NAME_LABEL))  # type: ignore[arg-type]
-            if found is None:
-                raise ValueError(f"a series that no part of the refresh query answers: {dict(labels)!r}")
-            del labels[NAME_LABEL]
-            labels.pop(NAME, None)
-            found.append(sample)
-            continue
-        metric = labels.get(NAME_LABEL)
-        part = tags.get(labels[PART_LABEL])
-        if part is None or (type(part) is int and metric is None):
-            raise ValueError(f"a series that no part of the refresh query answers: {dict(labels)!r}")
-        del labels[PART_LABEL]
-        if type(part) is int:
-            del labels[NAME_LABEL]
-            labels.pop(NAME, None)
-            metrics[part].setdefault(metric, []).append(sample)  # type: ignore[arg-type]
-        else:
-            (answer.inventory if part == "inventory" else answer.targets).append(sample)
+    fields = answer_fields(query)
+    key = _key_reader(len(query.labels))
+
+    def columns(part: int, metric: str) -> TileRows:
+        found = metrics[part].get(metric)
+        if found is None:
+            found = metrics[part][metric] = TileRows(table, [], [])
+        return found
+
+    untagged = {metric: (rows.ids.append, rows.values.append)
+                for metric, part in query.owners.items() for rows in (columns(part, metric),)}
+
+    def labels(row: Row[Any]) -> dict[str, str]:
+        return {label: value for (_, label), value in zip(fields, msgspec.structs.astuple(row.metric)) if value}
+
+    try:
+        for row in rows:
+            metric = row.metric
+            if not metric.part:
+                adds = untagged.get(metric.metric)
+                if adds is None:
+                    raise _NoPart(f"a series that no part of the refresh query answers: {labels(row)!r}")
+                adds[0](table[key(metric)])
+                adds[1](row.value[1])  # the value as spelled: each metric's are read as numbers at once, below
+                continue
+            part = tags.get(metric.part)
+            if part is None or (type(part) is int and not metric.metric):
+                raise _NoPart(f"a series that no part of the refresh query answers: {labels(row)!r}")
+            if type(part) is int:
+                found = columns(part, metric.metric)
+                found.ids.append(table[key(metric)])
+                found.values.append(row.value[1])
+            else:
+                kept = {label: value for label, value in labels(row).items() if label != PART_LABEL}
+                (answer.inventory if part == "inventory" else answer.targets).append(Sample(kept, float(row.value[1])))
+        for columns_of in metrics:
+            for rows_of in columns_of.values():
+                # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
+                rows_of.values = list(map(float, rows_of.values))  # type: ignore[arg-type]
+    except _NoPart:
+        raise
+    except ValueError as exc:
+        raise ValueError(f"a malformed vector ({exc})") from None
     return answer
 
 
-class Signatures:
-    """The signature vector matching uses here, per row: every row carries only the tile labels (absent = empty, as
-    in Prometheus). Each label set is read name by name once per refresh answer, then found by its items: the
-    quantities of a hardware match the same tiles again and again."""
-
-    __slots__ = ("names", "_seen")
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.names = tuple(names)
-        self._seen: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}
-
-    def __call__(self, rows: Sequence[Sample]) -> list[tuple[str, ...]]:
-        names = self.names
-        return by_label_set(rows, self._seen, lambda labels: tuple(map(labels.get, names, BLANKS)))
-
-
-def _binary(left: list[Sample], right: list[Sample], op: Callable[[float, float], float], keys: Signatures) -> list[Sample]:
+def _binary(left: TileRows, right: TileRows, op: Callable[[float, float], float]) -> TileRows:
     """``left <op> right`` one-to-one on every label: the left's rows that have a match, in the left's order."""
-    if not left or not right:
-        return []
-    values = dict(zip(keys(right), [r.value for r in right]))
-    return [Sample(row.labels, op(row.value, values[k])) for row, k in zip(left, keys(left)) if k in values]
+    if not left.ids or not right.ids:
+        return TileRows(left.table, [], [])
+    values = dict(zip(right.ids, right.values))
+    if all(map(values.__contains__, left.ids)):  # every left row matches (the common case)
+        return TileRows(left.table, left.ids, [op(v, values[i]) for i, v in zip(left.ids, left.values)])
+    ids = [i for i in left.ids if i in values]
+    return TileRows(left.table, ids, [op(v, values[i]) for i, v in zip(left.ids, left.values) if i in values])
 
 
-def _or(left: list[Sample], right: list[Sample], keys: Signatures, label: str | None = None) -> list[Sample]:
-    """``left or right``: every left row, then the right's rows whose signature no left row has; ``label`` (a
-    fallback's number) is added to each of those as ``label_replace`` adds it, where Prometheus keeps every label set:
-    sorted by name."""
-    if not right:
+def _or(left: TileRows, right: TileRows, fallback: int = 0) -> TileRows:
+    """``left or right``: every left row, then the right's rows whose key no left row has; ``fallback`` (a fallback's
+    number) marks those as answered by it, as ``label_replace`` adds ``lens_fallback``."""
+    if not right.ids:
         return left
-    present = set(keys(left))
-    extra = [row for row, k in zip(right, keys(right)) if k not in present]
-    if label is not None:
-        extra = [Sample(dict(sorted({**row.labels, FALLBACK_LABEL: label}.items())), row.value) for row in extra]
-    return left + extra if extra else left
+    present = set(left.ids)
+    extra = [n for n, i in enumerate(right.ids) if i not in present]
+    if not extra:
+        return left
+    ids = left.ids + [right.ids[n] for n in extra]
+    values = left.values + [right.values[n] for n in extra]
+    if fallback:
+        added = [fallback] * len(extra)
+    elif right.fallbacks is not None:
+        added = [right.fallbacks[n] for n in extra]
+    else:
+        added = None
+    if added is None and left.fallbacks is None:
+        return TileRows(left.table, ids, values)
+    return TileRows(left.table, ids, values, (left.fallbacks or [0] * len(left.ids)) + (added or [0] * len(extra)))
 
 
-def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], list[Sample]], keys: Signatures) -> list[Sample]:
+def _source_rows(source: SourcePlan, rows: Callable[[SourcePlan, str], TileRows]) -> TileRows:
     """What ``queries._converted(queries._combined(plan, source))`` answers, from each metric's aggregated rows."""
     parts = [rows(source, m) for m in source.metrics]
     if source.combine == "sum":
         combined = parts[0]
         for part in parts[1:]:  # PromQL's + is left-associative: ((a + b) + c)
-            combined = _binary(combined, part, operator.add, keys)
+            combined = _binary(combined, part, operator.add)
     elif source.combine == "divide":
-        combined = _binary(parts[0], [r for r in parts[1] if r.value != 0], operator.truediv, keys)
+        combined = _binary(parts[0], parts[1].where([v != 0 for v in parts[1].values]), operator.truediv)
     else:
         combined = parts[0]
         for part in parts[1:]:
-            combined = _or(combined, part, keys)
+            combined = _or(combined, part)
     numerator, denominator = source.factor.numerator, source.factor.denominator
     # apply_factor's steps, inline and in one pass: multiply, then divide, each only when it is not by one
     if numerator != 1 and denominator != 1:
-        return [Sample(r.labels, r.value * numerator / denominator) for r in combined]
-    if numerator != 1:
-        return [Sample(r.labels, r.value * numerator) for r in combined]
-    if denominator != 1:
-        return [Sample(r.labels, r.value / denominator) for r in combined]
-    return combined
+        values = [v * numerator / denominator for v in combined.values]
+    elif numerator != 1:
+        values = [v * numerator for v in combined.values]
+    elif denominator != 1:
+        values = [v / denominator for v in combined.values]
+    else:
+        return combined
+    return TileRows(combined.table, combined.ids, values, combined.fallbacks)
 
 
-def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], list[Sample]], keys: Signatures) -> list[Sample]:
+def quantity_rows(quantity: QuantityPlan, rows: Callable[[SourcePlan, str], TileRows]) -> TileRows:
     """The rows :func:`.queries.quantity_query` answers, from ``rows(source, metric)``: that metric's aggregated rows,
-    matched on the tile labels (``keys``, shared by every quantity of a refresh)."""
-    out = _source_rows(quantity.primary, rows, keys)
+    matched on the tile labels (every row's key)."""
+    out = _source_rows(quantity.primary, rows)
     for number, fallback in enumerate(quantity.fallbacks, 1):
-        out = _or(out, _source_rows(fallback, rows, keys), keys, str(number))
+        out = _or(out, _source_rows(fallback, rows), number)
     return out
 
 
-def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], list[Sample]],
-                  rows: Callable[[tuple[str, ...], str, str], list[Sample]]) -> list[Sample]:
+def sentinel_rows(plan: DevicePlan, raw: Callable[[tuple[str, ...], str, str], TileRows],
+                  rows: Callable[[tuple[str, ...], str, str], TileRows]) -> list[Sample]:
     """What :func:`.queries.sentinel_query` answers, from ``raw(matchers, aggregation, metric)``, each metric's aggregated
-    rows, and ``rows(...)``, those of them that are readings (:meth:`.plan.DevicePlan.readings`): only the others can be
-    sentinels."""
+    rows, and ``rows(...)``, those of them that are readings (:func:`readings`): only the others can be sentinels."""
     out: list[Sample] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for metric, matchers, aggregation in plan.sentinel_selections():
         found, readings = raw(matchers, aggregation, metric), rows(matchers, aggregation, metric)
         if len(readings) == len(found):
             continue
-        kept = set(map(id, readings))
-        for row in found:
-            if id(row) in kept or plan.sentinel_reason(metric, row.value) is None:
+        keys = found.table.keys_in_order()
+        for key, value in zip(map(keys.__getitem__, found.ids), found.values):
+            if plan.sentinel_reason(metric, value) is None:  # a reading (or a NaN, which no sentinel is)
                 continue
-            labels = dict(sorted({**row.labels, SENTINEL_LABEL: metric}.items()))
-            key = tuple(labels.items())
-            if key not in seen:  # ``or`` keeps the first of equal label sets
-                seen.add(key)
-                out.append(Sample(labels, row.value))
+            labels = dict(sorted({**found.labels(key), SENTINEL_LABEL: metric}.items()))
+            items = tuple(labels.items())
+            if items not in seen:  # ``or`` keeps the first of equal label sets
+                seen.add(items)
+                out.append(Sample(labels, value))
     return out
 
 
-def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, list[Sample]]:
-    """Every part of the refresh (:func:`.queries.refresh_parts`' names and order) from the taken-apart answer."""
+def readings(plan: DevicePlan, metric: str, rows: TileRows) -> TileRows:
+    """The rows of ``metric`` whose values are readings (:meth:`.plan.DevicePlan.is_reading`'s test, one comprehension
+    per metric); ``rows`` itself when no sentinel applies."""
+    tests = plan.reading_test(metric)
+    if tests is None:
+        return rows
+    below, exact = tests
+    return rows.where([(below is None or v < below) and v not in exact for v in rows.values])
+
+
+def parts(plan: DevicePlan, query: RefreshQuery, answer: Answer) -> dict[str, Any]:
+    """Every part of the refresh (:func:`.queries.refresh_parts`' names and order) from the taken-apart answer: the
+    inventory, sentinels and targets as samples, each quantity as :class:`.tilerows.TileRows`."""
     index = {(s.matchers, s.aggregation): i for i, s in enumerate(query.selections)}
-    found: dict[tuple[tuple[str, ...], str, str], list[Sample]] = {}
+    found: dict[tuple[tuple[str, ...], str, str], TileRows] = {}
+    empty = TileRows(answer.table, [], [])
 
-    def raw(matchers: tuple[str, ...], aggregation: str, metric: str) -> list[Sample]:
-        return answer.metrics[index[(matchers, aggregation)]].get(metric, [])
+    def raw(matchers: tuple[str, ...], aggregation: str, metric: str) -> TileRows:
+        return answer.metrics[index[(matchers, aggregation)]].get(metric, empty)
 
-    def readings(matchers: tuple[str, ...], aggregation: str, metric: str) -> list[Sample]:
+    def kept(matchers: tuple[str, ...], aggregation: str, metric: str) -> TileRows:
         """``metric``'s rows without sentinels (as queries.without_sentinels), worked out once per selection:
         quantities and fallbacks read the same metrics (a memory total is used + free + reserved)."""
         key = (matchers, aggregation, metric)
         rows = found.get(key)
         if rows is None:
-            rows = found[key] = plan.readings(metric, raw(*key))
+            rows = found[key] = readings(plan, metric, raw(*key))
         return rows
 
-    def rows(source: SourcePlan, metric: str) -> list[Sample]:
-        return readings(source.matchers, source.aggregation, metric)
+    def rows(source: SourcePlan, metric: str) -> TileRows:
+        return kept(source.matchers, source.aggregation, metric)
 
-    out = {"inventory": answer.inventory}
-    keys = Signatures(query.labels)
-    out.update({q.quantity.key: quantity_rows(q, rows, keys) for q in plan.quantities})
+    out: dict[str, Any] = {"inventory": answer.inventory}
+    out.update({q.quantity.key: quantity_rows(q, rows) for q in plan.quantities})
     if plan.sentinel_selections():
-        out["sentinels"] = sentinel_rows(plan, raw, readings)
+        out["sentinels"] = sentinel_rows(plan, raw, kept)
     if query.targets:
         out["targets"] = answer.targets
     return out
 
 
+def each_parts(plan: DevicePlan, answers: dict[str, list[Sample]]) -> dict[str, Any]:
+    """The parts sent one query each (:func:`.prometheus.combine.query_each`), in the shape :func:`parts` gives:
+    each quantity's rows as :class:`.tilerows.TileRows`, keyed from their labels."""
+    table = KeyTable(plan.raw_labels(TILE_KEY))
+    keys = {q.quantity.key for q in plan.quantities}
+    return {name: TileRows.of(table, rows) if name in keys else rows for name, rows in answers.items()}
+
+
 async def read_refresh(client: PrometheusClient, plan: DevicePlan, at: float | None = None, *,
-                       targets: bool = False) -> dict[str, list[Sample]]:
-    """Every part of one hardware's refresh at ``at``, in one round trip."""
+                       targets: bool = False) -> dict[str, Any]:
+    """Every part of one hardware's refresh at ``at``, in one round trip (as :func:`parts` gives them)."""
     query = refresh_query(plan, targets=targets)
-    samples = await client.query(query.promql, at)
+    rows = await client.query_rows(query.promql, row_labels(query), at)
     try:
-        answer = split(query, samples)
+        answer = split(query, rows)
     except ValueError as exc:
         shown = query.promql if len(query.promql) <= 300 else query.promql[:300] + "..."
         raise PrometheusResponseInvalid(f"Prometheus at {client.url} answered {exc} (query: {shown})",

@@ -19,6 +19,7 @@ from typing import Any
 from llm_d_lens.monitoring.accelerator.plan import QUANTITIES, QUANTITY_BY_KEY
 from llm_d_lens.monitoring.accelerator.queries import inventory_query, quantity_query
 from llm_d_lens.monitoring.accelerator.readings import assemble
+from llm_d_lens.monitoring.accelerator.refresh import each_parts
 from llm_d_lens.monitoring.accelerator.service import Selected
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import SnapshotInvalid
@@ -96,7 +97,7 @@ class _Collector:
         self.devices: dict[DeviceKey, DeviceSeries] = {}
         self.warnings: list[str] = []
 
-    def add(self, selected: Selected, at: float, rows: Mapping[str, Sequence[Sample]], node: str | None) -> None:
+    def add(self, selected: Selected, at: float, rows: Mapping[str, Any], node: str | None) -> None:
         assembled = assemble(selected.plan, rows)
         for reading in assembled.devices:
             if node is not None and reading.node != node:
@@ -158,7 +159,7 @@ async def read_series(
                 else:
                     matrices[name] = answer
         for at, rows in _instants(matrices):
-            collector.add(chosen, at, {"inventory": inventory, **rows}, node)
+            collector.add(chosen, at, each_parts(chosen.plan, {"inventory": inventory, **rows}), node)
     report = SeriesReport(start, end, step, source=client.url, hardware=[s.profile.id for s in selection])
     report.queries_sent = client.queries_sent - before
     return collector.finish(report)

@@ -25,7 +25,7 @@ from llm_d_lens.monitoring.accelerator.plan import DevicePlan, plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, refresh_parts
 from llm_d_lens.monitoring.accelerator.readings import DeviceReading, assemble, fallback_warnings
 from llm_d_lens.monitoring.accelerator.recorded import Recorded, read_recorded
-from llm_d_lens.monitoring.accelerator.refresh import read_refresh
+from llm_d_lens.monitoring.accelerator.refresh import each_parts, read_refresh
 from llm_d_lens.monitoring.accelerator.registry import derive
 from llm_d_lens.monitoring.accelerator.snapshot import evaluate
 from llm_d_lens.monitoring.errors import AccessModeUnknown, TelemetryNotDeclared
@@ -127,7 +127,7 @@ def _wanted(cluster: ClusterObjects | None, node: str | None) -> str | None:
     return cluster.node_name(node) if cluster is not None and node is not None else node
 
 
-def _hardware(chosen: Selected, rows: dict[str, list[Sample]], cluster: ClusterObjects | None, mode: str | None,
+def _hardware(chosen: Selected, rows: dict[str, Any], cluster: ClusterObjects | None, mode: str | None,
               wanted: str | None, targets: Sequence[Sample], recorded: Recorded | None = None) -> _Read:
     """Assemble and attribute one hardware's rows (or recorded rows); only devices (and pods) on ``wanted`` when it is set."""
     if recorded is not None:
@@ -161,7 +161,7 @@ def _report(selection: Sequence[Selected], reads: Sequence[_Read]) -> DeviceRepo
 
 def _finish(
     selection: Sequence[Selected],
-    rows_by_hardware: dict[str, dict[str, list[Sample]]],
+    rows_by_hardware: dict[str, dict[str, Any]],
     cluster: ClusterObjects | None,
     mode: str | None,
     node: str | None,
@@ -233,7 +233,7 @@ async def _read_devices(client: PrometheusClient, selection: Sequence[Selected],
         if combined and combinable(chosen.plan):
             rows = await read_refresh(client, chosen.plan, at, targets=with_targets)
         else:
-            rows = await query_each(client, refresh_parts(chosen.plan, targets=with_targets), at)
+            rows = each_parts(chosen.plan, await query_each(client, refresh_parts(chosen.plan, targets=with_targets), at))
         if "targets" in rows:
             targets.set_result(rows.pop("targets"))
         return _hardware(chosen, rows, cluster, mode, wanted, await targets)

@@ -11,8 +11,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
-from llm_d_lens.monitoring.accelerator.plan import FALLBACK_LABEL, SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
+from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
 from llm_d_lens.prometheus.promql import matches, parse_matcher
@@ -58,14 +59,8 @@ def _combined(plan: DevicePlan, quantity: QuantityPlan | SourcePlan, samples: Se
     return out
 
 
-def _rows(names: Sequence[str], values: dict[RawKey, float], tags: dict[RawKey, int] | None = None) -> list[Sample]:
-    rows = []
-    for key, value in values.items():
-        labels = {n: v for n, v in zip(names, key) if v}
-        if tags and tags.get(key):
-            labels[FALLBACK_LABEL] = str(tags[key])
-        rows.append(Sample(labels, value))
-    return rows
+def _rows(names: Sequence[str], values: dict[RawKey, float]) -> list[Sample]:
+    return [Sample({n: v for n, v in zip(names, key) if v}, value) for key, value in values.items()]
 
 
 def _sourced(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[ExpositionSample]) -> tuple[dict[RawKey, float], dict[RawKey, int]]:
@@ -80,16 +75,18 @@ def _sourced(plan: DevicePlan, quantity: QuantityPlan, samples: Sequence[Exposit
     return values, tags
 
 
-def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str, list[Sample]]:
-    """The rows each refresh query (:func:`.queries.queries`) would return, computed from ``samples``."""
+def evaluate(plan: DevicePlan, samples: Sequence[ExpositionSample]) -> dict[str, list[Sample] | TileRows]:
+    """The rows each refresh query (:func:`.queries.queries`) would return, computed from ``samples``: the inventory
+    and sentinels as samples, each quantity as :class:`.tilerows.TileRows` (the shape a refresh gives them)."""
     identity_names = inventory_labels(plan)
     identities: dict[RawKey, float] = {}
     for metric, matchers in plan.identity_selectors():
         identities.update(_grouped(_selected(samples, metric, matchers), identity_names, "max"))
-    out = {"inventory": _rows(identity_names, {key: 1.0 for key in identities})}
+    out: dict[str, list[Sample] | TileRows] = {"inventory": _rows(identity_names, {key: 1.0 for key in identities})}
     tile_names = plan.raw_labels(TILE_KEY)
+    table = KeyTable(tile_names)
     for quantity in plan.quantities:
-        out[quantity.quantity.key] = _rows(tile_names, *_sourced(plan, quantity, samples))
+        out[quantity.quantity.key] = TileRows.keyed(table, *_sourced(plan, quantity, samples))
     if plan.sentinel_selections():
         out["sentinels"] = _sentinels(plan, samples, tile_names)
     return out

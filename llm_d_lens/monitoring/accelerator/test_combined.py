@@ -25,6 +25,7 @@ from llm_d_lens.hardware.registry import get_registry
 from llm_d_lens.monitoring.accelerator.plan import plan_for
 from llm_d_lens.monitoring.accelerator.queries import combinable, queries, refresh_parts
 from llm_d_lens.monitoring.accelerator.refresh import read_refresh, refresh_query, selection_query, selections
+from llm_d_lens.monitoring.accelerator.tilerows import TileRows
 from llm_d_lens.monitoring.accelerator.service import Selected, read_devices, select
 from llm_d_lens.monitoring.accelerator.test_conformance import BUILT_IN_WITH_SOURCES
 from llm_d_lens.testing.telemetry_pages import needs_prometheus, refresh
@@ -36,9 +37,9 @@ from llm_d_lens.testing.prometheus import BASE_TIMESTAMP, run_prometheus, skip_r
 from llm_d_lens.testing.telemetry import series_for
 
 
-def comparable(rows: list[Sample]) -> list[tuple[tuple[tuple[str, str], ...], str]]:
+def comparable(rows: list[Sample] | TileRows) -> list[tuple[tuple[tuple[str, str], ...], str]]:
     """Rows as (labels in the server's order, value spelled out): NaN compares equal to NaN."""
-    return [(tuple(r.labels.items()), repr(r.value)) for r in rows]
+    return [(tuple(r.labels.items()), repr(r.value)) for r in (rows.samples() if isinstance(rows, TileRows) else rows)]
 
 
 def refresh_both_ways(url: str, plan) -> tuple[dict[str, list[Sample]], dict[str, list[Sample]], int]:
@@ -171,8 +172,14 @@ def test_the_refresh_query_reads_each_metric_once_per_matchers_and_aggregation(h
     assert len(names) == len(set(names)) and set(query.owners) == set(names)
 
 
-@pytest.mark.parametrize("labels", [{"gpu": "0"}, {"gpu": "0", PART_LABEL: "nobody"}, {"__name__": "unread", "gpu": "0"}])
-def test_a_row_no_part_of_the_refresh_query_answers_is_a_coded_error(labels):
+NO_PART = "a series that no part of the refresh query answers"
+UNASKED = "a series with labels the query does not ask for"  # a label amd's refresh groups by nothing on
+
+
+@pytest.mark.parametrize(("labels", "why"), [({"hostname": "n1"}, NO_PART), ({"hostname": "n1", PART_LABEL: "nobody"}, UNASKED),
+                                             ({"__name__": "unread", "hostname": "n1"}, UNASKED), ({"gpu": "0"}, UNASKED),
+                                             ({"gpu": "0", PART_LABEL: "nobody"}, UNASKED)])
+def test_a_row_no_part_of_the_refresh_query_answers_is_a_coded_error(labels, why):
     plan = plan_for(get_registry().get("amd"))
     sent: list[str] = []
 
@@ -182,8 +189,7 @@ def test_a_row_no_part_of_the_refresh_query_answers_is_a_coded_error(labels):
             return await read_refresh(client, plan, BASE_TIMESTAMP)
     with pytest.raises(PrometheusResponseInvalid) as caught:
         asyncio.run(run())
-    assert caught.value.message.startswith("Prometheus at http://prometheus.test:9090 answered a series that no part "
-                                           f"of the refresh query answers: {labels!r} (query: ")
+    assert caught.value.message.startswith(f"Prometheus at http://prometheus.test:9090 answered {why}: {labels!r} (query: ")
     assert sent == [caught.value.details["query"]] == [refresh_query(plan).promql]
 
 
@@ -215,3 +221,18 @@ def test_the_targets_query_rides_with_the_pod_reading_hardware_of_fewest_metrics
     assert [name for name, parts in refresh_plan([nvidia, amd]).items() if "targets" in parts] == ["amd"]
     assert [name for name, parts in refresh_plan([amd, amd]).items() if "targets" in parts] == ["amd"]
     assert not any("targets" in parts for parts in refresh_plan([podless]).values())
+
+
+def test_a_value_that_is_no_number_in_a_refresh_answer_is_a_coded_error():
+    plan = plan_for(get_registry().get("amd"))
+    metric = refresh_query(plan).owners
+    labels = {"__name__": next(iter(metric)), "hostname": "n1", NAME_LABEL: next(iter(metric))}
+
+    async def run():
+        transport = fake([{"metric": labels, "value": [BASE_TIMESTAMP, "high"]}], [])
+        async with PrometheusClient("http://prometheus.test:9090", transport=transport) as client:
+            return await read_refresh(client, plan, BASE_TIMESTAMP)
+    with pytest.raises(PrometheusResponseInvalid) as caught:
+        asyncio.run(run())
+    assert caught.value.message.startswith("Prometheus at http://prometheus.test:9090 answered a malformed vector "
+                                           "(could not convert string to float: 'high') (query: ")

@@ -11,11 +11,11 @@ VictoriaMetrics.
 
 from __future__ import annotations
 
-from llm_d_lens.monitoring.accelerator.recorded import Recorded, recorded_query, split_recorded, usable
-from llm_d_lens.monitoring.accelerator.rules import rules_digest
+from llm_d_lens.monitoring.accelerator.recorded import Recorded, recorded_labels, recorded_query, split_recorded, usable
+from llm_d_lens.monitoring.accelerator.rules import recording_rules, rules_digest
 from llm_d_lens.monitoring.accelerator.service import select
 from llm_d_lens.monitoring.conftest import RECORDED_AT, STALE_RULES
-from llm_d_lens.prometheus.client import Sample
+from llm_d_lens.prometheus.answers import Row, converted_rows
 from llm_d_lens.testing.telemetry_pages import needs_prometheus, refresh
 
 EVERY = [s.profile.id for s in select(None)]
@@ -62,16 +62,22 @@ def test_the_recorded_selector_is_one_selector_of_the_selected_hardware():
     from dataclasses import replace
 
     plans = [s.plan for s in select(["nvidia", "intel-xpu"])]
-    assert recorded_query(plans) == '{__name__=~"lens:accelerator_.+", lens_hardware=~"nvidia|intel-xpu"}'
+    names = sorted({r["record"] for p in plans for r in recording_rules(p)})  # what the generated rules record
+    selector = recorded_query(plans)
+    assert selector.startswith('{__name__=~"') and selector.endswith('", lens_hardware=~"nvidia|intel-xpu"}')
+    selected = selector[len('{__name__=~"'):selector.index('"', len('{__name__=~"'))].split("|")
+    assert set(names) <= set(selected) and all(n.startswith("lens:accelerator_") for n in selected)  # nothing else's
     # a hardware id is matched literally, whatever characters a plugin's id holds
     assert recorded_query([replace(plans[0], hardware="a.b")]).endswith('lens_hardware=~"a\\\\.b"}')
 
 
 def test_a_hardware_is_read_from_recorded_series_only_with_this_lens_digest():
     (nvidia,) = [s.plan for s in select(["nvidia"])]
-    def inventory(digest: str | None) -> Sample:
+    def inventory(digest: str | None) -> Row:
         labels = {"__name__": "lens:accelerator_inventory", "lens_hardware": "nvidia", "gpu": "0", "Hostname": "n1"}
-        return Sample(labels if digest is None else {**labels, "lens_rules": digest}, 1.0)
+        answer = {"resultType": "vector", "result": [{"metric": labels if digest is None else {**labels, "lens_rules": digest},
+                                                      "value": [RECORDED_AT, "1"]}]}
+        return converted_rows(answer, recorded_labels([nvidia]))[0]
 
     assert usable(nvidia, split_recorded([nvidia], [inventory(rules_digest(nvidia))])["nvidia"])
     assert not usable(nvidia, split_recorded([nvidia], [inventory("0123")])["nvidia"])
@@ -80,3 +86,31 @@ def test_a_hardware_is_read_from_recorded_series_only_with_this_lens_digest():
     # one series of this Lens' rules beside one of other rules' (a rules change within the lookback): raw
     both = split_recorded([nvidia], [inventory(rules_digest(nvidia)), inventory("0123")])["nvidia"]
     assert not usable(nvidia, both)
+
+
+def test_a_store_s_own_labels_on_recorded_series_are_skipped_and_their_rows_read():
+    """A selector of stored series may come back with labels a store adds (a cluster, a replica): they are no
+    recording's, so the rows are read as without them, and the kept rows lose neither their own labels nor values."""
+    import asyncio
+
+    import httpx
+
+    from llm_d_lens.monitoring.accelerator.recorded import read_recorded
+    from llm_d_lens.prometheus.client import PrometheusClient
+
+    (nvidia,) = [s.plan for s in select(["nvidia"])]
+    base = {"lens_hardware": "nvidia", "cluster": "east"}
+    result = [{"metric": {**base, "__name__": "lens:accelerator_inventory", "gpu": "0", "Hostname": "n1",
+                          "lens_rules": rules_digest(nvidia)}, "value": [RECORDED_AT, "1"]},
+              {"metric": {**base, "__name__": "lens:accelerator_power_watts", "lens_node": "n1", "lens_device": "0"},
+               "value": [RECORDED_AT, "+Inf"]}]
+
+    async def run():
+        answer = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answer))
+        async with PrometheusClient("http://prometheus.test:9090", transport=transport) as client:
+            return await read_recorded(client, [nvidia], RECORDED_AT)
+    found, warnings = asyncio.run(run())
+    assert warnings == [] and list(found) == ["nvidia"]
+    assert [dict(r.labels) for r in found["nvidia"].rows["inventory"]] == [{"Hostname": "n1", "gpu": "0"}]
+    assert found["nvidia"].values == {("n1", "0", ""): {"power_watts": float("inf")}}
