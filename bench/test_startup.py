@@ -35,3 +35,5 @@ def test_startup_benchmark_prints_ratios_and_counts_plugins():
     if "lens deploy render: skipped" not in out:
         assert re.search(r"^deploy render's libraries' floor \(click, msgspec, yaml, the registry, kustomize\): median [\d.]+ ms, "
                          r"ratio [\d.]+x kubectl kustomize; lens deploy render [\d.]+x that floor$", out, re.M)
+    assert re.search(r"^lens hardware list, 3 plugins \(warm\)\s+median\s+[\d.]+ ms\s+ratio\s+[\d.]+x  goal <= 6x: (met|missed)$",
+                     out, re.M)
