@@ -18,6 +18,23 @@ def run_lens(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(LENS), *args], capture_output=True, text=True, timeout=300)
 
 
+def run_console(argv: list[str], setup: str, report: str) -> subprocess.CompletedProcess[str]:
+    """The console script's own function in a fresh interpreter, running ``setup`` first; ``report`` (an
+    expression) is written to stderr at the exit, which the script takes with ``os._exit``."""
+    probe = (
+        "import os, sys\n"
+        "from llm_d_lens.cli import lifetime\n"
+        f"{setup}"
+        "real_exit = os._exit\n"
+        "def report(code):\n"
+        f"    sys.stderr.write({report} + '\\n'); sys.stderr.flush(); real_exit(code)\n"
+        "os._exit = report\n"
+        f"sys.argv = ['lens', *{argv!r}]\n"
+        "lifetime.console()\n"
+    )
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+
+
 @needs_script
 def test_the_console_script_prints_everything_main_prints_and_exits_with_its_code(capsys: pytest.CaptureFixture[str]) -> None:
     from llm_d_lens.cli.app import main
@@ -43,19 +60,9 @@ def test_exit_codes_and_errors_are_mains(args: tuple[str, ...], code: int, stder
 
 def test_the_parsed_cluster_is_kept_for_the_exit_only_in_the_console_script() -> None:
     """In-process callers (tests, the server) free it as before; the console script leaves it to the exit."""
-    probe = (
-        "import os, sys\n"
-        "from llm_d_lens.cli import lifetime\n"
-        "from llm_d_lens.terminal import lifetime as kept\n"
-        "real_exit = os._exit\n"
-        "def report(code):\n"
-        "    kinds = [type(v).__name__ for v in kept._kept]\n"
-        "    sys.stderr.write(f'kept={kinds}\\n'); sys.stderr.flush(); real_exit(code)\n"
-        "os._exit = report\n"
-        "sys.argv = ['lens', 'cluster', 'inspect', '--demo', '-o', 'json']\n"
-        "lifetime.console()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    done = run_console(["cluster", "inspect", "--demo", "-o", "json"],
+                       "from llm_d_lens.terminal import lifetime as kept\n",
+                       "f'kept={[type(v).__name__ for v in kept._kept]}'")
     assert done.returncode == 0, done.stderr
     assert "kept=['ClusterObjects']" in done.stderr
     from llm_d_lens.cli.app import main
@@ -97,25 +104,17 @@ def test_ctrl_c_at_start_up_exits_130_without_a_traceback(module: str) -> None:
 def test_the_collector_is_paused_while_lens_starts_and_runs_again_for_the_command() -> None:
     """Start-up's objects live as long as the process: the script pauses the collector until the
     command runs, then freezes them out of its sight and turns it back on (a server needs it)."""
-    probe = (
-        "import gc, os, sys\n"
-        "from llm_d_lens.cli import lifetime\n"
-        "real_exit = os._exit\n"
-        "seen = {}\n"
-        "def report(code):\n"
-        "    sys.stderr.write(f'seen={seen} after={gc.isenabled()}\\n'); sys.stderr.flush(); real_exit(code)\n"
-        "os._exit = report\n"
-        "import llm_d_lens.hardware.registry as registry\n"
-        "real_registry = registry.get_registry\n"
-        "def spy(*args, **kwargs):\n"
-        "    seen.setdefault('enabled', gc.isenabled()); seen.setdefault('frozen', gc.get_freeze_count() > 0)\n"
-        "    return real_registry(*args, **kwargs)\n"
-        "registry.get_registry = spy\n"
-        "sys.argv = ['lens', 'hardware', 'list', '-o', 'name']\n"
-        "print('before', gc.isenabled(), file=sys.stderr)\n"
-        "lifetime.console()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    done = run_console(["hardware", "list", "-o", "name"],
+                       "import gc\n"
+                       "import llm_d_lens.hardware.registry as registry\n"
+                       "seen = {}\n"
+                       "real_registry = registry.get_registry\n"
+                       "def spy(*args, **kwargs):\n"
+                       "    seen.setdefault('enabled', gc.isenabled()); seen.setdefault('frozen', gc.get_freeze_count() > 0)\n"
+                       "    return real_registry(*args, **kwargs)\n"
+                       "registry.get_registry = spy\n"
+                       "print('before', gc.isenabled(), file=sys.stderr)\n",
+                       "f'seen={seen} after={gc.isenabled()}'")
     assert done.returncode == 0, done.stderr
     assert "before True" in done.stderr
     assert "seen={'enabled': True, 'frozen': True} after=True" in done.stderr

@@ -9,9 +9,11 @@ have stepped aside (``None``) for every answer the strict way refuses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
-from typing import Union
+from collections.abc import Iterator
+from typing import Any, Union
 
 import httpx
 import pytest
@@ -56,22 +58,36 @@ REFUSED = {
 }
 
 
-def outcome(content: bytes, monkeypatch: pytest.MonkeyPatch | None = None) -> object:
-    """The samples (labels in order, values spelled out) or the coded error the client gives for ``content``."""
-    if monkeypatch is not None:
-        monkeypatch.setattr(answers, "instant_vector", lambda content: None)
+def client_outcome(content: bytes, ask: Any, shape: Any) -> object:
+    """What ``ask(client)`` gives for a Prometheus answering ``content``, each result ``shape``d, or the coded error."""
     transport = httpx.MockTransport(lambda request: httpx.Response(200, content=content))
 
     async def run():
         async with PrometheusClient("http://prometheus.test:9090", transport=transport) as client:
-            return await client.query("up")
+            return await ask(client)
     try:
-        return [(tuple(s.labels.items()), repr(s.value)) for s in asyncio.run(run())]
+        return [shape(result) for result in asyncio.run(run())]
     except LensError as exc:
         return (exc.code, exc.message)
+
+
+@contextlib.contextmanager
+def switched_off(monkeypatch: pytest.MonkeyPatch | None, typed_decode: str, stub: Any) -> Iterator[None]:
+    """With ``monkeypatch``, ``answers.<typed_decode>`` answers ``stub`` (None: the strict reader reads instead)."""
+    if monkeypatch is None:
+        yield
+        return
+    monkeypatch.setattr(answers, typed_decode, stub)
+    try:
+        yield
     finally:
-        if monkeypatch is not None:
-            monkeypatch.undo()
+        monkeypatch.undo()
+
+
+def outcome(content: bytes, monkeypatch: pytest.MonkeyPatch | None = None) -> object:
+    """The samples (labels in order, values spelled out) or the coded error the client gives for ``content``."""
+    with switched_off(monkeypatch, "instant_vector", lambda content: None):
+        return client_outcome(content, lambda client: client.query("up"), lambda s: (tuple(s.labels.items()), repr(s.value)))
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
@@ -111,22 +127,10 @@ LABELS = answers.label_struct((("gpu", "gpu"), ("host", "Hostname"), ("a", "a"),
 def rows_outcome(content: bytes, monkeypatch: pytest.MonkeyPatch | None = None) -> object:
     """The rows (labels present, value as spelled) or the coded error ``query_rows`` gives for ``content``;
     with ``monkeypatch``, the typed decode is switched off (the strict reader, then the conversion)."""
-    if monkeypatch is not None:
-        monkeypatch.setattr(answers, "instant_rows", lambda content, labels: None)
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=content))
-
-    async def run():
-        async with PrometheusClient("http://prometheus.test:9090", transport=transport) as client:
-            return await client.query_rows("up", LABELS)
-    try:
-        return [({name: getattr(r.metric, attribute) for attribute, name in (("gpu", "gpu"), ("host", "Hostname"), ("a", "a"),
-                                                                             ("pod", "pod")) if getattr(r.metric, attribute)},
-                 r.value[1]) for r in asyncio.run(run())]
-    except LensError as exc:
-        return (exc.code, exc.message)
-    finally:
-        if monkeypatch is not None:
-            monkeypatch.undo()
+    fields = (("gpu", "gpu"), ("host", "Hostname"), ("a", "a"), ("pod", "pod"))
+    with switched_off(monkeypatch, "instant_rows", lambda content, labels: None):
+        return client_outcome(content, lambda client: client.query_rows("up", LABELS),
+                              lambda r: ({name: getattr(r.metric, a) for a, name in fields if getattr(r.metric, a)}, r.value[1]))
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
