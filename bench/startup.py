@@ -226,10 +226,11 @@ def overhead_times(args: list[str], runs: int) -> tuple[float, float, float]:
 
 #: what a table command cannot do without: the libraries Lens is built on (click for the command line,
 #: msgspec for the contract, Rich for the table), the registry built from the same profiles, one Rich
-#: table of them printed, and the same flushed exit without teardown as the ``lens`` script. No Lens
+#: table of them printed, with the ``lens`` script's collector pause and flushed exit without teardown. No Lens
 #: command layer: a ratio near 1x says the command costs what its dependencies cost
 TABLE_FLOOR_PROBE = """
-import os, sys
+import gc, os, sys
+gc.disable()  # as the lens script starts
 import click, msgspec
 from rich.console import Console
 from rich.table import Table
@@ -246,7 +247,8 @@ os._exit(0)
 #: what ``deploy render`` cannot do without: the same libraries (PyYAML instead of Rich, for the
 #: kustomizations read to choose the overlay), the registry, and kustomize run on the overlay
 RENDER_FLOOR_PROBE = """
-import os, subprocess, sys
+import gc, os, subprocess, sys
+gc.disable()  # as the lens script starts
 import click, msgspec, yaml
 from llm_d_lens.hardware.registry import get_registry
 get_registry()

@@ -11,7 +11,7 @@ It prints, in one run:
 * **memory**: the process' resident memory once the watch has listed every kind and counted them
   (the generator's own objects freed), and what the watch keeps per kind;
 * **latency**: the overview as ``GET /api/v1/clusters/{name}/overview`` answers a live cluster
-  (``serving/api._encoded_live``), median of 50 answers (or ``--repeat``) with no event, 10 ms apart
+  (``serving/api._encoded_live``), median of 50 answers (or ``--repeat``, when larger) with no event, 10 ms apart
   as the burst's are;
 * **visible**: how long after an event arrives the next answer includes it (median and worst of
   ``--repeat`` events; goal <= 50 ms, 10 ms);

@@ -11,7 +11,6 @@ command, so skipping the teardown loses nothing.
 from __future__ import annotations
 
 # nothing slow here: the console script imports this module before Ctrl-C is handled (typing only when checking)
-import gc
 import os
 import signal
 import sys
@@ -40,7 +39,9 @@ def console() -> NoReturn:
     loaded, Ctrl-C is a ``KeyboardInterrupt`` again, so a command's ``finally`` blocks (a worker
     stopped, a half-written file removed) run, and one that reaches here is 130 too, never a traceback.
     """
-    gc.disable()  # until the command runs (terminal.lifetime.command_starts): start-up makes no garbage
+    from llm_d_lens.terminal import lifetime
+
+    lifetime.pause_collector_while_starting()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when started ignoring it (nohup)
         signal.signal(signal.SIGINT, _interrupted_while_starting)
         from llm_d_lens.cli.app import main
@@ -48,10 +49,8 @@ def console() -> NoReturn:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     else:
         from llm_d_lens.cli.app import main
-    from llm_d_lens.terminal import lifetime
 
     lifetime.exit_without_teardown()
-    lifetime.pause_collector_while_starting()
     try:
         code = main()
     except KeyboardInterrupt:  # between the command layer's own handling and here

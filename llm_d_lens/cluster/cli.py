@@ -43,33 +43,22 @@ def inspect(
         _inspect_fleet(clusters_file, timeout, output, cluster=cluster, snapshot=snapshot, demo=demo, context=context,
                        kubeconfig=kubeconfig, nodes=nodes, discover=discover)
         return
-    from llm_d_lens.cluster.snapshot import gc_paused
+    from llm_d_lens.cluster.render import overview_renderable
+    from llm_d_lens.cluster.service import inspect as inspect_cluster
+    from llm_d_lens.cluster.source import cluster_source
+    from llm_d_lens.terminal.lifetime import keep_until_exit
+    from llm_d_lens.terminal.progress import progress
 
-    # The collector is paused from here until the cluster is counted: the modules this imports, the
-    # registry and the parsed cluster hold nothing it could free, and its passes over them were
-    # start-up time (in the lens script, what stays is then frozen out of its sight).
-    with gc_paused():
-        from llm_d_lens.cluster.render import overview_renderable
-        from llm_d_lens.cluster.service import inspect as inspect_cluster
-        from llm_d_lens.cluster.source import ClusterSource
-        from llm_d_lens.terminal.lifetime import keep_until_exit
-        from llm_d_lens.terminal.progress import progress
+    source = cluster_source(cluster, clusters_file, timeout, snapshot=snapshot, demo=demo, context=context,
+                            kubeconfig=kubeconfig)
+    live = getattr(source, "snapshot", None) is None and not getattr(source, "demo", False)
+    with progress(_reading(context or cluster), for_people=live and output.is_table):
+        # the parsed cluster is left for the console script's exit to drop
+        overview = inspect_cluster(source, keep=keep_until_exit)
+        if discover:
+            from llm_d_lens.cluster.node_discovery import discover_into
 
-        if cluster is not None:  # the clusters file is read only for --cluster
-            from llm_d_lens.cluster.options import named_cluster
-
-            named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig)
-            source = named.source(timeout)
-        else:
-            source = ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
-        live = getattr(source, "snapshot", None) is None and not getattr(source, "demo", False)
-        with progress(_reading(context or cluster), for_people=live and output.is_table):
-            # the parsed cluster is left for the console script's exit to drop
-            overview = inspect_cluster(source, keep=keep_until_exit)
-            if discover:
-                from llm_d_lens.cluster.node_discovery import discover_into
-
-                discover_into(overview, source)
+            discover_into(overview, source)
     emit(overview.to_dict(), output, lambda data: overview_renderable(data, with_nodes=nodes, wide=output is OutputFormat.wide))
 
 

@@ -4,7 +4,8 @@ Plain records with a ``to_dict`` in snake_case like every Lens document; buildin
 records must stay cheap, and the output shape is documented in ``docs/cluster.md``. They are msgspec
 Structs (cheaper to define and to make than dataclasses; a dataclass is built by ``exec`` when its
 module is imported, on every command's start-up). The two that keep encoded bytes beside their
-fields compare without them (their own ``__eq__``), as the dataclasses they were did.
+fields are not compared (``eq=False``): nothing compares whole overviews, and their JSON is what
+tests and clients compare.
 """
 
 from __future__ import annotations
@@ -163,17 +164,9 @@ class NodeRecord(msgspec.Struct, eq=False):
     hardware: list[NodeHardware] = msgspec.field(default_factory=list)
     notes: list[str] = msgspec.field(default_factory=list)
     network: list[NodeNetwork] = msgspec.field(default_factory=list)
-    #: ``to_dict`` as the API's JSON, once encoded (a record is not changed after it is counted); not compared
+    #: ``to_dict`` as the API's JSON, once encoded (a record is not changed after it is counted)
     _json: bytes | None = None
     _digest: bytes | None = None
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not NodeRecord:
-            return NotImplemented
-        return (self.name, self.ready, self.cordoned, self.hardware, self.notes, self.network) == \
-            (other.name, other.ready, other.cordoned, other.hardware, other.notes, other.network)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value
 
     @property
     def schedulable(self) -> bool:
@@ -283,22 +276,12 @@ class Overview(msgspec.Struct, eq=False):
     notes: list[str]
     object_counts: dict[str, int]
     network: list[NetworkBucket] = msgspec.field(default_factory=list)
-    # the three below are not compared:
     #: node counts kept as nodes come and go (``cluster/state.py``): nodes, ready, not_ready, cordoned, accelerator
     node_totals: dict[str, int] | None = None
     #: each node's ``NodeRecord.json()`` and ``digest()`` in ``nodes``' order, when the state keeps them
     #: (``InventoryState.keep_encoded``); None: ask the records
     node_json: list[bytes] | None = None
     node_digests: list[bytes] | None = None
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Overview:
-            return NotImplemented
-        return (self.source, self.dra_api, self.buckets, self.nodes, self.unsupported, self.notes, self.object_counts,
-                self.network) == (other.source, other.dra_api, other.buckets, other.nodes, other.unsupported, other.notes,
-                                  other.object_counts, other.network)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value
 
     def nodes_json(self) -> list[bytes]:
         """Each node's :meth:`NodeRecord.json` in ``nodes``' order: the state's kept list when it keeps one."""

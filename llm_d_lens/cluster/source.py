@@ -83,6 +83,19 @@ class ClusterSource(msgspec.Struct, frozen=True):
         return load_snapshot(self.snapshot if self.snapshot is not None else DEMO_SNAPSHOT_PATH, partial=partial)
 
 
+def cluster_source(cluster: str | None, clusters_file: Path | None, timeout: float, *, snapshot: Path | None,
+                   demo: bool, context: str | None, kubeconfig: Path | None, context_flag: str = "context") -> ClusterSource:
+    """What a cluster-reading command reads: ``--cluster``'s entry of the clusters file (read only then; any other
+    source option beside it is a conflict, named as the command spells it: ``context_flag``), else the options."""
+    if cluster is not None:
+        from llm_d_lens.cluster.options import named_cluster
+
+        named = named_cluster(cluster, clusters_file, **{"snapshot": snapshot, "demo": demo, context_flag: context,
+                                                         "kubeconfig": kubeconfig})
+        return named.source(timeout)  # type: ignore[union-attr]
+    return ClusterSource(snapshot=snapshot, demo=demo, context=context, kubeconfig=kubeconfig, timeout=timeout)
+
+
 def _seconds(value: str) -> float:
     try:
         seconds = float(value)

@@ -69,47 +69,36 @@ def plan(
     if model is None:
         raise commands.BadParameter("give --model (a catalogue name from `lens plan models`, or a config.json path)",
                                  param_hint="--model")
-    from llm_d_lens.cluster.snapshot import gc_paused
+    from llm_d_lens.cluster.source import cluster_source
+    from llm_d_lens.planning.aic import status
+    from llm_d_lens.planning.catalogue import resolve
+    from llm_d_lens.planning.fit import FitRequest
+    from llm_d_lens.planning.predictions import Targets
+    from llm_d_lens.planning.render import plan_renderable
+    from llm_d_lens.planning.service import plan as make_plan
 
-    # The collector is paused from here until the plan is made: the modules this imports, the
-    # registry, the model and the parsed cluster hold nothing it could free, and its passes over them
-    # were start-up time (in the lens script, what stays is then frozen out of its sight).
-    with gc_paused():
-        from llm_d_lens.cluster.source import ClusterSource
-        from llm_d_lens.planning.aic import status
-        from llm_d_lens.planning.catalogue import resolve
-        from llm_d_lens.planning.fit import FitRequest
-        from llm_d_lens.planning.predictions import Targets
-        from llm_d_lens.planning.render import plan_renderable
-        from llm_d_lens.planning.service import plan as make_plan
+    spec = resolve(model)
+    request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
+                         max_num_batched_tokens, max_num_seqs)
+    shapes = shapes or ttft is not None or tpot is not None or bool(price) or prices_file is not None
+    defaults = Targets()
+    targets = Targets(isl, osl, defaults.ttft_ms if ttft is None else ttft, defaults.tpot_ms if tpot is None else tpot,
+                      backend).checked()
+    prices = None
+    if shapes:
+        from llm_d_lens.planning.cost import prices_from
 
-        spec = resolve(model)
-        request = FitRequest(context, concurrency, dtype, kv_dtype, memory_utilization, overhead_gib,
-                             max_num_batched_tokens, max_num_seqs)
-        shapes = shapes or ttft is not None or tpot is not None or bool(price) or prices_file is not None
-        defaults = Targets()
-        targets = Targets(isl, osl, defaults.ttft_ms if ttft is None else ttft, defaults.tpot_ms if tpot is None else tpot,
-                          backend).checked()
-        prices = None
-        if shapes:
-            from llm_d_lens.planning.cost import prices_from
+        prices = prices_from(price, prices_file)  # a bad price is refused before any cluster is read
+    source = cluster_source(cluster, clusters_file, timeout, snapshot=snapshot, demo=demo, context=kube_context,
+                            kubeconfig=kubeconfig, context_flag="kube_context")
+    from llm_d_lens.terminal.lifetime import keep_until_exit
+    from llm_d_lens.terminal.progress import progress
 
-            prices = prices_from(price, prices_file)  # a bad price is refused before any cluster is read
-        if cluster is not None:  # the clusters file is read only for --cluster
-            from llm_d_lens.cluster.options import named_cluster
-
-            named = named_cluster(cluster, clusters_file, snapshot=snapshot, demo=demo, kube_context=kube_context, kubeconfig=kubeconfig)
-            source = named.source(timeout)
-        else:
-            source = ClusterSource(snapshot=snapshot, demo=demo, context=kube_context, kubeconfig=kubeconfig, timeout=timeout)
-        from llm_d_lens.terminal.lifetime import keep_until_exit
-        from llm_d_lens.terminal.progress import progress
-
-        # a live cluster is read with kubectl (seconds), --discover runs tools on nodes, a large snapshot
-        # takes a while to fit: say what is being done, at a terminal, for a table only
-        with progress(f"planning {model}: {_planning_step(source, discover)}", for_people=output.is_table):
-            # the parsed cluster is left for the console script's exit to drop, as lens cluster inspect leaves it
-            result = make_plan(spec, request, source, discover=discover, keep=keep_until_exit)
+    # a live cluster is read with kubectl (seconds), --discover runs tools on nodes, a large snapshot
+    # takes a while to fit: say what is being done, at a terminal, for a table only
+    with progress(f"planning {model}: {_planning_step(source, discover)}", for_people=output.is_table):
+        # the parsed cluster is left for the console script's exit to drop, as lens cluster inspect leaves it
+        result = make_plan(spec, request, source, discover=discover, keep=keep_until_exit)
     aic = status()
     if predict and aic.available:
         from llm_d_lens.planning.service import start_predictions

@@ -28,6 +28,8 @@ way and converted to the same rows (:func:`converted_rows`).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -123,11 +125,7 @@ def label_struct(fields: tuple[tuple[str, str], ...], closed: bool = True,
     other value fails the decode. Kept per argument (the whole of what it is made from), so a query
     asked again reuses its type and decoder.
     """
-    allowed = dict(choices)
-    return msgspec.defstruct(
-        "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
-                   for attribute, _ in fields],
-        rename=dict(fields), forbid_unknown_fields=closed, gc=False)
+    return _labels_struct(fields, closed, choices)
 
 
 @lru_cache(maxsize=64)
@@ -140,11 +138,23 @@ def tagged_label_structs(tag: str, kinds: tuple[tuple[str, tuple[tuple[str, str]
     series): a series is as large as its own labels, not as all the answer's, and its kind is its Struct's
     type. A value of ``tag`` outside ``kinds`` fails the decode. Kept per argument, like :func:`label_struct`.
     """
+    return {value: _labels_struct(fields, closed, choices, tag_field=tag, tag=value) for value, fields in kinds}
+
+
+def _labels_struct(fields: tuple[tuple[str, str], ...], closed: bool, choices: tuple[tuple[str, tuple[str, ...]], ...],
+                   **tagged: str) -> type[msgspec.Struct]:
     allowed = dict(choices)
-    return {value: msgspec.defstruct(
+    return msgspec.defstruct(
         "Labels", [(attribute, Literal[(*allowed[attribute], "")] if attribute in allowed else str, "")  # type: ignore[misc]
                    for attribute, _ in fields],
-        rename=dict(fields), forbid_unknown_fields=closed, gc=False, tag_field=tag, tag=value) for value, fields in kinds}
+        rename=dict(fields), forbid_unknown_fields=closed, gc=False, **tagged)
+
+
+def attributes_reader(attributes: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
+    """What reads ``attributes`` off a decoded labels Struct as one tuple (``operator.attrgetter`` alone gives a bare
+    value for one attribute)."""
+    getter = operator.attrgetter(*attributes)
+    return getter if len(attributes) > 1 else (lambda labels: (getter(labels),))  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=64)

@@ -125,7 +125,8 @@ class PrometheusClient:
         where a dict per series and a pass to pick each series' key out of it were most of Lens' own time.
 
         Whatever the typed decode refuses is read the strict way, as :meth:`query` reads it, and converted to the
-        same rows; a series with a label ``labels`` lacks is :class:`PrometheusResponseInvalid`.
+        same rows; a series with a label a closed ``labels`` lacks is :class:`PrometheusResponseInvalid` (an open
+        one skips it).
         """
         from llm_d_lens.prometheus.answers import converted_rows, instant_rows
 
@@ -140,7 +141,7 @@ class PrometheusClient:
         try:
             return converted_rows(data, labels)
         except ValueError as exc:
-            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+            raise self.answered_invalid(exc, promql) from None
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> list[Series]:
         """The range vector ``promql`` evaluates to from ``start`` to ``end`` every ``step`` seconds."""
@@ -150,7 +151,7 @@ class PrometheusClient:
         try:
             return _series(data)
         except ValueError as exc:
-            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+            raise self.answered_invalid(exc, promql) from None
 
     async def _post(self, path: str, form: dict[str, str], promql: str) -> httpx.Response:
         import httpx
@@ -189,6 +190,11 @@ class PrometheusClient:
             raise self._error(PrometheusResponseInvalid, f"{self.url}: data.activeTargets is not a list", what)
         return [t for t in active if isinstance(t, dict)]
 
+    def answered_invalid(self, what: object, promql: str) -> LensError:
+        """:class:`PrometheusResponseInvalid` for an answer to ``promql`` that is not what the query gives: ``what``
+        came instead (a caller reading the rows further says it too, with the query shown as every error shows it)."""
+        return self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {what}", promql)
+
     def _error(self, kind: type[LensError], text: str, promql: str, **details: Any) -> LensError:
         """``kind`` whose message ends with the query, so a user sees which one failed where."""
         shown = promql if len(promql) <= _QUERY_SHOWN else promql[:_QUERY_SHOWN] + "..."
@@ -204,7 +210,7 @@ class PrometheusClient:
         try:
             return _samples(data)
         except ValueError as exc:
-            raise self._error(PrometheusResponseInvalid, f"Prometheus at {self.url} answered {exc}", promql) from None
+            raise self.answered_invalid(exc, promql) from None
 
     def _data(self, response: httpx.Response, promql: str) -> Any:
         """The ``data`` of a successful answer; every other answer is the coded error that says why."""

@@ -43,7 +43,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -152,7 +152,7 @@ class WatchWrongKind(WatchFailed):
     code = "CLUSTER_WATCH_WRONG_KIND"
 
 
-def max_event_bytes(env: dict[str, str] | None = None) -> int:
+def max_event_bytes(env: Mapping[str, str] | None = None) -> int:
     """:data:`MAX_EVENT_BYTES`, or ``LENS_WATCH_MAX_EVENT_BYTES`` when set to a positive integer."""
     raw = settings.text(MAX_EVENT_ENV, env) or ""
     if not raw:

@@ -343,7 +343,8 @@ class WatchedCluster:
 
 
 def _count(watch: WatchedCluster) -> Any:
-    """The overview of the watch's state (under its lock): only what changed since the last one is counted."""
+    """The overview of the watch's state (under its lock): only what changed since the last one is counted, with the
+    collector paused, and what the state keeps frozen out of its way (:func:`_settle_collector`) before it runs again."""
     from llm_d_lens.cluster.snapshot import gc_paused
 
     dra = [w for w in watch.kinds.values() if w.kind.dra]
@@ -393,9 +394,7 @@ def check_settings(env: Mapping[str, str]) -> None:
     """Read the watch's settings now, so ``lens serve`` refuses a bad one with its coded error before it starts
     (read first in the app's start-up, it was uvicorn's traceback and "Application startup failed")."""
     if enabled(env):
-        from llm_d_lens.serving.watch import max_event_bytes
-
-        max_event_bytes(dict(env))
+        max_event_bytes(env)
 
 
 def start(clusters: Iterable[Cluster], timeout: float, runner_for: Callable[[Cluster], Runner] | None = None) -> list[WatchedCluster]:

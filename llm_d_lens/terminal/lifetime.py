@@ -11,7 +11,10 @@ server, ``python -m llm_d_lens.cli``) it keeps nothing, and everything is freed 
 from __future__ import annotations
 
 import gc
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is a slow import: the lens script imports this module first
+if TYPE_CHECKING:
+    from typing import Any
 
 _kept: list[Any] = []
 _exiting = False

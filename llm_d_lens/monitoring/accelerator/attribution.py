@@ -257,17 +257,13 @@ class _Join:
             names = ", ".join(f"{ns}/{pod}" for ns, pod in sorted(unknown))
             device.attribution = Attribution(UNAVAILABLE, reason=f"pods on this node hold devices Lens cannot identify ({names})", **base)
         else:
-            evidence = self.evidence
+            evidence = self.no_evidence
             device.attribution = Attribution(UNATTRIBUTED, reason=evidence, **base) if evidence else Attribution(IDLE, **base)
 
     @cached_property
-    def evidence(self) -> str | None:
-        """:meth:`no_evidence`, worked out once per node: it is the same for every device on it (and scans the
-        cluster's nodes)."""
-        return self.no_evidence()
-
     def no_evidence(self) -> str | None:
-        """Why the cluster objects cannot show that no pod holds a device of this node, or None when they can.
+        """Why the cluster objects cannot show that no pod holds a device of this node, or None when they can;
+        worked out once per node (the same for every device on it, and it scans the cluster's nodes).
 
         ``idle`` is a finding: the objects list the node and its pods, and none holds the device. An exporter's
         missing pod label is no such finding (its pod attribution may be off, or its kubelet socket unread).

@@ -17,7 +17,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import repeat
 
 from llm_d_lens.monitoring.accelerator.plan import DevicePlan, QuantityPlan
 from llm_d_lens.monitoring.accelerator.queries import DEVICE_KEY, NODE_REGEX, PRIMARY_TILE
@@ -37,23 +36,9 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 #: the folds whose value over one row is that row's value (``sum`` and ``avg`` add it to 0, which turns -0.0 into 0.0)
 _ONE = frozenset({"first", "max", "min"})
 
-#: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
-BLANKS = repeat("")
-
-
-def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> tuple[str, ...]:
-    """The values of ``names`` in ``labels``, "" where absent: a row's key as PromQL's matching signs it."""
-    return tuple(map(labels.get, names, BLANKS))
-
-
-def relabelled(labels: Mapping[str, str], plan: DevicePlan, commons: Iterable[str]) -> dict[str, str]:
-    """The common labels of one row: the first exporter spelling present wins."""
-    return relabeller(plan, commons)(labels)
-
-
 def relabeller(plan: DevicePlan, commons: Iterable[str]) -> Callable[[Mapping[str, str]], dict[str, str]]:
-    """:func:`relabelled` for many rows of one plan: each common label's spellings looked up once, not per row
-    (an assembly relabels every device's inventory row)."""
+    """What gives a row's common labels (the first exporter spelling present wins), each common label's spellings
+    looked up once per plan, not per row (an assembly relabels every device's inventory and sentinel row)."""
     spellings = [(common, plan.labels.get(common, ())) for common in commons]
 
     def relabel(labels: Mapping[str, str]) -> dict[str, str]:
@@ -208,16 +193,12 @@ def fallbacks_used(plan: DevicePlan, quantity: QuantityPlan, rows: TileRows) -> 
     out: dict[Key, int] = {}
     if not quantity.fallbacks or rows.fallbacks is None:  # most devices answer from the primary source
         return out
-    node_names, device_names = plan.labels.get("node", ()), plan.labels.get("device", ())
-    sub_names = plan.labels.get("sub", ()) if quantity.fold == "none" else ()
+    tiles = quantity.fold == "none"
     keys = rows.table.keys_in_order()
     for number, fallback in zip(rows.ids, rows.fallbacks):
         if not fallback:
             continue
-        labels = dict(zip(rows.names, keys[number]))
-        device = _first(labels, device_names)
-        if not device:
-            continue
-        key = (node_name(_first(labels, node_names)), device, _first(labels, sub_names))
-        out[key] = max(fallback, out.get(key, 0))
+        key = _common(plan, dict(zip(rows.names, keys[number])), tiles=tiles)
+        if key is not None:
+            out[key] = max(fallback, out.get(key, 0))
     return out

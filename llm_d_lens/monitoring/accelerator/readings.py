@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabeller, relabelled
+from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabeller
 from llm_d_lens.monitoring.accelerator.plan import (
     COMMON_LABELS, HEALTH_FLAGS, HEALTH_SIGNALS, QUANTITIES, QUANTITY_BY_KEY, SENTINEL_LABEL, DevicePlan,
 )
@@ -227,7 +227,7 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
             used = recorded[1].get(key, {})
         for (n, device, sub), number in used.items():
             reading(n, device, sub).fallbacks[quantity.quantity.field] = quantity.fallbacks[number - 1].describe()
-    _mark_sentinels(plan, rows.get("sentinels", ()), commons, reading)
+    _mark_sentinels(plan, rows.get("sentinels", ()), common_labels, reading)
     warnings = [
         f"{plan.hardware}: {count} series on node {n or '(none)'} carry no device label "
         f"({', '.join(plan.labels.get('device', ())) or 'label_schema.device is not set'}); they are left out"
@@ -240,13 +240,13 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
     return Assembled(ordered, warnings)
 
 
-def _mark_sentinels(plan: DevicePlan, rows: Sequence[Sample], commons: Sequence[str],
+def _mark_sentinels(plan: DevicePlan, rows: Sequence[Sample], common_labels: Callable[[Mapping[str, str]], dict[str, str]],
                     reading: Callable[[str, str, str], DeviceReading]) -> None:
     """Each quantity left without a value because a metric it reads carried a sentinel: null, with the reason."""
     for row in rows:
         metric = row.labels.get(SENTINEL_LABEL, "")
         reason = plan.sentinel_reason(metric, row.value)
-        common = relabelled(dict(row.labels), plan, commons)
+        common = common_labels(row.labels)
         if not reason or not common.get("device"):
             continue
         r = reading(common.get("node", ""), common["device"], common.get("sub", ""))

@@ -12,14 +12,13 @@ same refresh. The probe is the read: with the rules, one round trip in all; with
 selector more.
 
 The rows are taken apart here into what :func:`.readings.assemble` takes from a raw refresh: the
-inventory, sentinel and target rows as they are, and each quantity as per-device values and the
-fallback that answered, keyed as :func:`.fold.per_device` keys them, so every number is the recorded
-series' own.
+inventory, sentinel and target rows as samples of the labels their hardware's rows carry, each
+device's quantities as one field -> value mapping, and per quantity the fallback that answered each
+device, keyed as :func:`.fold.per_device` keys them, so every number is the recorded series' own.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -33,9 +32,8 @@ from llm_d_lens.monitoring.accelerator.rules import (
     DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, SENTINEL_RECORD,
     TARGET_RECORD, recorded_name, rules_digest,
 )
-from llm_d_lens.prometheus.answers import Row, tagged_label_structs
+from llm_d_lens.prometheus.answers import Row, attributes_reader, tagged_label_structs
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
-from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import matcher, regex_literal
 
 NAME = "__name__"
@@ -84,9 +82,7 @@ def recorded_fields(plans: Sequence[DevicePlan]) -> tuple[tuple[str, str], ...]:
 def _reader(fields: tuple[tuple[str, str], ...], wanted: set[str]) -> tuple[tuple[str, ...], Callable[[Any], tuple[str, ...]]]:
     """The labels of ``fields`` in ``wanted`` (in ``fields``' order), and what reads their values off a row's labels."""
     chosen = [(attribute, label) for attribute, label in fields if label in wanted]
-    getter = operator.attrgetter(*(a for a, _ in chosen))
-    read = getter if len(chosen) > 1 else (lambda labels: (getter(labels),))
-    return tuple(label for _, label in chosen), read  # type: ignore[return-value]
+    return tuple(label for _, label in chosen), attributes_reader([attribute for attribute, _ in chosen])
 
 
 def record_structs(plans: Sequence[DevicePlan]) -> dict[str, type[msgspec.Struct]]:
@@ -106,7 +102,7 @@ def recorded_labels(plans: Sequence[DevicePlan]) -> Any:
 
 
 def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dict[str, Recorded]:
-    """Each hardware's rows of a :func:`recorded_query` answer (labels decoded into :func:`recorded_fields`' Struct);
+    """Each hardware's rows of a :func:`recorded_query` answer (labels decoded into :func:`recorded_labels`' union);
     a series no plan reads is left out. ``ValueError``: a value that is no number.
 
     A quantity's or a fallback's row gives only its key and value, gathered per device (so assembly sets each
@@ -165,7 +161,7 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
 
 def usable(plan: DevicePlan, recorded: Recorded) -> bool:
     """Whether the hardware's recorded series come from the rules this Lens generates for ``plan``, and list devices."""
-    return bool(recorded.digests) and recorded.digests == {rules_digest(plan)}
+    return recorded.digests == {rules_digest(plan)}
 
 
 async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
@@ -179,8 +175,7 @@ async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
     try:
         found = split_recorded(plans, rows)
     except ValueError as exc:
-        raise PrometheusResponseInvalid(f"Prometheus at {client.url} answered a malformed vector ({exc}) (query: {promql})",
-                                        details={"url": client.url, "query": promql}) from None
+        raise client.answered_invalid(f"a malformed vector ({exc})", promql) from None
     warnings = [f"{p.hardware}: the series recorded as {INVENTORY_RECORD} come from other rules than this Lens generates "
                 f"({DIGEST_LABEL} {', '.join(sorted(d or '(none)' for d in found[p.hardware].digests))}, expected "
                 f"{rules_digest(p)}); read from the exporters' series instead (lens telemetry rules regenerates them)"

@@ -23,8 +23,9 @@ and drops quantities; the rows are read by ``lens_metric``, so an engine that ke
 :func:`quantity_rows` then applies each quantity's combination (first present, sum, divide
 skipping zero divisors), unit factor and fallbacks to those rows with PromQL's own rules: vector
 matching on the tile labels, the left side's order, ``or`` keeping the left and then the right-hand
-rows the left lacks, the fallback number in ``lens_fallback``, labels in Prometheus' sorted order
-and the same IEEE operations in the same order. Each part is therefore what its own query answers
+rows the left lacks, which fallback answered each row, and the same IEEE operations in the same
+order (:meth:`.tilerows.TileRows.samples` shows the rows as Prometheus answers them: labels sorted,
+the fallback's number in ``lens_fallback``). Each part is therefore what its own query answers
 (``test_combined`` holds every built-in profile to that, row by row, against a real Prometheus),
 and the per-quantity PromQL stays what dashboards and ``lens telemetry queries`` show.
 
@@ -47,10 +48,9 @@ import msgspec
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels, inventory_query, targets_query
 from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
-from llm_d_lens.prometheus.answers import Row, label_struct
+from llm_d_lens.prometheus.answers import Row, attributes_reader, label_struct
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
-from llm_d_lens.prometheus.errors import PrometheusResponseInvalid
 from llm_d_lens.prometheus.promql import label_name, matcher, regex_literal
 
 NAME = "__name__"
@@ -173,9 +173,7 @@ def row_labels(query: RefreshQuery) -> type[msgspec.Struct]:
 
 def _key_reader(count: int) -> Callable[[Any], tuple[str, ...]]:
     """A row's tile key: its ``t0`` ... ``t<count-1>`` attributes, as one tuple."""
-    if count == 1:
-        return lambda labels: (labels.t0,)
-    return operator.attrgetter(*(f"t{i}" for i in range(count)))  # type: ignore[return-value]
+    return attributes_reader([f"t{i}" for i in range(count)])
 
 
 def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
@@ -383,7 +381,5 @@ async def read_refresh(client: PrometheusClient, plan: DevicePlan, at: float | N
     try:
         answer = split(query, rows)
     except ValueError as exc:
-        shown = query.promql if len(query.promql) <= 300 else query.promql[:300] + "..."
-        raise PrometheusResponseInvalid(f"Prometheus at {client.url} answered {exc} (query: {shown})",
-                                        details={"url": client.url, "query": query.promql}) from None
+        raise client.answered_invalid(exc, query.promql) from None
     return parts(plan, query, answer)

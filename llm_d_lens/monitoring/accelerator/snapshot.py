@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS, raw_key
+from llm_d_lens.monitoring.accelerator.fold import AGGREGATIONS
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan, apply_factor
 from llm_d_lens.monitoring.accelerator.queries import TILE_KEY, inventory_labels
-from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
+from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows, raw_key
 from llm_d_lens.monitoring.exposition import ExpositionSample
 from llm_d_lens.prometheus.client import Sample
 from llm_d_lens.prometheus.promql import matches, parse_matcher

@@ -11,7 +11,7 @@ The labels are rebuilt only where rows are shown as Prometheus answers them (:me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -20,7 +20,13 @@ from llm_d_lens.prometheus.client import Sample
 
 #: a row's tile labels' values, in the plan's order (``plan.raw_labels(TILE_KEY)``), "" where absent
 RawKey = tuple[str, ...]
+#: an endless "" for each name of :func:`raw_key` (stateless, so one serves every call)
 _BLANKS = repeat("")
+
+
+def raw_key(labels: Mapping[str, str], names: Sequence[str]) -> RawKey:
+    """The values of ``names`` in ``labels``, "" where absent: a row's key as PromQL's matching signs it."""
+    return tuple(map(labels.get, names, _BLANKS))
 
 
 class KeyTable(dict[RawKey, int]):
@@ -88,7 +94,7 @@ class TileRows:
     def of(cls, table: KeyTable, rows: Sequence[Sample]) -> TileRows:
         """Rows read with their labels (a part sent as its own query): each row's key and fallback number read from them."""
         names = table.names
-        ids = [table[tuple(map(row.labels.get, names, _BLANKS))] for row in rows]  # type: ignore[arg-type]
+        ids = [table[raw_key(row.labels, names)] for row in rows]
         fallbacks = [int(row.labels.get(FALLBACK_LABEL, "0") or 0) for row in rows]
         return cls(table, ids, [row.value for row in rows], fallbacks if any(fallbacks) else None)
 
