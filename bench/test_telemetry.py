@@ -40,3 +40,20 @@ def test_the_benchmark_reports_query_count_and_ratio():
                         r"[\d.]+ ms; one raw query of the recorded selector: [\d.]+ ms; " + ratio +
                         r"; [\d.]+x the refresh without rules", lines[5]), lines[5]
     assert lines[6].startswith("cpu time of Lens and Prometheus: refresh ") and lines[7].startswith("load average ")
+
+
+def test_each_lens_run_sits_beside_its_raw_run_and_the_two_take_turns_first():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from telemetry import run_order
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    names = ["floor", "refresh", "raw", "recorded", "raw_recorded"]
+    order = run_order(names, 4)
+    assert len(order) == 20 and all(order.count(name) == 4 for name in names)
+    rounds = [order[i:i + 5] for i in range(0, 20, 5)]
+    assert rounds[0] == ["floor", "refresh", "raw", "recorded", "raw_recorded"]
+    assert rounds[1] == ["floor", "raw", "refresh", "raw_recorded", "recorded"]
+    assert rounds[2] == rounds[0] and rounds[3] == rounds[1]
+    # a pair without its raw run (no recorded server) runs alone, every round
+    assert run_order(["floor", "recorded"], 2) == ["floor", "recorded", "floor", "recorded"]

@@ -17,6 +17,8 @@ from typing import Any, Union
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_d_lens.errors import LensError
 from llm_d_lens.prometheus import answers
@@ -117,6 +119,55 @@ def test_values_keep_their_meaning():
     samples = instant_vector(ACCEPTED["rows"])
     assert samples is not None and samples[0] == Sample({"gpu": "0", "Hostname": "n1"}, 0.5)
     assert math.isnan(samples[1].value) and [s.value for s in samples[2:]] == [math.inf, -math.inf]
+
+
+def _same(read: float, expected: float) -> bool:
+    """The same float, the sign of a zero or of a NaN included."""
+    return (math.isnan(read) and math.isnan(expected) or read == expected) and math.copysign(1, read) == math.copysign(1, expected)
+
+
+def _floats_or_error(texts: list[str]) -> list[float] | type[ValueError]:
+    try:
+        return [float(text) for text in texts]
+    except ValueError:
+        return ValueError
+
+
+def _numbers_or_error(texts: list[str]) -> list[float] | type[ValueError]:
+    try:
+        return answers.numbers(texts)
+    except ValueError:
+        return ValueError
+
+
+#: how servers and exporters spell numbers (Go's 'f' and 'g' formats, Python's repr, C's %.17g), and what none does
+_SPELLINGS = st.one_of(
+    st.floats().flatmap(lambda f: st.sampled_from([repr(f), f"{f:.17g}", f"{f:g}", f"{f:f}", f"{f:e}", f"{f:E}"])),
+    st.sampled_from(["NaN", "+Inf", "-Inf", "-0", "-0.0", "0", "-nan", "inf", "1.", ".5", "01", "1_0", " 1", "1e400",
+                     "\u0031", '1", "2', "", "x"]),
+    st.text(alphabet="0123456789+-.eEinfatyINFATY_ \\\"", max_size=8),
+    st.integers().map(str),
+)
+
+
+@given(st.lists(_SPELLINGS, max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_numbers_reads_every_value_as_float_does(texts):
+    """The one pass over an answer's values gives float()'s numbers (a negative zero's sign and a NaN's too), and
+    float()'s ValueError for a text that is no number."""
+    expected, read = _floats_or_error(texts), _numbers_or_error(texts)
+    if expected is ValueError:
+        assert read is ValueError
+    else:
+        assert read is not ValueError and len(read) == len(expected)
+        assert all(_same(r, e) for r, e in zip(read, expected)), (texts, read, expected)
+
+
+def test_numbers_keeps_what_one_array_cannot_hold_apart():
+    # a text that would end its string early, or escape a character, must not become other numbers
+    assert _numbers_or_error(['1","2']) is ValueError and _numbers_or_error(["\\u0031"]) is ValueError
+    assert math.copysign(1, answers.numbers(["1", "-0", "2"])[1]) == -1.0  # msgspec reads "-0" as an integer: 0.0
+    assert answers.numbers(["+Inf", "1.5"]) == [math.inf, 1.5] and answers.numbers([]) == []
 
 
 # -- rows whose labels are decoded into a Struct (PrometheusClient.query_rows) ---------------------------------------

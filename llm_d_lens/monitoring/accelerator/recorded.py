@@ -19,6 +19,7 @@ device, keyed as :func:`.fold.per_device` keys them, so every number is the reco
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -32,7 +33,7 @@ from llm_d_lens.monitoring.accelerator.rules import (
     DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, SENTINEL_RECORD,
     TARGET_RECORD, recorded_name, rules_digest,
 )
-from llm_d_lens.prometheus.answers import Row, attributes_reader, tagged_label_structs
+from llm_d_lens.prometheus.answers import Row, attributes_reader, row_numbers, tagged_label_structs
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.promql import matcher, regex_literal
 
@@ -63,7 +64,8 @@ class Recorded:
 
     rows: dict[str, list[Sample]] = field(default_factory=dict)  # inventory, sentinels
     targets: list[Sample] = field(default_factory=list)
-    values: dict[Key, dict[str, float]] = field(default_factory=dict)  # per device (or tile): quantity field -> value
+    # per device (or tile): quantity field -> value (a device's first value makes its mapping)
+    values: defaultdict[Key, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     fallbacks: dict[str, dict[Key, int]] = field(default_factory=dict)  # quantity key -> fallback number per device
     digests: set[str] = field(default_factory=set)
 
@@ -107,8 +109,8 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
 
     A quantity's or a fallback's row gives only its key and value, gathered per device (so assembly sets each
     device's values at once); only the rows kept as rows (inventory, sentinels, targets) become samples, their
-    labels without the recording's. A quantity's row (nearly all of them) costs three lookups: its hardware's
-    records, its name's, its device's.
+    labels without the recording's. Every value is read at once (:func:`.answers.row_numbers`), so a quantity's
+    row (nearly all of them) costs two lookups, its hardware's records and its name's, and one store.
     """
     fields = tuple((attribute, label) for attribute, label in recorded_fields(plans) if attribute != "name")
     structs = record_structs(plans)
@@ -122,36 +124,31 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
     kept = {p.hardware: _reader(fields, {*inventory_labels(p), *p.raw_labels(TILE_KEY), SENTINEL_LABEL, *TARGETS_LABELS})
             for p in plans}
 
-    def labels(row: Row[Any]) -> dict[str, str]:
-        names, read = kept[row.metric.hardware]
-        return {label: value for label, value in zip(names, read(row.metric)) if value}
+    def labels(metric: Any) -> dict[str, str]:
+        names, read = kept[metric.hardware]
+        return {label: value for label, value in zip(names, read(metric)) if value}
 
-    for row in rows:
+    for row, value in zip(rows, row_numbers(rows)):
         metric = row.metric
-        hardware = metric.hardware
-        records = slots.get(hardware)
+        records = slots.get(metric.hardware)
         if records is None:
             continue
         slot = records.get(type(metric))
         if slot is not None:
             field_, tiles, devices = slot
-            key = (metric.node, metric.device, metric.sub if tiles else "")
-            values = devices.get(key)
-            if values is None:
-                values = devices[key] = {}
-            values[field_] = float(row.value[1])  # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"
+            devices[(metric.node, metric.device, metric.sub if tiles else "")][field_] = value
             continue
         name = kinds.get(type(metric))
-        found = by_hardware[hardware]
+        found = by_hardware[metric.hardware]
         if name == FALLBACK_RECORD:
             quantity = metric.quantity
-            if (hardware, quantity) in tiled:
-                key = (metric.node, metric.device, metric.sub if tiled[(hardware, quantity)] else "")
-                found.fallbacks.setdefault(quantity, {})[key] = int(float(row.value[1]))
+            if (metric.hardware, quantity) in tiled:
+                key = (metric.node, metric.device, metric.sub if tiled[(metric.hardware, quantity)] else "")
+                found.fallbacks.setdefault(quantity, {})[key] = int(value)
         elif name is not None:
             if name == INVENTORY_RECORD:
                 found.digests.add(metric.digest)
-            sample = Sample(labels(row), float(row.value[1]))
+            sample = Sample(labels(metric), value)
             if name == TARGET_RECORD:
                 found.targets.append(sample)
             else:

@@ -48,7 +48,7 @@ import msgspec
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels, inventory_query, targets_query
 from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
-from llm_d_lens.prometheus.answers import Row, attributes_reader, label_struct
+from llm_d_lens.prometheus.answers import Row, attributes_reader, label_struct, numbers
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
 from llm_d_lens.prometheus.promql import label_name, matcher, regex_literal
@@ -225,8 +225,7 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
                 (answer.inventory if part == "inventory" else answer.targets).append(Sample(kept, float(row.value[1])))
         for columns_of in metrics:
             for rows_of in columns_of.values():
-                # Prometheus spells NaN and infinities "NaN", "+Inf", "-Inf"; float() reads all three
-                rows_of.values = list(map(float, rows_of.values))  # type: ignore[arg-type]
+                rows_of.values = numbers(rows_of.values)  # type: ignore[arg-type]
     except _NoPart:
         raise
     except ValueError as exc:
