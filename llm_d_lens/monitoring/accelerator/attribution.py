@@ -146,8 +146,9 @@ def attribute(
         group = by_node.get(node, [])
         chosen_mode, join, refusal = _choose(profile, usage, node, mode)
         if refusal:
+            refused = Attribution(UNATTRIBUTED, join, chosen_mode, reason=refusal)  # frozen: one for the node's devices
             for d in group:
-                d.attribution = Attribution(UNATTRIBUTED, join, chosen_mode, reason=refusal)
+                d.attribution = refused
             for pod in usage.pods_on.get(node, []) if usage else []:
                 if pod.ref in usage.by_pod:  # type: ignore[union-attr]
                     _pod(pods, pod.ref, profile, node).unattributed = refusal
@@ -181,6 +182,8 @@ def _mark_partitioned(devices: list[DeviceReading]) -> None:
     for d in devices:
         if d.sub:
             parts[(d.node, d.device)].append(d)
+    if not parts:  # no partition listed: nothing to mark
+        return
     for d in devices:
         held = [p for p in parts.get((d.node, d.device), []) if p.attribution and p.attribution.status in (ATTRIBUTED, UNAVAILABLE)]
         if d.sub or not held or d.attribution is None or d.attribution.status not in (IDLE, UNATTRIBUTED):
@@ -237,11 +240,14 @@ class _Join:
 
     def settle(self, device: DeviceReading, owners: Iterable[Owner], unknown: dict[tuple[str, str], str]) -> None:
         """Attribute ``device`` to its owners; ``unknown`` are pods on the node whose devices cannot be placed."""
-        by_pod: dict[tuple[str, str], list[str]] = defaultdict(list)
+        by_pod: dict[tuple[str, str], list[str]] = {}
         for owner in owners:
-            if owner.container and owner.container not in by_pod[owner.ref]:
-                by_pod[owner.ref].append(owner.container)
-            by_pod.setdefault(owner.ref, [])
+            containers = by_pod.setdefault(owner.ref, [])
+            if owner.container and owner.container not in containers:
+                containers.append(owner.container)
+        if not by_pod and not unknown:
+            device.attribution = self.unheld
+            return
         base = {"join": self.join, "mode": self.mode}
         if len(by_pod) > 1:
             names = ", ".join(f"{ns}/{pod}" for ns, pod in sorted(by_pod))
@@ -253,12 +259,17 @@ class _Join:
             device.attribution = Attribution(ATTRIBUTED, namespace=ref[0] or None, pod=ref[1],
                                              container=",".join(containers) or None, **base)
             _pod(self.pods, ref, self.profile, self.node).devices.append(device.name)
-        elif unknown:
+        else:  # pods on the node whose devices cannot be placed
             names = ", ".join(f"{ns}/{pod}" for ns, pod in sorted(unknown))
             device.attribution = Attribution(UNAVAILABLE, reason=f"pods on this node hold devices Lens cannot identify ({names})", **base)
-        else:
-            evidence = self.no_evidence
-            device.attribution = Attribution(UNATTRIBUTED, reason=evidence, **base) if evidence else Attribution(IDLE, **base)
+
+    @cached_property
+    def unheld(self) -> Attribution:
+        """What a device of this node that no pod holds is: idle, or unattributed for want of evidence; one frozen
+        attribution for them all."""
+        evidence = self.no_evidence
+        base = {"join": self.join, "mode": self.mode}
+        return Attribution(UNATTRIBUTED, reason=evidence, **base) if evidence else Attribution(IDLE, **base)
 
     @cached_property
     def no_evidence(self) -> str | None:

@@ -105,8 +105,7 @@ class DeviceReading:
     @property
     def name(self) -> str:
         """How a user refers to the device: ``node/device`` (``/tile`` when tiles are listed)."""
-        parts = [self.node or "-", self.device] + ([self.sub] if self.sub else [])
-        return "/".join(parts)
+        return f"{self.node or '-'}/{self.device}/{self.sub}" if self.sub else f"{self.node or '-'}/{self.device}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -179,9 +178,10 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
 
     def reading(node: str, device: str, sub: str) -> DeviceReading:
         key = (node, device, "" if folded else sub)
-        if key not in devices:
-            devices[key] = DeviceReading(plan.hardware, node, device, key[2])
-        return devices[key]
+        found = devices.get(key)
+        if found is None:
+            found = devices[key] = DeviceReading(plan.hardware, node, device, key[2])
+        return found
 
     for row in inventory:
         common = common_labels(row.labels)
@@ -236,7 +236,8 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
 
     ordered = sorted(devices.values(), key=lambda d: (d.node, _natural(d.device), _natural(d.sub)))
     for d in ordered:
-        d.tiles.sort(key=_natural)
+        if len(d.tiles) > 1:
+            d.tiles.sort(key=_natural)
     return Assembled(ordered, warnings)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Union
 
 import msgspec
@@ -39,6 +40,8 @@ from llm_d_lens.prometheus.promql import matcher, regex_literal
 
 NAME = "__name__"
 _NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
+#: whether a (label, value) pair read off a decoded row is a label the row has (a lacking one reads "")
+_PRESENT = itemgetter(1)
 #: the records kept as rows, and under which name of :attr:`Recorded.rows` (targets: :attr:`Recorded.targets`)
 _ROWS = {INVENTORY_RECORD: "inventory", SENTINEL_RECORD: "sentinels", TARGET_RECORD: "targets"}
 
@@ -126,7 +129,7 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
 
     def labels(metric: Any) -> dict[str, str]:
         names, read = kept[metric.hardware]
-        return {label: value for label, value in zip(names, read(metric)) if value}
+        return dict(filter(_PRESENT, zip(names, read(metric))))  # "": a label the row lacks
 
     for row, value in zip(rows, row_numbers(rows)):
         metric = row.metric
