@@ -6,7 +6,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from llm_d_lens.monitoring.accelerator.fold import Key, Keys, fallbacks_used, per_device, relabeller
@@ -137,7 +136,6 @@ class Assembled:
 
 #: Prometheus keeps an exporter label that clashes with a target label under this prefix.
 EXPORTED = "exported_"
-_EXPORTED = repeat(EXPORTED)
 
 
 def _target(labels: Mapping[str, str]) -> tuple[str, str]:
@@ -166,10 +164,9 @@ def assemble(plan: DevicePlan, rows: Mapping[str, Sequence[Sample] | TileRows], 
     own_pods = target_pods(targets)
     pod_names = plan.labels.get("pod", ())
     inventory: Sequence[Sample] = rows.get("inventory", ())  # type: ignore[assignment]
-    # one pass over every inventory label name (in C) tells whether any row has a renamed label to look for
-    names = set().union(*(row.labels for row in inventory))
-    renamed = {_target(row.labels) for row in inventory if any(map(str.startswith, row.labels, _EXPORTED))} \
-        if any(map(str.startswith, names, _EXPORTED)) else set()
+    # one pass over every inventory label name (in C) finds the renamed ones; a row has one if it has any of those
+    exported = [name for name in set().union(*(row.labels for row in inventory)) if name.startswith(EXPORTED)]
+    renamed = {_target(row.labels) for row in inventory if any(map(row.labels.__contains__, exported))} if exported else set()
     folded = plan.folded
     commons = [c for c in COMMON_LABELS if c in plan.labels]
     common_labels = relabeller(plan, commons)

@@ -159,9 +159,10 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
     return by_hardware
 
 
-def usable(plan: DevicePlan, recorded: Recorded) -> bool:
-    """Whether the hardware's recorded series come from the rules this Lens generates for ``plan``, and list devices."""
-    return recorded.digests == {rules_digest(plan)}
+def usable(plan: DevicePlan, recorded: Recorded, digest: str | None = None) -> bool:
+    """Whether the hardware's recorded series come from the rules this Lens generates for ``plan`` (``digest``, their
+    :func:`.rules.rules_digest` when known), and list devices."""
+    return recorded.digests == {digest or rules_digest(plan)}
 
 
 async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
@@ -176,8 +177,10 @@ async def read_recorded(client: PrometheusClient, plans: Sequence[DevicePlan],
         found = split_recorded(plans, rows)
     except ValueError as exc:
         raise client.answered_invalid(f"a malformed vector ({exc})", promql) from None
+    expected = {p.hardware: rules_digest(p) for p in plans}
+    read = {p.hardware: found[p.hardware] for p in plans if usable(p, found[p.hardware], expected[p.hardware])}
     warnings = [f"{p.hardware}: the series recorded as {INVENTORY_RECORD} come from other rules than this Lens generates "
                 f"({DIGEST_LABEL} {', '.join(sorted(d or '(none)' for d in found[p.hardware].digests))}, expected "
-                f"{rules_digest(p)}); read from the exporters' series instead (lens telemetry rules regenerates them)"
-                for p in plans if found[p.hardware].digests and not usable(p, found[p.hardware])]
-    return {p.hardware: found[p.hardware] for p in plans if usable(p, found[p.hardware])}, warnings
+                f"{expected[p.hardware]}); read from the exporters' series instead (lens telemetry rules regenerates them)"
+                for p in plans if found[p.hardware].digests and p.hardware not in read]
+    return read, warnings
