@@ -57,3 +57,31 @@ def test_each_lens_run_sits_beside_its_raw_run_and_the_two_take_turns_first():
     assert rounds[2] == rounds[0] and rounds[3] == rounds[1]
     # a pair without its raw run (no recorded server) runs alone, every round
     assert run_order(["floor", "recorded"], 2) == ["floor", "recorded", "floor", "recorded"]
+
+
+def test_settled_frees_what_a_run_s_finished_tasks_held():
+    """A result ``gather`` returned outlives the run until the loop's next turns; settled() gives them inside the run."""
+    import asyncio
+    import weakref
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from telemetry import settled
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+
+    class Answer:
+        pass
+
+    async def one() -> Answer:
+        return Answer()
+
+    async def run() -> tuple[bool, bool]:
+        async def action() -> weakref.ref:
+            return weakref.ref((await asyncio.gather(one(), one()))[0])
+        held = await action()
+        alive_after_the_run = held() is not None
+        await settled()
+        return alive_after_the_run, held() is None
+
+    assert asyncio.run(run()) == (True, True)
