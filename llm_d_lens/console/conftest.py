@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_d_lens.console.data import refresh_seconds
 from llm_d_lens.testing.plugins import minimal_profile
 from llm_d_lens.testing.console import CHROMIUM, CHROMIUM_ARGS, lens_serve  # noqa: F401 - the tests' server
 from llm_d_lens.testing.prometheus import run_prometheus, skip_reason
@@ -86,6 +87,11 @@ def scraping_prometheus(tmp_path_factory) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise RuntimeError("Prometheus scraped nothing within 60 s")
                 time.sleep(0.5)
+            # the console's charts end at the last whole refresh step (console.data.now_step): wait until one began
+            # after the first scrape, so a chart has points from the first page on
+            first = min(float(t) for t, _ in server.query("DCGM_FI_DEV_GPU_UTIL[1m]", at=None)[0]["values"])
+            step = refresh_seconds()
+            time.sleep(max(0.0, (first // step + 1) * step - time.time()))
             yield server.url
     finally:
         for page, _ in pages:

@@ -144,7 +144,7 @@ def _numbers_or_error(texts: list[str]) -> list[float] | type[ValueError]:
 _SPELLINGS = st.one_of(
     st.floats().flatmap(lambda f: st.sampled_from([repr(f), f"{f:.17g}", f"{f:g}", f"{f:f}", f"{f:e}", f"{f:E}"])),
     st.sampled_from(["NaN", "+Inf", "-Inf", "-0", "-0.0", "0", "-nan", "inf", "1.", ".5", "01", "1_0", " 1", "1e400",
-                     "\u0031", '1", "2', "", "x"]),
+                     "\\u0031", '1", "2', "", "x"]),
     st.text(alphabet="0123456789+-.eEinfatyINFATY_ \\\"", max_size=8),
     st.integers().map(str),
 )
