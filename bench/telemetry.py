@@ -6,7 +6,9 @@ labels its label_schema names and values its matchers accept. It is backfilled i
 Prometheus, and a second one holds the same samples plus what the generated recording rules record
 from them (Prometheus' own rule backfill, ``promtool tsdb create-blocks-from rules``).
 
-Timed, each run alternating with the others (medians of ``--repeats``):
+Timed, each run alternating with the others (medians of ``--repeats``), each until the event loop has
+let its finished tasks go (:func:`settled`), so every run pays for freeing what it made and nothing
+of the run before:
 
 * the refresh without rules (``read_devices``: the recorded selector finds nothing, then one query
   per hardware, all in flight) against a raw client sending the same requests the same way (the
