@@ -37,7 +37,7 @@ import msgspec
 
 from llm_d_lens.errors import clip
 from llm_d_lens.jsonread import MAX_INTEGER_DIGITS
-from llm_d_lens.prometheus.client import Sample
+from llm_d_lens.prometheus.client import Sample, result_of
 
 
 #: a timestamp at least this large may have been an integer literal the strict reader refuses (over 100 digits)
@@ -69,6 +69,7 @@ L = TypeVar("L")
 
 #: msgspec's lax reader of a number spelled in a string, over a list: :func:`numbers`' one pass
 _NUMBERS = msgspec.json.Decoder(list[float], strict=False)
+#: the second item of a pair: a row's value text (``Row.value``), or a (label, value) pair's value
 _TEXT, _VALUE = operator.itemgetter(1), operator.attrgetter("value")
 
 
@@ -203,6 +204,12 @@ def instant_rows(content: bytes, labels: type[L]) -> list[Row[L]] | None:
     return answer.data.result
 
 
+def present_labels(names: Sequence[str], values: Sequence[str]) -> dict[str, str]:
+    """The labels a decoded row has, as Prometheus gives them: each of ``names`` with its value from ``values`` (read
+    off a labels Struct in the same order), those the row lacks ("") left out."""
+    return dict(filter(_TEXT, zip(names, values)))
+
+
 def row_numbers(rows: Sequence[Row[Any]]) -> list[float]:
     """Each row's value (:class:`Row`), as :func:`numbers` reads it."""
     return numbers(list(map(_TEXT, map(_VALUE, rows))))
@@ -211,11 +218,7 @@ def row_numbers(rows: Sequence[Row[Any]]) -> list[float]:
 def converted_rows(data: Any, labels: type[L]) -> list[Row[L]]:
     """The rows of ``data`` (a successful answer's ``data`` as the strict reader read it) in the shape of
     :func:`instant_rows`; ValueError says what came instead (a series with a label ``labels`` lacks, say)."""
-    if not isinstance(data, dict) or "result" not in data:
-        raise ValueError("without data.result")
-    kind, result = data.get("resultType"), data["result"]
-    if kind != "vector":
-        raise ValueError(f"a {kind!r} result where the query gives an instant vector")
+    result = result_of(data, "vector", "the query gives an instant vector")
     try:
         return msgspec.convert(result, list[_ReadRow[labels]])  # type: ignore[valid-type,return-value]
     except msgspec.ValidationError as exc:

@@ -114,10 +114,7 @@ class PrometheusClient:
 
     async def query(self, promql: str, at: float | None = None) -> list[Sample]:
         """The instant vector ``promql`` evaluates to (a scalar becomes one unlabelled sample)."""
-        form = {"query": promql}
-        if at is not None:
-            form["time"] = repr(float(at))
-        return self._result(await self._post("/api/v1/query", form, promql), promql)
+        return self._result(await self._post("/api/v1/query", _instant_form(promql, at), promql), promql)
 
     async def query_rows(self, promql: str, labels: type[L], at: float | None = None) -> list[Row[L]]:
         """The instant vector ``promql`` evaluates to, each series' labels decoded into ``labels``
@@ -130,10 +127,7 @@ class PrometheusClient:
         """
         from llm_d_lens.prometheus.answers import converted_rows, instant_rows
 
-        form = {"query": promql}
-        if at is not None:
-            form["time"] = repr(float(at))
-        response = await self._post("/api/v1/query", form, promql)
+        response = await self._post("/api/v1/query", _instant_form(promql, at), promql)
         rows = instant_rows(response.content, labels)
         if rows is not None:
             return rows
@@ -241,6 +235,11 @@ class PrometheusClient:
         return body.get("data")
 
 
+def _instant_form(promql: str, at: float | None) -> dict[str, str]:
+    """The form of an instant query: ``promql``, at ``at`` (unix seconds) or, without it, the server's now."""
+    return {"query": promql} if at is None else {"query": promql, "time": repr(float(at))}
+
+
 def _samples(data: Any) -> list[Sample]:
     """The samples of an instant vector or scalar; ValueError says what came instead."""
     if not isinstance(data, dict) or "result" not in data:
@@ -264,13 +263,19 @@ def _labels(metric: Any) -> Mapping[str, str]:
     return metric
 
 
-def _series(data: Any) -> list[Series]:
-    """The series of a range vector; ValueError says what came instead."""
+def result_of(data: Any, kind: str, gives: str) -> Any:
+    """``data.result`` of a successful answer (``data`` as the strict reader read it) whose ``resultType`` is ``kind``;
+    ValueError says what came instead (``gives``: what the query gives, for the message)."""
     if not isinstance(data, dict) or "result" not in data:
         raise ValueError("without data.result")
-    kind, result = data.get("resultType"), data["result"]
-    if kind != "matrix":
-        raise ValueError(f"a {kind!r} result where a range query gives a matrix")
+    if data.get("resultType") != kind:
+        raise ValueError(f"a {data.get('resultType')!r} result where {gives}")
+    return data["result"]
+
+
+def _series(data: Any) -> list[Series]:
+    """The series of a range vector; ValueError says what came instead."""
+    result = result_of(data, "matrix", "a range query gives a matrix")
     try:
         return [
             Series(_labels(item["metric"]), tuple((float(t), float(v)) for t, v in item["values"]))

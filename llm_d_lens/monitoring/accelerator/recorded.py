@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, Union
 
 import msgspec
@@ -34,14 +33,12 @@ from llm_d_lens.monitoring.accelerator.rules import (
     DIGEST_LABEL, FALLBACK_RECORD, HARDWARE_LABEL, INVENTORY_RECORD, QUANTITY_LABEL, SENTINEL_RECORD,
     TARGET_RECORD, recorded_name, rules_digest,
 )
-from llm_d_lens.prometheus.answers import Row, attributes_reader, row_numbers, tagged_label_structs
+from llm_d_lens.prometheus.answers import Row, attributes_reader, present_labels, row_numbers, tagged_label_structs
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.promql import matcher, regex_literal
 
 NAME = "__name__"
 _NODE, _DEVICE, _SUB = lens_label("node"), lens_label("device"), lens_label("sub")
-#: whether a (label, value) pair read off a decoded row is a label the row has (a lacking one reads "")
-_PRESENT = itemgetter(1)
 #: the records kept as rows, and under which name of :attr:`Recorded.rows` (targets: :attr:`Recorded.targets`)
 _ROWS = {INVENTORY_RECORD: "inventory", SENTINEL_RECORD: "sentinels", TARGET_RECORD: "targets"}
 
@@ -129,7 +126,7 @@ def split_recorded(plans: Sequence[DevicePlan], rows: Sequence[Row[Any]]) -> dic
 
     def labels(metric: Any) -> dict[str, str]:
         names, read = kept[metric.hardware]
-        return dict(filter(_PRESENT, zip(names, read(metric))))  # "": a label the row lacks
+        return present_labels(names, read(metric))
 
     for row, value in zip(rows, row_numbers(rows)):
         metric = row.metric

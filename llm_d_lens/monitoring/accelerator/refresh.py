@@ -48,7 +48,7 @@ import msgspec
 from llm_d_lens.monitoring.accelerator.plan import SENTINEL_LABEL, DevicePlan, QuantityPlan, SourcePlan
 from llm_d_lens.monitoring.accelerator.queries import TARGETS_LABELS, TILE_KEY, inventory_labels, inventory_query, targets_query
 from llm_d_lens.monitoring.accelerator.tilerows import KeyTable, TileRows
-from llm_d_lens.prometheus.answers import Row, attributes_reader, label_struct, numbers
+from llm_d_lens.prometheus.answers import Row, attributes_reader, label_struct, numbers, present_labels
 from llm_d_lens.prometheus.client import PrometheusClient, Sample
 from llm_d_lens.prometheus.combine import NAME_LABEL, PART_LABEL, named, tagged
 from llm_d_lens.prometheus.promql import label_name, matcher, regex_literal
@@ -188,7 +188,6 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
     table = KeyTable(query.labels)
     answer = Answer([{} for _ in query.selections], [], [], table)
     tags, metrics = query.tags, answer.metrics
-    fields = answer_fields(query)
     key = _key_reader(len(query.labels))
 
     def columns(part: int, metric: str) -> TileRows:
@@ -200,8 +199,10 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
     untagged = {metric: (rows.ids.append, rows.values.append)
                 for metric, part in query.owners.items() for rows in (columns(part, metric),)}
 
+    names = [label for _, label in answer_fields(query)]  # in the Struct's field order
+
     def labels(row: Row[Any]) -> dict[str, str]:
-        return {label: value for (_, label), value in zip(fields, msgspec.structs.astuple(row.metric)) if value}
+        return present_labels(names, msgspec.structs.astuple(row.metric))
 
     try:
         for row in rows:
@@ -221,7 +222,8 @@ def split(query: RefreshQuery, rows: Sequence[Row[Any]]) -> Answer:
                 found.ids.append(table[key(metric)])
                 found.values.append(row.value[1])
             else:
-                kept = {label: value for label, value in labels(row).items() if label != PART_LABEL}
+                kept = labels(row)
+                del kept[PART_LABEL]  # the tag, which this row has
                 (answer.inventory if part == "inventory" else answer.targets).append(Sample(kept, float(row.value[1])))
         for columns_of in metrics:
             for rows_of in columns_of.values():
